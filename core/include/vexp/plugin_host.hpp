@@ -1,0 +1,79 @@
+// Loads plugin libraries, checks their ABI and build tag, keeps the registry of
+// everything they declare, and creates objects that keep their library loaded.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/catalog.hpp"
+#include "vexp/registrar.hpp"
+
+namespace vexp {
+
+// Any failure that comes from a plugin: loading it or running its factory.
+struct PluginError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct LoadedLibrary {
+  std::string path;
+  std::string name;
+  std::string version;
+  std::string build_tag;
+};
+
+class PluginHost : public dsl::PluginCatalog {
+ public:
+  PluginHost();
+  ~PluginHost() override;
+  PluginHost(const PluginHost&) = delete;
+  PluginHost& operator=(const PluginHost&) = delete;
+
+  // Loads one library; throws PluginError with a sentence naming the file.
+  // Loading the same file twice is a no-op.
+  void load_library(const std::string& path);
+  // Loads every *.so in `dir` (sorted, not recursive). Failures are appended to
+  // `problems` as sentences; a missing directory is a problem too.
+  void load_directory(const std::string& dir, std::vector<std::string>& problems);
+  // The build's (or installation's) plugin folder, then each entry of VEXP_PLUGIN_PATH.
+  void load_default_paths(std::vector<std::string>& problems);
+  static std::string default_plugin_dir();
+
+  // Registers plugins compiled into the host (tests); `library` names them.
+  Registrar& builtin_registrar(const std::string& library = "<builtin>");
+
+  const PluginDecl* find(const std::string& kind, const std::string& name) const override;
+  std::vector<std::string> names(const std::string& kind) const override;
+  std::vector<const PluginDecl*> all() const;  // sorted by kind, then name
+  const std::vector<LoadedLibrary>& libraries() const { return libraries_; }
+
+  // Creates an object; throws PluginError naming the plugin and its library.
+  // The result keeps the library loaded for as long as it lives.
+  template <class T>
+  std::shared_ptr<T> make(const std::string& kind, const std::string& name, const Params& params) const {
+    return std::static_pointer_cast<T>(make_erased(kind, name, params));
+  }
+  std::shared_ptr<void> make_erased(const std::string& kind, const std::string& name,
+                                    const Params& params) const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<void> library;  // first member: destroyed last, after the
+                                    // plugin-owned std::functions below
+    PluginDecl decl;
+    ErasedFactory factory;
+  };
+  class HostRegistrar;
+  friend class HostRegistrar;
+  void add(PluginDecl decl, ErasedFactory factory, std::shared_ptr<void> library,
+           const std::string& library_path, const std::string& library_version);
+
+  std::map<std::pair<std::string, std::string>, Entry> entries_;
+  std::vector<LoadedLibrary> libraries_;
+  std::vector<std::unique_ptr<Registrar>> builtin_;
+};
+
+}  // namespace vexp

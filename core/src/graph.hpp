@@ -1,0 +1,37 @@
+// The model: plugin layers wired as the recipe's graph says, rewrites applied.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "vexp/dsl/validate.hpp"
+#include "vexp/layer.hpp"
+#include "vexp/plugin_host.hpp"
+
+namespace vexp {
+
+class ModelGraph : public torch::nn::Module {
+ public:
+  ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host);
+  // clip: [N, T, C, H, W] -> the output node's tensor.
+  at::Tensor forward(const at::Tensor& clip);
+  // Names (as in named_parameters) of parameters that belong to nodes of `op`.
+  std::vector<std::string> parameter_names_of_op(const std::string& op) const;
+  int64_t parameter_count() const;
+  // Multiply-adds of one clip's forward pass, counted by running it.
+  double macs_per_clip(const dsl::Shape& clip_shape);
+
+ private:
+  struct Node {
+    std::string id;
+    std::string op;
+    std::vector<int> inputs;  // index into node outputs; -1 = the model input
+    std::shared_ptr<Layer> layer;
+  };
+  std::vector<Node> nodes_;
+  int output_ = -1;
+};
+
+}  // namespace vexp

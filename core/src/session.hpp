@@ -1,0 +1,29 @@
+// A recipe opened for use: plugins loaded (default folders, VEXP_PLUGIN_PATH and
+// the recipe's [plugins] paths), the recipe loaded and validated.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/validate.hpp"
+#include "vexp/plugin_host.hpp"
+
+namespace vexp {
+
+struct Session {
+  PluginHost host;
+  std::vector<std::string> plugin_problems;  // libraries that failed to load
+  dsl::Diagnostics diags;
+  std::optional<dsl::Recipe> recipe;
+  std::optional<dsl::RecipePlan> plan;
+};
+
+// Loads the default plugin folders into `s.host` (problems collected).
+void load_plugins(Session& s);
+
+// Loads and validates `path` (plugins must be loaded already). Returns true when
+// the recipe is valid; diagnostics are in s.diags either way.
+bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides);
+
+}  // namespace vexp

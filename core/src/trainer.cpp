@@ -1,0 +1,478 @@
+#include "trainer.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint.hpp"
+#include "graph.hpp"
+#include "optimizer.hpp"
+#include "schedule.hpp"
+#include "vexp/comm.hpp"
+#include "vexp/dataset.hpp"
+#include "vexp/log.hpp"
+
+namespace vexp {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+uint64_t mix_seed(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  return x;
+}
+
+std::string format_duration(double s) {
+  int total = static_cast<int>(s + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", total / 60, total % 60);
+  return buf;
+}
+
+// Stacks samples [index...] of `split` into one batch, in parallel.
+struct Batch {
+  at::Tensor clips;   // [N, T, C, H, W]
+  at::Tensor labels;  // [N] int64
+};
+
+Batch load_batch(const Dataset& data, Split split, const std::vector<int64_t>& indices, uint64_t seed) {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  Sample first = data.get(split, indices[0], seed);
+  std::vector<int64_t> sizes{n};
+  sizes.insert(sizes.end(), first.clip.sizes().begin(), first.clip.sizes().end());
+  Batch b{at::empty(sizes, first.clip.options()), at::empty({n}, at::kLong)};
+  b.clips[0].copy_(first.clip);
+  auto* labels = b.labels.data_ptr<int64_t>();
+  labels[0] = first.label;
+  at::parallel_for(1, n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Sample s = data.get(split, indices[i], seed);
+      if (!s.clip.sizes().equals(first.clip.sizes()))
+        throw std::runtime_error("dataset returned clips of different shapes in one batch");
+      b.clips[i].copy_(s.clip);
+      labels[i] = s.label;
+    }
+  });
+  return b;
+}
+
+struct EvalResult {
+  double top1 = 0, top5 = 0, loss = 0;
+  int64_t clips = 0;
+};
+
+EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes) {
+  model.eval();
+  at::NoGradGuard no_grad;
+  EvalResult r;
+  const int64_t n = data.size(Split::Val);
+  const int64_t k = std::min<int64_t>(5, classes > 0 ? classes : 5);
+  double correct1 = 0, correct5 = 0, loss_sum = 0;
+  for (int64_t start = 0; start < n; start += batch) {
+    std::vector<int64_t> idx;
+    for (int64_t i = start; i < std::min(n, start + batch); ++i) idx.push_back(i);
+    Batch b = load_batch(data, Split::Val, idx, 0);
+    at::Tensor logits = model.forward(b.clips);
+    loss_sum += at::cross_entropy_loss(logits, b.labels).item<double>() * static_cast<double>(idx.size());
+    at::Tensor topk = std::get<1>(logits.topk(std::min<int64_t>(k, logits.size(1)), 1));
+    at::Tensor hit = topk.eq(b.labels.unsqueeze(1));
+    correct1 += hit.select(1, 0).sum().item<double>();
+    correct5 += hit.any(1).sum().item<double>();
+  }
+  model.train();
+  r.clips = n;
+  if (n > 0) {
+    r.top1 = correct1 / static_cast<double>(n);
+    r.top5 = correct5 / static_cast<double>(n);
+    r.loss = loss_sum / static_cast<double>(n);
+  }
+  return r;
+}
+
+// Shows progress on a terminal (a bar redrawn in place) or as plain log lines.
+class Progress {
+ public:
+  Progress(const std::string& mode, int64_t log_every) : log_every_(log_every) {
+    bool tty = ::isatty(STDERR_FILENO) != 0;
+    bar_ = mode == "bar" || (mode == "auto" && tty);
+    quiet_ = mode == "none";
+  }
+  void step(int64_t epoch, int64_t epochs, int64_t step, int64_t steps, double loss, double lr,
+            double clips_per_s, double eta_s) {
+    if (quiet_) return;
+    if (bar_) {
+      const int width = 24;
+      int filled = static_cast<int>(width * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, steps)));
+      std::string bar(filled, '#');
+      bar += std::string(width - filled, '.');
+      std::fprintf(stderr, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld loss %.4f lr %.4g %.0f clips/s ETA %s",
+                   (long long)epoch, (long long)epochs, bar.c_str(), (long long)step, (long long)steps, loss, lr,
+                   clips_per_s, format_duration(eta_s).c_str());
+      std::fflush(stderr);
+      dirty_ = true;
+    } else if (step % log_every_ == 0 || step == steps) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "epoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.1f clips/s ETA %s",
+                    (long long)epoch, (long long)epochs, (long long)step, (long long)steps, loss, lr, clips_per_s,
+                    format_duration(eta_s).c_str());
+      log_info(buf);
+    }
+  }
+  void line(const std::string& text) {
+    if (quiet_) return;
+    end_bar();
+    log_info(text);
+  }
+  void end_bar() {
+    if (dirty_) {
+      std::fprintf(stderr, "\n");
+      dirty_ = false;
+    }
+  }
+
+ private:
+  int64_t log_every_;
+  bool bar_ = false, quiet_ = false, dirty_ = false;
+};
+
+std::string checkpoint_name(int64_t epoch) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
+  return buf;
+}
+
+// The newest complete checkpoint in `dir` (empty when none).
+std::string latest_checkpoint(const fs::path& dir) {
+  std::string best;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string f = it->path().filename().string();
+    if (f.rfind("epoch_", 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == ".pt" && f > best) best = f;
+  }
+  return best.empty() ? "" : (dir / best).string();
+}
+
+// Keeps the metrics lines up to (and including) `global_step`/`epoch`, so that a
+// resumed run's log reads as if it had never stopped.
+void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_done) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string out, line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      json j = json::parse(line);
+      std::string type = j.value("type", "");
+      if (type == "step" && j.value("global_step", int64_t(0)) > global_step) continue;
+      if (type == "eval" && j.value("epoch", int64_t(0)) > epochs_done) continue;
+    } catch (const std::exception&) {
+      continue;  // a torn last line from a crash
+    }
+    out += line + "\n";
+  }
+  write_file_atomic(path.string(), out);
+}
+
+}  // namespace
+
+TrainResult train(Session& s, const TrainOptions& opt) {
+  const auto wall_start = Clock::now();
+  const dsl::RecipePlan& plan = *s.plan;
+  const dsl::Params& run = plan.run;
+
+  // Threads: Debian's libtorch starts with one; use the machine unless told.
+  int64_t threads = run.i64("threads");
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(threads));
+
+  std::string name = run.str("name");
+  if (name.empty()) name = fs::path(opt.recipe_path).stem().string();
+  fs::path out = !opt.out_dir.empty() ? fs::path(opt.out_dir)
+                 : !run.str("out").empty() ? fs::path(run.str("out"))
+                                          : fs::path("runs") / name;
+  const std::string recipe_hash = dsl::recipe_hash(plan.resolved);
+
+  auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
+  const bool writer = comm->rank() == 0;
+  fs::path ckpt_dir = out / "checkpoints";
+  std::string resume_from;
+  if (opt.resume) {
+    if (!fs::exists(out)) throw std::runtime_error("cannot resume: run directory '" + out.string() + "' does not exist");
+    resume_from = latest_checkpoint(ckpt_dir);
+    if (resume_from.empty())
+      log_warn("no checkpoint in '" + ckpt_dir.string() + "': starting '" + out.string() + "' from the beginning");
+  } else if (fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty()) {
+    throw std::runtime_error("run directory '" + out.string() +
+                             "' already holds a run; use --resume to continue it, or --out to choose another directory");
+  }
+  if (writer) {
+    fs::create_directories(ckpt_dir);
+    write_file_atomic((out / "resolved.toml").string(),
+                      "# resolved recipe, hash " + recipe_hash + "\n" + dsl::to_toml(plan.resolved));
+  }
+
+  const uint64_t seed = static_cast<uint64_t>(run.i64("seed"));
+  at::manual_seed(seed);
+  auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  auto model = std::make_shared<ModelGraph>(plan, s.host);
+  model->train();
+  const int64_t params_count = model->parameter_count();
+  const double macs = plan.data_facts.clip.empty() ? 0.0 : model->macs_per_clip(plan.data_facts.clip);
+
+  // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
+  const dsl::Params& o = plan.optim;
+  const double wd = o.f64("weight_decay");
+  std::set<std::string> fc_params;
+  if (o.flag("fc_lr5")) {
+    for (auto& n : model->parameter_names_of_op("classifier")) fc_params.insert(n);
+  }
+  ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
+  ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
+  std::vector<at::Tensor> all_params;
+  for (const auto& p : model->named_parameters(true)) {
+    if (!p.value().requires_grad()) continue;
+    all_params.push_back(p.value());
+    ParamGroup* g = &decay;
+    if (fc_params.count(p.key())) g = p.value().dim() > 1 ? &fc_w : &fc_b;
+    else if (o.flag("no_decay_bn_bias") && p.value().dim() <= 1) g = &no_decay;
+    g->names.push_back(p.key());
+    g->params.push_back(p.value());
+  }
+  std::vector<ParamGroup> groups;
+  for (auto* g : {&decay, &no_decay, &fc_w, &fc_b})
+    if (!g->params.empty()) groups.push_back(*g);
+  Sgd sgd(groups, o.f64("momentum"), o.flag("nesterov"));
+
+  // Batch geometry: global batch = world_size x batch_per_gpu x accum_steps.
+  const dsl::Params& d = plan.dist;
+  const int64_t world = d.i64("world_size"), per_gpu = d.i64("batch_per_gpu"), accum = d.i64("accum_steps");
+  const int64_t ranks = comm->size();
+  if (world % ranks != 0)
+    throw std::runtime_error("dist.world_size = " + std::to_string(world) + " is not a multiple of the " +
+                             std::to_string(ranks) + " ranks launched");
+  const int64_t micro = (world / ranks) * accum;  // micro-batches per rank per step
+  const int64_t global_batch = world * per_gpu * accum;
+  if (world > ranks) {
+    log_info("emulating " + std::to_string(world) + " GPUs on " + std::to_string(ranks) + " rank(s): " +
+             std::to_string(micro) + " micro-batches of " + std::to_string(per_gpu) + " clips per step");
+  }
+  const int64_t train_size = data->size(Split::Train);
+  const int64_t steps_per_epoch = train_size / global_batch;
+  if (steps_per_epoch < 1)
+    throw std::runtime_error("the training split has " + std::to_string(train_size) +
+                             " clips, fewer than one global batch of " + std::to_string(global_batch));
+  const int64_t epochs = run.i64("epochs");
+
+  LrSchedule sched;
+  const dsl::Params& sc = plan.schedule;
+  sched.type = sc.str("type");
+  sched.base_lr = o.f64("lr");
+  sched.min_lr = sc.f64("min_lr");
+  sched.warmup_start = sc.f64("warmup_start");
+  sched.warmup_steps = static_cast<int64_t>(std::llround(sc.f64("warmup_epochs") * static_cast<double>(steps_per_epoch)));
+  sched.steps_per_epoch = steps_per_epoch;
+  sched.total_steps = steps_per_epoch * epochs;
+  sched.milestones = sc.i64_list("milestones");
+  sched.gamma = sc.f64("gamma");
+
+  // Resume.
+  int64_t start_epoch = 0, global_step = 0;
+  double train_time = 0;
+  int64_t train_clips = 0;
+  if (!resume_from.empty()) {
+    Checkpoint c = load_checkpoint(resume_from);
+    json meta = json::parse(c.meta_json);
+    if (meta.value("recipe_hash", "") != recipe_hash) {
+      throw std::runtime_error("cannot resume '" + out.string() + "': the recipe changed since the run started (hash " +
+                               meta.value("recipe_hash", "?") + ", now " + recipe_hash +
+                               "); resume with the same recipe and --set values");
+    }
+    at::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters(true)) {
+      auto it = c.model.find(p.key());
+      if (it == c.model.end()) throw std::runtime_error("checkpoint '" + resume_from + "' lacks '" + p.key() + "'");
+      p.value().copy_(it->second);
+    }
+    for (auto& b : model->named_buffers(true)) {
+      auto it = c.model.find(b.key());
+      if (it != c.model.end()) b.value().copy_(it->second);
+    }
+    for (auto& [k, v] : c.optimizer) sgd.state()[k] = v.clone();
+    start_epoch = meta.at("epoch").get<int64_t>();
+    global_step = meta.at("global_step").get<int64_t>();
+    train_time = meta.value("train_time_s", 0.0);
+    train_clips = meta.value("train_clips", int64_t(0));
+    if (writer) truncate_metrics(out / "metrics.jsonl", global_step, start_epoch);
+    log_info("resuming '" + out.string() + "' from " + fs::path(resume_from).filename().string() + " (epoch " +
+             std::to_string(start_epoch) + ", step " + std::to_string(global_step) + ")");
+  }
+
+  log_info("run '" + out.string() + "': " + std::to_string(params_count) + " parameters, " +
+           std::to_string(macs / 1e6) + " M MACs per clip, " + std::to_string(threads) + " threads, global batch " +
+           std::to_string(global_batch) + ", " + std::to_string(steps_per_epoch) + " steps per epoch");
+
+  std::ofstream metrics;
+  if (writer) metrics.open(out / "metrics.jsonl", std::ios::app);
+  auto emit = [&](const json& j) {
+    if (!writer) return;
+    metrics << j.dump() << "\n";
+    metrics.flush();
+  };
+
+  Progress progress(run.str("progress"), run.i64("log_every"));
+  const int64_t eval_every = run.i64("eval_every"), ckpt_every = run.i64("checkpoint_every");
+  const int64_t eval_batch = run.i64("eval_batch") > 0 ? run.i64("eval_batch") : per_gpu;
+  EvalResult last_eval;
+  bool have_eval = false;
+  int64_t end_epoch = epochs;
+  if (opt.stop_after_epochs > 0) end_epoch = std::min(epochs, start_epoch + opt.stop_after_epochs);
+
+  for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
+    std::vector<int64_t> order(static_cast<size_t>(train_size));
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(mix_seed(seed, static_cast<uint64_t>(epoch)));
+    std::shuffle(order.begin(), order.end(), rng);
+    const auto epoch_start = Clock::now();
+    double epoch_data = 0, epoch_compute = 0, epoch_comm = 0, loss_avg = 0;
+    int64_t loss_n = 0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      const auto step_start = Clock::now();
+      // Dropout and other randomness: a function of (seed, step) only, so a
+      // resumed run draws exactly what an uninterrupted one would.
+      at::manual_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)));
+      double data_s = 0, compute_s = 0, comm_s = 0, loss_sum = 0;
+      for (int64_t m = 0; m < micro; ++m) {
+        auto t0 = Clock::now();
+        const int64_t base = step * global_batch + (comm->rank() * micro + m) * per_gpu;
+        std::vector<int64_t> idx(order.begin() + base, order.begin() + base + per_gpu);
+        Batch b = load_batch(*data, Split::Train, idx, mix_seed(seed, static_cast<uint64_t>(epoch)));
+        data_s += seconds_since(t0);
+        auto t1 = Clock::now();
+        at::Tensor logits = model->forward(b.clips);
+        at::Tensor loss = at::cross_entropy_loss(logits, b.labels);
+        const double lv = loss.item<double>();
+        if (!std::isfinite(lv)) {
+          progress.end_bar();
+          std::string last = latest_checkpoint(ckpt_dir);
+          throw DivergedError("loss became " + std::string(std::isnan(lv) ? "NaN" : "infinite") + " at epoch " +
+                              std::to_string(epoch + 1) + ", step " + std::to_string(global_step + 1) +
+                              (last.empty() ? "; no checkpoint was written yet"
+                                            : "; the last good checkpoint is " + last) +
+                              " (lower optim.lr, add warmup, or set optim.clip_grad_norm)");
+        }
+        loss_sum += lv;
+        (micro > 1 ? loss / static_cast<double>(micro) : loss).backward();
+        compute_s += seconds_since(t1);
+      }
+      if (ranks > 1) {
+        auto t2 = Clock::now();
+        for (auto& p : all_params)
+          if (p.grad().defined()) comm->allreduce(p.mutable_grad(), ReduceOp::Avg);
+        comm_s = seconds_since(t2);
+      }
+      auto t3 = Clock::now();
+      if (o.f64("clip_grad_norm") > 0) clip_grad_norm(all_params, o.f64("clip_grad_norm"));
+      const double lr = sched.at(global_step);
+      sgd.step(lr);
+      sgd.zero_grad();
+      compute_s += seconds_since(t3);
+      ++global_step;
+      const double step_s = seconds_since(step_start);
+      train_time += step_s;
+      train_clips += global_batch;
+      epoch_data += data_s;
+      epoch_compute += compute_s;
+      epoch_comm += comm_s;
+      const double loss_mean = loss_sum / static_cast<double>(micro);
+      loss_avg += loss_mean;
+      ++loss_n;
+      const double clips_per_s = static_cast<double>(global_batch) * static_cast<double>(step + 1) /
+                                 std::max(1e-9, seconds_since(epoch_start));
+      const int64_t steps_left = (end_epoch - epoch) * steps_per_epoch - (step + 1);
+      const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start) / static_cast<double>(step + 1);
+      progress.step(epoch + 1, epochs, step + 1, steps_per_epoch, loss_avg / static_cast<double>(loss_n), lr,
+                    clips_per_s, eta);
+      if ((step + 1) % run.i64("log_every") == 0 || step + 1 == steps_per_epoch) {
+        emit({{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", global_step},
+              {"loss", loss_avg / static_cast<double>(loss_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
+              {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s}});
+        loss_avg = 0;
+        loss_n = 0;
+      }
+    }
+    const int64_t done_epochs = epoch + 1;
+    const bool last_epoch = done_epochs == epochs;
+    if ((eval_every > 0 && done_epochs % eval_every == 0) || last_epoch) {
+      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes);
+      have_eval = true;
+      emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", global_step}, {"top1", last_eval.top1},
+            {"top5", last_eval.top5}, {"val_loss", last_eval.loss}});
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "epoch %lld/%lld: val top-1 %.4f top-5 %.4f loss %.4f (data %.1fs compute %.1fs comm %.1fs)",
+                    (long long)done_epochs, (long long)epochs, last_eval.top1, last_eval.top5, last_eval.loss, epoch_data,
+                    epoch_compute, epoch_comm);
+      progress.line(buf);
+    } else {
+      progress.end_bar();
+    }
+    const bool stop_here = done_epochs == end_epoch;
+    if (writer && ((ckpt_every > 0 && done_epochs % ckpt_every == 0) || last_epoch || stop_here)) {
+      Checkpoint c;
+      for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
+      for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
+      c.optimizer = sgd.state();
+      json meta{{"epoch", done_epochs}, {"global_step", global_step}, {"recipe_hash", recipe_hash},
+                {"train_time_s", train_time}, {"train_clips", train_clips}};
+      c.meta_json = meta.dump();
+      save_checkpoint((ckpt_dir / checkpoint_name(done_epochs)).string(), c);
+    }
+  }
+
+  TrainResult r;
+  r.run_dir = out.string();
+  r.finished = end_epoch == epochs;
+  if (r.finished && !have_eval) last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes);
+  r.top1 = last_eval.top1;
+  r.top5 = last_eval.top5;
+  r.val_loss = last_eval.loss;
+  r.epochs = end_epoch;
+  r.steps = global_step;
+  r.clips_per_s = train_time > 0 ? static_cast<double>(train_clips) / train_time : 0;
+  r.wall_s = seconds_since(wall_start);
+  r.params = params_count;
+  r.flops_per_clip = macs;
+  if (writer && r.finished) {
+    json summary{{"name", name}, {"status", "done"}, {"top1", r.top1}, {"top5", r.top5}, {"val_loss", r.val_loss},
+                 {"epochs", r.epochs}, {"steps", r.steps}, {"clips_per_s", r.clips_per_s}, {"wall_s", r.wall_s},
+                 {"train_s", train_time}, {"params", r.params}, {"flops_per_clip", r.flops_per_clip},
+                 {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
+                 {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash}};
+    write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
+  }
+  return r;
+}
+
+}  // namespace vexp

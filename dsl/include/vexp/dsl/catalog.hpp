@@ -1,0 +1,70 @@
+// What validation needs to know about plugins, without loading torch:
+// names, schemas, insertion points and early shape facts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/schema.hpp"
+#include "vexp/dsl/value.hpp"
+
+namespace vexp::dsl {
+
+// A tensor shape; -1 marks a dimension that is not known before running.
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);  // "[8, 3, 224, 224]" ("?" for -1)
+
+// Facts about the run that shape checks may use.
+struct GraphContext {
+  int64_t batch = -1;    // clips per step on one rank (micro-batch)
+  int64_t frames = -1;   // T of the input clip
+  int64_t classes = -1;  // classes of the dataset
+};
+
+// Thrown by shape hooks: the message names the problem (no location; the
+// validator adds the node's location).
+struct ShapeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct DatasetFacts {
+  Shape clip;            // [T, C, H, W] of one training clip
+  int64_t classes = -1;
+};
+
+// A plugin's declaration. Optional hooks may be empty.
+struct PluginDecl {
+  std::string kind;      // "op", "backbone", "dataset", "comm", ... (open set)
+  std::string name;
+  std::string doc;       // one line
+  std::string library;   // file it came from ("" for built-ins)
+  std::string library_version;
+  Schema schema;
+  // Backbones: the insertion points the given parameters produce
+  // ("layer1/block0/residual_in", ...).
+  std::function<std::vector<std::string>(const Params&)> insertion_points;
+  // Output shape for the given input shapes; throws ShapeError.
+  std::function<Shape(const Params&, const std::vector<Shape>&, const GraphContext&)> infer_shape;
+  // Backbones: the shape of the tensor flowing through `point` for this input.
+  std::function<Shape(const Params&, const std::string& point, const Shape& input)> point_shape;
+  // Datasets: clip shape and class count for the given parameters.
+  std::function<DatasetFacts(const Params&)> dataset_facts;
+};
+
+class PluginCatalog {
+ public:
+  virtual ~PluginCatalog() = default;
+  virtual const PluginDecl* find(const std::string& kind, const std::string& name) const = 0;
+  // Names of every plugin of `kind`, sorted.
+  virtual std::vector<std::string> names(const std::string& kind) const = 0;
+};
+
+// Layers of a model graph may come from these kinds.
+inline const std::vector<std::string>& layer_kinds() {
+  static const std::vector<std::string> kinds{"op", "backbone"};
+  return kinds;
+}
+
+}  // namespace vexp::dsl

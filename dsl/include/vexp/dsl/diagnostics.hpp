@@ -1,0 +1,43 @@
+// Collected recipe problems, each with the place it was written.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/value.hpp"
+
+namespace vexp::dsl {
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  Loc loc;
+  std::string message;
+  // "recipe.toml:12:7: error: message" (or "error: message" when loc is unknown).
+  std::string str() const;
+};
+
+class Diagnostics {
+ public:
+  void error(const Loc& loc, std::string message);
+  void warning(const Loc& loc, std::string message);
+  void note(const Loc& loc, std::string message);
+  bool has_errors() const;
+  size_t error_count() const;
+  const std::vector<Diagnostic>& items() const { return items_; }
+  // Sorted by file, line, column (stable for equal positions); duplicates removed.
+  std::vector<Diagnostic> sorted() const;
+  // All diagnostics, one per line, sorted.
+  std::string str() const;
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+// Thrown where collecting is impossible (e.g. the root file does not exist).
+struct RecipeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace vexp::dsl

@@ -1,0 +1,72 @@
+// Validation of a loaded recipe against built-in section schemas and plugin
+// schemas. Runs before anything heavy is built and collects every problem.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/catalog.hpp"
+#include "vexp/dsl/diagnostics.hpp"
+#include "vexp/dsl/recipe.hpp"
+
+namespace vexp::dsl {
+
+struct NodeSpec {
+  std::string id;
+  std::string op;
+  std::string kind;                 // kind of the plugin that provides `op`
+  std::vector<std::string> inputs;
+  Params params;                    // defaults filled
+  Loc loc;                          // where the node table was written
+  Shape output_shape;               // from shape inference (may be empty)
+};
+
+struct InsertSpec {
+  std::string node;                 // node id of the backbone
+  std::string point;                // "layer1/block0/residual_in"
+  std::string op;
+  std::string kind;
+  Params params;
+  Loc loc;                          // where the rewrite rule was written
+  Shape point_shape;                // shape at the insertion point (may be empty)
+};
+
+struct RewriteSpec {
+  std::string pattern;              // "features/layer*/block*/residual_in"
+  std::string op;
+  Params params;
+  Loc loc;
+};
+
+struct RecipePlan {
+  // Built-in sections, defaults filled.
+  Params run, data, dist, optim, schedule;
+  std::string dataset;              // data.dataset
+  Params dataset_params;            // data.params
+  std::string comm;                 // dist.backend
+  Params comm_params;               // dist.params
+  std::vector<std::string> plugin_paths;  // [plugins] paths, absolute
+  std::string model_input, model_output;
+  std::vector<NodeSpec> nodes;      // topological order
+  std::vector<RewriteSpec> rewrites;
+  std::vector<InsertSpec> inserts;  // rewrites expanded, in rule order
+  DatasetFacts data_facts;
+  Value resolved;                   // full tree with defaults filled and overrides applied
+};
+
+// The built-in sections and their schemas: run, data, dist, optim, schedule,
+// plugins, model (node/rewrite tables are checked separately).
+const std::vector<std::pair<std::string, Schema>>& builtin_sections();
+
+// Reads `[plugins] paths` (resolved relative to the file that wrote them) before
+// validation, so the host can load those plugins first.
+std::vector<std::string> plugin_paths(const Recipe& recipe);
+
+// Glob with '*', '?' and [abc] / [a-z] classes; '*' does not cross '/'.
+bool glob_match(const std::string& pattern, const std::string& text);
+
+std::optional<RecipePlan> validate(const Recipe& recipe, const PluginCatalog& catalog,
+                                   Diagnostics& diags);
+
+}  // namespace vexp::dsl

@@ -1,0 +1,68 @@
+// Collected recipe problems and their compiler-style rendering.
+#include "vexp/dsl/diagnostics.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace vexp::dsl {
+
+namespace {
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::Error: return "error";
+    case Severity::Warning: return "warning";
+    case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+}  // namespace
+
+std::string Diagnostic::str() const {
+  std::string out;
+  if (loc.known()) out = loc.str() + ": ";
+  return out + severity_name(severity) + ": " + message;
+}
+
+void Diagnostics::error(const Loc& loc, std::string message) {
+  items_.push_back({Severity::Error, loc, std::move(message)});
+}
+
+void Diagnostics::warning(const Loc& loc, std::string message) {
+  items_.push_back({Severity::Warning, loc, std::move(message)});
+}
+
+void Diagnostics::note(const Loc& loc, std::string message) {
+  items_.push_back({Severity::Note, loc, std::move(message)});
+}
+
+bool Diagnostics::has_errors() const { return error_count() > 0; }
+
+size_t Diagnostics::error_count() const {
+  return static_cast<size_t>(std::count_if(items_.begin(), items_.end(), [](const Diagnostic& d) {
+    return d.severity == Severity::Error;
+  }));
+}
+
+std::vector<Diagnostic> Diagnostics::sorted() const {
+  std::vector<Diagnostic> out;
+  std::set<std::tuple<int, std::string, int, int, std::string>> seen;
+  for (const auto& d : items_) {
+    auto key = std::make_tuple(static_cast<int>(d.severity), d.loc.file, d.loc.line, d.loc.col, d.message);
+    if (seen.insert(std::move(key)).second) out.push_back(d);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.loc.file, a.loc.line, a.loc.col) < std::tie(b.loc.file, b.loc.line, b.loc.col);
+  });
+  return out;
+}
+
+std::string Diagnostics::str() const {
+  std::string out;
+  for (const auto& d : sorted()) out += d.str() + "\n";
+  return out;
+}
+
+}  // namespace vexp::dsl

@@ -1,0 +1,583 @@
+// Loading a recipe: toml++ parse, `extends` chains, `unset`, `--set` overrides and
+// ${VAR} interpolation. toml++ stays inside this file.
+#include "vexp/dsl/recipe.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include <toml++/toml.h>
+
+#include "vexp/dsl/schema.hpp"
+
+namespace vexp::dsl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Deeper trees are refused so that every recursive walk stays far from the stack limit.
+constexpr int kMaxDepth = 128;
+
+Loc loc_of(const toml::source_region& r, const std::string& file) {
+  return Loc{file, static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+}
+
+bool is_identifier_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+void set_loc_deep(Value& v, const Loc& loc) {
+  v.set_loc(loc);
+  if (v.is_array()) {
+    for (auto& e : v.as_array()) set_loc_deep(e, loc);
+  } else if (v.is_table()) {
+    for (auto& [k, e] : v.as_table()) set_loc_deep(e, loc);
+  }
+}
+
+// toml++ tree -> Value, with positions. Returns false for a value that cannot be
+// represented (dates, too deep); the caller drops it after the error.
+bool convert(const toml::node& n, Loc loc, const std::string& file, int depth, Diagnostics& diags,
+             Value& out) {
+  if (depth > kMaxDepth) {
+    diags.error(loc, "values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return false;
+  }
+  if (const auto* t = n.as_table()) {
+    std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+    for (auto&& [k, v] : *t) entries.emplace_back(&k, &v);
+    // toml++ keeps keys sorted; the file's order is the order the user wrote.
+    std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+      const auto& ra = a.first->source().begin;
+      const auto& rb = b.first->source().begin;
+      return std::tie(ra.line, ra.column) < std::tie(rb.line, rb.column);
+    });
+    Value table = Value::table();
+    table.set_loc(std::move(loc));
+    for (const auto& [key, node] : entries) {
+      Loc child_loc = loc_of(key->source(), file);
+      const auto* sub = node->as_table();
+      if (child_loc.line == 0 || (sub && !sub->is_inline())) child_loc = loc_of(node->source(), file);
+      Value child;
+      if (convert(*node, std::move(child_loc), file, depth + 1, diags, child)) {
+        table.as_table().emplace_back(std::string(key->str()), std::move(child));
+      }
+    }
+    out = std::move(table);
+    return true;
+  }
+  if (const auto* a = n.as_array()) {
+    Value array = Value::array();
+    array.set_loc(std::move(loc));
+    for (const auto& e : *a) {
+      Value child;
+      if (convert(e, loc_of(e.source(), file), file, depth + 1, diags, child)) {
+        array.as_array().push_back(std::move(child));
+      }
+    }
+    out = std::move(array);
+    return true;
+  }
+  if (const auto* s = n.as_string()) {
+    out = Value(s->get()).at(std::move(loc));
+    return true;
+  }
+  if (const auto* i = n.as_integer()) {
+    out = Value(static_cast<int64_t>(i->get())).at(std::move(loc));
+    return true;
+  }
+  if (const auto* d = n.as_floating_point()) {
+    out = Value(d->get()).at(std::move(loc));
+    return true;
+  }
+  if (const auto* b = n.as_boolean()) {
+    out = Value(b->get()).at(std::move(loc));
+    return true;
+  }
+  diags.error(loc, "dates are not supported");
+  return false;
+}
+
+// Parses one TOML value written as text ("18", "[1, 2]", "\"x\""); nullopt when the
+// text is not a single TOML value (then the caller takes it as a plain string).
+std::optional<Value> parse_value_text(const std::string& text, const Loc& loc) {
+  if (text.find_first_of("\r\n") != std::string::npos) return std::nullopt;
+  try {
+    toml::table t = toml::parse("v = " + text);
+    if (t.size() != 1) return std::nullopt;
+    const toml::node* n = t.get("v");
+    if (!n || n->is_date() || n->is_time() || n->is_date_time()) return std::nullopt;
+    Diagnostics ignored;
+    Value v;
+    if (!convert(*n, loc, loc.file, 1, ignored, v) || ignored.has_errors()) return std::nullopt;
+    set_loc_deep(v, loc);
+    if (v.is_bool() || v.is_number()) v.set_typed_text(trim(text));
+    return v;
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The element of an array of tables named by `seg`: a 0-based index or an `id`.
+// Sets `problem` when there is none.
+long array_index(const Value& array, const std::string& seg, const std::string& where,
+                 std::string& problem) {
+  const auto& items = array.as_array();
+  if (all_digits(seg)) {
+    const unsigned long long idx = seg.size() > 18 ? ~0ULL : std::stoull(seg);
+    if (idx < items.size()) return static_cast<long>(idx);
+    problem = "'" + where + "' has " + std::to_string(items.size()) + " entries; there is no index " + seg;
+    return -1;
+  }
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Value* id = items[i].find("id");
+    if (id && id->is_string()) {
+      if (id->as_string() == seg) return static_cast<long>(i);
+      ids.push_back(id->as_string());
+    }
+  }
+  problem = "'" + where + "' has no entry with id '" + seg + "'";
+  const std::string hint = did_you_mean(seg, ids);
+  if (!hint.empty()) problem += " (did you mean '" + hint + "'?)";
+  return -1;
+}
+
+std::string join_path(const std::vector<std::string>& segs, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n && i < segs.size(); ++i) {
+    if (i) s += ".";
+    s += segs[i];
+  }
+  return s;
+}
+
+// Walks to the value at segs[0..n) without creating anything; null when absent.
+Value* walk(Value& root, const std::vector<std::string>& segs, size_t n) {
+  Value* cur = &root;
+  for (size_t i = 0; i < n; ++i) {
+    if (cur->is_table()) {
+      cur = cur->find(segs[i]);
+    } else if (cur->is_array()) {
+      std::string ignored;
+      const long idx = array_index(*cur, segs[i], "", ignored);
+      cur = idx < 0 ? nullptr : &cur->as_array()[static_cast<size_t>(idx)];
+    } else {
+      cur = nullptr;
+    }
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+bool erase_path(Value& root, const std::string& path) {
+  const auto segs = split(path, '.');
+  if (segs.empty()) return false;
+  Value* parent = walk(root, segs, segs.size() - 1);
+  if (!parent) return false;
+  if (parent->is_table()) return parent->erase(segs.back());
+  if (parent->is_array()) {
+    std::string ignored;
+    const long idx = array_index(*parent, segs.back(), "", ignored);
+    if (idx < 0) return false;
+    parent->as_array().erase(parent->as_array().begin() + idx);
+    return true;
+  }
+  return false;
+}
+
+// Tables merge key by key; everything else (arrays of tables included) replaces.
+void merge_into(Value& base, Value child) {
+  base.set_loc(child.loc());
+  for (auto& [key, value] : child.as_table()) {
+    Value* existing = base.find(key);
+    if (existing && existing->is_table() && value.is_table()) {
+      merge_into(*existing, std::move(value));
+    } else {
+      base.set(key, std::move(value));
+    }
+  }
+}
+
+bool read_file(const std::string& path, std::string& text, std::string& error) {
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    error = std::strerror(errno ? errno : ENOENT);
+    return false;
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) {
+    error = std::strerror(err ? err : EIO);
+    return false;
+  }
+  return true;
+}
+
+std::string identity_of(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return fs::path(path).lexically_normal().string();
+  return p.string();
+}
+
+class Loader {
+ public:
+  explicit Loader(Diagnostics& diags) : diags_(diags) {}
+
+  std::vector<std::string> files;
+
+  // One file with its bases merged underneath; nullopt on a syntax error.
+  std::optional<Value> load(const std::string& text, const std::string& display) {
+    toml::table parsed;
+    try {
+      parsed = toml::parse(std::string_view(text), std::string_view(display));
+    } catch (const toml::parse_error& e) {
+      diags_.error(loc_of(e.source(), display), std::string(e.description()));
+      return std::nullopt;
+    }
+    files.push_back(display);
+    Value tree;
+    convert(parsed, Loc{display, 1, 1}, display, 0, diags_, tree);
+
+    stack_.push_back({identity_of(display), display});
+    Value base = Value::table().at(Loc{display, 1, 1});
+    if (const Value* ext = tree.find("extends")) load_bases(*ext, display, base);
+    tree.erase("extends");
+    if (const Value* un = tree.find("unset")) apply_unset(*un, base);
+    tree.erase("unset");
+    stack_.pop_back();
+
+    merge_into(base, std::move(tree));
+    return base;
+  }
+
+ private:
+  struct Frame {
+    std::string identity;
+    std::string display;
+  };
+
+  void load_bases(const Value& ext, const std::string& display, Value& base) {
+    std::vector<const Value*> names;
+    if (ext.is_string()) {
+      names.push_back(&ext);
+    } else if (ext.is_array()) {
+      for (const auto& e : ext.as_array()) {
+        if (e.is_string()) {
+          names.push_back(&e);
+        } else {
+          diags_.error(e.loc(), "extends: expected a file name (string), got " + std::string(e.kind_name()));
+        }
+      }
+    } else {
+      diags_.error(ext.loc(), "extends must be a file name or an array of file names, got " +
+                                  std::string(ext.kind_name()));
+    }
+    for (const Value* name : names) {
+      const std::string& written = name->as_string();
+      fs::path p(written);
+      if (p.is_relative()) p = fs::path(display).parent_path() / p;
+      const std::string base_display = p.lexically_normal().string();
+      const std::string identity = identity_of(base_display);
+      auto it = std::find_if(stack_.begin(), stack_.end(),
+                             [&](const Frame& f) { return f.identity == identity; });
+      if (it != stack_.end()) {
+        std::string chain;
+        for (; it != stack_.end(); ++it) chain += it->display + " -> ";
+        diags_.error(name->loc(), "extends cycle: " + chain + base_display);
+        continue;
+      }
+      std::string text, error;
+      if (!read_file(base_display, text, error)) {
+        diags_.error(name->loc(), "cannot read base recipe '" + written + "': " + error);
+        continue;
+      }
+      if (auto loaded = load(text, base_display)) merge_into(base, std::move(*loaded));
+    }
+  }
+
+  void apply_unset(const Value& un, Value& base) {
+    std::vector<const Value*> paths;
+    if (un.is_string()) {
+      paths.push_back(&un);
+    } else if (un.is_array()) {
+      for (const auto& e : un.as_array()) {
+        if (e.is_string()) {
+          paths.push_back(&e);
+        } else {
+          diags_.error(e.loc(), "unset: expected a dotted key path (string), got " + std::string(e.kind_name()));
+        }
+      }
+    } else {
+      diags_.error(un.loc(), "unset must be an array of dotted key paths, got " + std::string(un.kind_name()));
+    }
+    for (const Value* path : paths) {
+      if (!erase_path(base, path->as_string())) {
+        diags_.warning(path->loc(), "unset '" + path->as_string() +
+                                        "' does nothing: no base recipe sets it");
+      }
+    }
+  }
+
+  Diagnostics& diags_;
+  std::vector<Frame> stack_;
+};
+
+void apply_override(Value& root, const Override& o, Diagnostics& diags) {
+  const Loc loc{"--set " + o.path + "=" + o.text, 0, 0};
+  const auto segs = split(o.path, '.');
+  for (const auto& s : segs) {
+    if (s.empty()) {
+      diags.error(loc, "bad key path '" + o.path + "' (empty part)");
+      return;
+    }
+  }
+  Value value;
+  if (auto parsed = parse_value_text(o.text, loc)) {
+    value = std::move(*parsed);
+  } else {
+    value = Value(o.text).at(loc);
+  }
+  Value* cur = &root;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const bool last = i + 1 == segs.size();
+    if (cur->is_table()) {
+      if (last) {
+        cur->set(segs[i], std::move(value));
+        return;
+      }
+      Value* next = cur->find(segs[i]);
+      if (!next) next = &cur->set(segs[i], Value::table().at(loc));
+      cur = next;
+    } else if (cur->is_array()) {
+      std::string problem;
+      const long idx = array_index(*cur, segs[i], join_path(segs, i), problem);
+      if (idx < 0) {
+        diags.error(loc, problem);
+        return;
+      }
+      Value& element = cur->as_array()[static_cast<size_t>(idx)];
+      if (last) {
+        element = std::move(value);
+        return;
+      }
+      cur = &element;
+    } else {
+      diags.error(loc, "'" + join_path(segs, i) + "' is " + cur->kind_name() +
+                           " " + cur->to_toml_inline() + ", not a table");
+      return;
+    }
+  }
+}
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Expands ${VAR}, ${VAR:-default} and $$ in `s`; nullopt after reporting a problem.
+std::optional<std::string> expand(const std::string& s, const Loc& loc, const EnvLookup& env,
+                                  Diagnostics& diags) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '$' || i + 1 >= s.size()) {
+      out += s[i];
+      continue;
+    }
+    if (s[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (s[i + 1] != '{') {
+      out += s[i];
+      continue;
+    }
+    const size_t close = s.find('}', i + 2);
+    if (close == std::string::npos) {
+      diags.error(loc, "unterminated '${' in \"" + s + "\" (write $$ for a literal '$')");
+      return std::nullopt;
+    }
+    const std::string inner = s.substr(i + 2, close - i - 2);
+    const size_t dash = inner.find(":-");
+    const std::string name = inner.substr(0, dash);
+    const bool valid_name = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), is_identifier_char);
+    if (!valid_name) {
+      diags.error(loc, "bad variable name '" + name + "' in '${" + inner + "}'");
+      return std::nullopt;
+    }
+    std::optional<std::string> found = env(name);
+    if (!found || found->empty()) {
+      if (dash != std::string::npos) {
+        found = inner.substr(dash + 2);
+      } else if (!found) {
+        diags.error(loc, "environment variable '" + name + "' is not set (write ${" + name +
+                             ":-default} to give a default)");
+        return std::nullopt;
+      }
+    }
+    out += *found;
+    i = close;
+  }
+  return out;
+}
+
+void interpolate(Value& v, const EnvLookup& env, Diagnostics& diags) {
+  if (v.is_array()) {
+    for (auto& e : v.as_array()) interpolate(e, env, diags);
+    return;
+  }
+  if (v.is_table()) {
+    for (auto& [k, e] : v.as_table()) interpolate(e, env, diags);
+    return;
+  }
+  if (!v.is_string()) return;
+  const std::string& s = v.as_string();
+  if (s.find('$') == std::string::npos) return;
+  auto expanded = expand(s, v.loc(), env, diags);
+  if (!expanded) return;
+  const bool whole = s.size() > 3 && s.compare(0, 2, "${") == 0 && s.find('}') == s.size() - 1;
+  Loc loc = v.loc();
+  if (whole) {
+    if (auto typed = parse_value_text(*expanded, loc)) {
+      if (typed->is_bool() || typed->is_number()) {
+        typed->set_loc(loc);
+        v = std::move(*typed);
+        return;
+      }
+    }
+  }
+  v = Value(std::move(*expanded)).at(std::move(loc));
+}
+
+std::optional<std::string> getenv_lookup(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<Recipe> finish(Loader& loader, std::optional<Value> tree, const std::string& path,
+                             const LoadOptions& opts, Diagnostics& diags) {
+  if (!tree) return std::nullopt;
+  for (const auto& o : opts.overrides) apply_override(*tree, o, diags);
+  interpolate(*tree, opts.env ? opts.env : EnvLookup(getenv_lookup), diags);
+  Recipe r;
+  r.path = path;
+  r.files = std::move(loader.files);
+  r.root = std::move(*tree);
+  return r;
+}
+
+bool bare_key(const std::string& k) {
+  return !k.empty() && std::all_of(k.begin(), k.end(), [](char c) { return is_identifier_char(c) || c == '-'; });
+}
+
+std::string key_text(const std::string& k) { return bare_key(k) ? k : Value(k).to_toml_inline(); }
+
+bool is_array_of_tables(const Value& v) {
+  return v.is_array() && !v.as_array().empty() &&
+         std::all_of(v.as_array().begin(), v.as_array().end(), [](const Value& e) { return e.is_table(); });
+}
+
+void render_table(std::string& out, const Value& table, const std::string& path) {
+  for (const auto& [k, v] : table.as_table()) {
+    if (v.is_null() || v.is_table() || is_array_of_tables(v)) continue;
+    out += key_text(k) + " = " + v.to_toml_inline() + "\n";
+  }
+  for (const auto& [k, v] : table.as_table()) {
+    const std::string sub = path.empty() ? key_text(k) : path + "." + key_text(k);
+    if (v.is_table()) {
+      out += "\n[" + sub + "]\n";
+      render_table(out, v, sub);
+    } else if (is_array_of_tables(v)) {
+      for (const auto& e : v.as_array()) {
+        out += "\n[[" + sub + "]]\n";
+        render_table(out, e, sub);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<Override> parse_override(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos) return std::nullopt;
+  Override o;
+  o.path = trim(arg.substr(0, eq));
+  o.text = arg.substr(eq + 1);
+  if (o.path.empty()) return std::nullopt;
+  return o;
+}
+
+std::optional<Recipe> load_recipe(const std::string& path, const LoadOptions& opts,
+                                  Diagnostics& diags) {
+  std::string text, error;
+  if (!read_file(path, text, error)) throw RecipeError("cannot read recipe '" + path + "': " + error);
+  Loader loader(diags);
+  auto tree = loader.load(text, path);
+  return finish(loader, std::move(tree), path, opts, diags);
+}
+
+std::optional<Recipe> load_recipe_text(const std::string& text, const std::string& virtual_path,
+                                       const LoadOptions& opts, Diagnostics& diags) {
+  Loader loader(diags);
+  auto tree = loader.load(text, virtual_path);
+  return finish(loader, std::move(tree), virtual_path, opts, diags);
+}
+
+std::string to_toml(const Value& root) {
+  if (!root.is_table()) return "";
+  std::string out;
+  render_table(out, root, "");
+  if (!out.empty() && out[0] == '\n') out.erase(0, 1);
+  return out;
+}
+
+std::string recipe_hash(const Value& root) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : to_toml(root)) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace vexp::dsl

@@ -1,0 +1,101 @@
+// The built-in recipe sections. The trainer reads exactly these keys: change a name,
+// type or default here only together with core/ and docs/recipes.md.
+#include "vexp/dsl/validate.hpp"
+
+namespace vexp::dsl {
+
+namespace {
+
+ParamSpec& table_param(Schema& s, const std::string& name, const std::string& doc) {
+  ParamSpec spec;
+  spec.name = name;
+  spec.type = ParamType::Table;
+  spec.default_value = Value::table();
+  spec.doc = doc;
+  return s.add(std::move(spec));
+}
+
+Schema run_section() {
+  Schema s;
+  s.text("name", "", "Run name; defaults to the recipe file's stem");
+  s.integer("seed", 0, "Random seed").at_least(0);
+  s.integer("epochs", 1, "Training epochs").at_least(1);
+  s.integer("eval_every", 1, "Evaluate every N epochs; 0: only after the last").at_least(0);
+  s.integer("log_every", 20, "Log a metrics line every N steps").at_least(1);
+  s.integer("threads", 0, "Intra-op CPU threads; 0: all cores").at_least(0);
+  s.integer("checkpoint_every", 1, "Write a checkpoint every N epochs; 0: only at the end").at_least(0);
+  s.text("progress", "auto", "Progress display").one_of({"auto", "bar", "plain", "none"});
+  s.text("out", "", "Run directory; defaults to runs/<name>");
+  s.integer("eval_batch", 0, "Clips per evaluation batch; 0: batch_per_gpu").at_least(0);
+  return s;
+}
+
+Schema data_section() {
+  Schema s;
+  s.text("dataset", "", "Dataset plugin").require();
+  s.integer("workers", 2, "Loader threads").at_least(0);
+  s.integer("prefetch", 4, "Batches prepared ahead of the trainer").at_least(1);
+  table_param(s, "params", "The dataset plugin's parameters");
+  return s;
+}
+
+Schema dist_section() {
+  Schema s;
+  s.text("backend", "local", "Communication backend plugin");
+  s.integer("world_size", 1, "Ranks the recipe was designed for").at_least(1);
+  s.integer("batch_per_gpu", 8, "Clips per rank per step (micro-batch)").at_least(1);
+  s.integer("accum_steps", 1, "Micro-batches accumulated per optimizer step").at_least(1);
+  table_param(s, "params", "The communication backend's parameters");
+  return s;
+}
+
+Schema optim_section() {
+  Schema s;
+  s.text("type", "sgd", "Optimizer").one_of({"sgd"});
+  s.real("lr", 0.01, "Learning rate").range(1e-9, 100);
+  s.real("momentum", 0.9, "SGD momentum").range(0, 0.999999);
+  s.boolean("nesterov", false, "Nesterov momentum");
+  s.real("weight_decay", 1e-4, "L2 weight decay").at_least(0);
+  s.boolean("no_decay_bn_bias", true, "No weight decay on biases and BatchNorm");
+  s.boolean("fc_lr5", false, "TSN policy: classifier weights lr x5, biases lr x10");
+  s.real("clip_grad_norm", 0, "Clip the global gradient norm; 0: off").at_least(0);
+  return s;
+}
+
+Schema schedule_section() {
+  Schema s;
+  s.text("type", "cosine", "Learning-rate schedule").one_of({"constant", "step", "cosine"});
+  s.real("warmup_epochs", 0, "Linear warmup length in epochs").at_least(0);
+  s.real("warmup_start", 0, "Warmup starts at this fraction of lr").range(0, 1);
+  s.int_list("milestones", {}, "Epochs at which step decay multiplies lr by gamma");
+  s.real("gamma", 0.1, "Step decay factor").above(0).at_most(1);
+  s.real("min_lr", 0, "Final learning rate of the cosine schedule").at_least(0);
+  return s;
+}
+
+Schema plugins_section() {
+  Schema s;
+  s.text_list("paths", {}, "Extra plugin folders, relative to the recipe that names them");
+  return s;
+}
+
+Schema model_section() {
+  Schema s;
+  s.text("input", "clip", "Name of the input clip tensor [N, T, C, H, W] in the graph");
+  s.text("output", "", "Node whose output is the logits [N, classes]").require();
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, Schema>>& builtin_sections() {
+  static const std::vector<std::pair<std::string, Schema>> sections{
+      {"run", run_section()},           {"data", data_section()},
+      {"dist", dist_section()},         {"optim", optim_section()},
+      {"schedule", schedule_section()}, {"plugins", plugins_section()},
+      {"model", model_section()},
+  };
+  return sections;
+}
+
+}  // namespace vexp::dsl

@@ -1,0 +1,278 @@
+// Temporal shift (TSM, Lin et al.): a slice of the channels of every frame is
+// replaced by the same slice of the next or previous frame of its clip.
+//
+// The shift is pure data movement, so forward and backward are one pass over
+// memory each: every output plane (NCHW) or pixel's channel run (NHWC) is either
+// a memcpy of one source run or a memset to zero. Autograd through slice
+// assignments (the official Python code) costs several passes plus zero fills.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "vexp/layer.hpp"
+#include "vexp/registrar.hpp"
+
+namespace {
+
+enum class ShiftMode : int64_t { Bidirectional = 0, Left = 1, Right = 2 };
+
+ShiftMode parse_mode(const std::string& s) {
+  if (s == "bidirectional") return ShiftMode::Bidirectional;
+  if (s == "left") return ShiftMode::Left;
+  if (s == "right") return ShiftMode::Right;
+  throw std::invalid_argument("temporal_shift: mode '" + s + "' is not one of bidirectional, left, right");
+}
+
+// Channels [0, first_end) read frame t + first_offset, [first_end, second_end)
+// read frame t + second_offset, the rest read frame t. Ranges are clipped to C,
+// as Python slicing clips them in the official code.
+struct ShiftPlan {
+  int64_t frames = 1;
+  int64_t channels = 0;
+  int64_t first_end = 0;
+  int64_t second_end = 0;
+  int64_t first_offset = 0;
+  int64_t second_offset = 0;
+
+  static ShiftPlan make(int64_t channels, int64_t frames, int64_t fold_div, ShiftMode mode, bool backward) {
+    const int64_t fold = channels / fold_div;
+    ShiftPlan p;
+    p.frames = frames;
+    p.channels = channels;
+    p.first_end = std::min(fold, channels);
+    switch (mode) {
+      case ShiftMode::Bidirectional:
+        p.second_end = std::min(2 * fold, channels);
+        p.first_offset = +1;
+        p.second_offset = -1;
+        break;
+      case ShiftMode::Left:
+        p.second_end = p.first_end;
+        p.first_offset = +1;
+        break;
+      case ShiftMode::Right:
+        p.second_end = p.first_end;
+        p.first_offset = -1;
+        break;
+    }
+    if (backward) {  // gradient flows back the way the data came
+      p.first_offset = -p.first_offset;
+      p.second_offset = -p.second_offset;
+    }
+    return p;
+  }
+
+  // The channel run containing `c`: its end and the frame offset it reads.
+  void run_of(int64_t c, int64_t& run_end, int64_t& offset) const {
+    if (c < first_end) {
+      run_end = first_end;
+      offset = first_offset;
+    } else if (c < second_end) {
+      run_end = second_end;
+      offset = second_offset;
+    } else {
+      run_end = channels;
+      offset = 0;
+    }
+  }
+};
+
+constexpr int64_t kMinBytesPerTask = int64_t{1} << 16;
+
+// Contiguous [M, C, H, W]: runs of whole channel planes.
+void shift_nchw(const char* src, char* dst, int64_t rows, int64_t plane_bytes, const ShiftPlan& p) {
+  const int64_t C = p.channels;
+  const int64_t grain = std::max<int64_t>(1, kMinBytesPerTask / std::max<int64_t>(plane_bytes, 1));
+  at::parallel_for(0, rows * C, grain, [&](int64_t begin, int64_t end) {
+    int64_t i = begin;
+    while (i < end) {
+      const int64_t row = i / C;  // (n, t)
+      const int64_t c = i % C;
+      int64_t run_end = 0, offset = 0;
+      p.run_of(c, run_end, offset);
+      const int64_t c_end = std::min(run_end, c + (end - i));
+      const int64_t bytes = (c_end - c) * plane_bytes;
+      char* out = dst + (row * C + c) * plane_bytes;
+      const int64_t t = row % p.frames + offset;
+      if (t < 0 || t >= p.frames) {
+        std::memset(out, 0, static_cast<size_t>(bytes));
+      } else {
+        std::memcpy(out, src + ((row + offset) * C + c) * plane_bytes, static_cast<size_t>(bytes));
+      }
+      i += c_end - c;
+    }
+  });
+}
+
+// Channels-last [M, H, W, C]: each pixel holds C contiguous values; copy its runs
+// from the same pixel of the source frame.
+void shift_nhwc(const char* src, char* dst, int64_t rows, int64_t pixels_per_row, int64_t element_bytes,
+                const ShiftPlan& p) {
+  const int64_t pixel_bytes = p.channels * element_bytes;
+  const int64_t row_bytes = pixels_per_row * pixel_bytes;
+  struct Run {
+    int64_t begin, bytes, offset;
+  };
+  std::vector<Run> runs;
+  for (int64_t c = 0; c < p.channels;) {
+    int64_t run_end = 0, offset = 0;
+    p.run_of(c, run_end, offset);
+    runs.push_back({c * element_bytes, (run_end - c) * element_bytes, offset});
+    c = run_end;
+  }
+  const int64_t grain = std::max<int64_t>(1, kMinBytesPerTask / std::max<int64_t>(pixel_bytes, 1));
+  at::parallel_for(0, rows * pixels_per_row, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t px = begin; px < end; ++px) {
+      const int64_t row = px / pixels_per_row;
+      const int64_t t = row % p.frames;
+      char* out = dst + px * pixel_bytes;
+      const char* in = src + px * pixel_bytes;
+      for (const Run& r : runs) {
+        const int64_t ts = t + r.offset;
+        if (ts < 0 || ts >= p.frames) {
+          std::memset(out + r.begin, 0, static_cast<size_t>(r.bytes));
+        } else {
+          std::memcpy(out + r.begin, in + r.offset * row_bytes + r.begin, static_cast<size_t>(r.bytes));
+        }
+      }
+    }
+  });
+}
+
+// One pass: output allocated uninitialised, every byte written exactly once.
+at::Tensor shift(const at::Tensor& input, const ShiftPlan& plan) {
+  at::Tensor x = input;
+  bool channels_last = false;
+  if (!x.is_contiguous()) {
+    if (x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
+      channels_last = true;
+    } else {
+      x = x.contiguous();
+    }
+  }
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                                               : at::MemoryFormat::Contiguous));
+  if (x.numel() == 0) return out;
+  const auto* src = static_cast<const char*>(x.data_ptr());
+  auto* dst = static_cast<char*>(out.data_ptr());
+  const int64_t element_bytes = static_cast<int64_t>(x.element_size());
+  const int64_t rows = x.size(0);
+  const int64_t pixels = x.size(2) * x.size(3);
+  if (channels_last) {
+    shift_nhwc(src, dst, rows, pixels, element_bytes, plan);
+  } else {
+    shift_nchw(src, dst, rows, pixels * element_bytes, plan);
+  }
+  return out;
+}
+
+// Backward is the opposite shift of the gradient, itself a ShiftFunction, so
+// higher-order gradients work too.
+struct ShiftFunction : torch::autograd::Function<ShiftFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t frames,
+                            int64_t fold_div, int64_t mode, bool backward) {
+    ctx->saved_data["frames"] = frames;
+    ctx->saved_data["fold_div"] = fold_div;
+    ctx->saved_data["mode"] = mode;
+    ctx->saved_data["backward"] = backward;
+    return shift(x, ShiftPlan::make(x.size(1), frames, fold_div, static_cast<ShiftMode>(mode), backward));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    at::Tensor g;
+    if (grads[0].defined()) {
+      g = ShiftFunction::apply(grads[0], ctx->saved_data["frames"].toInt(), ctx->saved_data["fold_div"].toInt(),
+                               ctx->saved_data["mode"].toInt(), !ctx->saved_data["backward"].toBool());
+    }
+    return {g, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+std::string shape_text(at::IntArrayRef s) {
+  std::ostringstream o;
+  o << '[';
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << ']';
+  return o.str();
+}
+
+class TemporalShift : public vexp::Layer {
+ public:
+  explicit TemporalShift(const vexp::Params& p)
+      : segments_(p.i64("segments")), fold_div_(p.i64("fold_div")), mode_(parse_mode(p.str("mode"))) {
+    if (segments_ < 0) throw std::invalid_argument("temporal_shift: segments must be >= 0");
+    if (fold_div_ < 1) throw std::invalid_argument("temporal_shift: fold_div must be >= 1");
+  }
+
+  at::Tensor forward(const std::vector<at::Tensor>& inputs, const vexp::ForwardContext& ctx) override {
+    if (inputs.size() != 1)
+      throw std::runtime_error("temporal_shift: expects one input, got " + std::to_string(inputs.size()));
+    const at::Tensor& x = inputs[0];
+    if (x.dim() != 4)
+      throw std::runtime_error("temporal_shift: expects a 4-D input [N*T, C, H, W], got " + shape_text(x.sizes()) +
+                               " (" + std::to_string(x.dim()) + "-D)");
+    const int64_t channels = x.size(1);
+    if (channels < fold_div_)
+      throw std::runtime_error("temporal_shift: " + std::to_string(channels) + " channels < fold_div " +
+                               std::to_string(fold_div_) + ": no channel would move");
+    const int64_t frames = segments_ > 0 ? segments_ : ctx.frames;
+    if (frames <= 0)
+      throw std::runtime_error(
+          "temporal_shift: segments = 0 takes the clip's frame count, but the forward context has frames = " +
+          std::to_string(ctx.frames) + "; set segments");
+    if (x.size(0) % frames != 0)
+      throw std::runtime_error("temporal_shift: the batch dimension N*T = " + std::to_string(x.size(0)) +
+                               " is not a multiple of " + std::to_string(frames) + " frames per clip");
+    return ShiftFunction::apply(x, frames, fold_div_, static_cast<int64_t>(mode_), false);
+  }
+
+ private:
+  int64_t segments_;
+  int64_t fold_div_;
+  ShiftMode mode_;
+};
+
+vexp::Shape infer_shift_shape(const vexp::Params& p, const std::vector<vexp::Shape>& in,
+                              const vexp::dsl::GraphContext& ctx) {
+  if (in.size() != 1) throw vexp::ShapeError("expects one input, got " + std::to_string(in.size()));
+  const vexp::Shape& s = in[0];
+  if (s.size() != 4)
+    throw vexp::ShapeError("expects a 4-D input [N*T, C, H, W], got " + vexp::dsl::shape_str(s));
+  const int64_t segments = p.i64("segments");
+  const int64_t fold_div = p.i64("fold_div");
+  if (s[1] >= 0 && s[1] < fold_div)
+    throw vexp::ShapeError(std::to_string(s[1]) + " channels < fold_div " +
+                           std::to_string(fold_div) + ": no channel would move");
+  if (segments > 0 && ctx.frames > 0 && segments != ctx.frames)
+    throw vexp::ShapeError("segments = " + std::to_string(segments) + " but clips have " +
+                           std::to_string(ctx.frames) + " frames");
+  const int64_t frames = segments > 0 ? segments : ctx.frames;
+  if (s[0] > 0 && frames > 0 && s[0] % frames != 0)
+    throw vexp::ShapeError("the batch dimension N*T = " + std::to_string(s[0]) +
+                           " is not a multiple of " + std::to_string(frames) + " frames per clip");
+  return s;
+}
+
+}  // namespace
+
+VEXP_PLUGIN("temporal_shift", "0.1.0") {
+  vexp::PluginDecl d;
+  d.name = "temporal_shift";
+  d.doc = "Temporal shift (TSM): 1/fold_div of the channels take the next frame, 1/fold_div the previous one";
+  d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
+  d.schema.integer("fold_div", 8, "1/fold_div of the channels shift each way").at_least(1);
+  d.schema.text("mode", "bidirectional", "bidirectional: fold channels from t+1 and fold from t-1; "
+                                         "left: fold channels from t+1; right: fold channels from t-1 (causal)")
+      .one_of({"bidirectional", "left", "right"});
+  d.infer_shape = infer_shift_shape;
+  registrar.add<vexp::Layer>("op", std::move(d),
+                             [](const vexp::Params& p) { return std::make_shared<TemporalShift>(p); });
+}

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# End-to-end tests of the vexp CLI. Usage: cli_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
+set -uo pipefail
+name=$1 vexp=$2 src=$3 build=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_cli_${name}_XXXX")
+trap 'rm -rf "$tmp"' EXIT
+PY=/usr/bin/python3
+
+fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
+# expect_rc CODE -- cmd...: runs cmd, stdout+stderr to $tmp/out, checks exit code.
+expect_rc() {
+  local want=$1; shift; [ "$1" = "--" ] && shift
+  "$@" >"$tmp/out" 2>&1; local rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
+}
+expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
+expect_no_out() { ! grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $1"; }; }
+no_crash() {  # never an abort, terminate or core dump
+  for bad in "terminate called" "Aborted" "core dumped" "Segmentation fault"; do expect_no_out "$bad"; done
+}
+
+cd "$here"
+case "$name" in
+version)
+  expect_rc 0 -- "$vexp" --version
+  expect_out "vexp 0.1.0"; expect_out "plugin ABI 1"; expect_out "torch="
+  ;;
+help_and_usage)
+  expect_rc 0 -- "$vexp" --help
+  expect_out "check"; expect_out "run"; expect_out "plugins"
+  expect_rc 2 -- "$vexp"                       # no subcommand
+  expect_rc 2 -- "$vexp" frobnicate
+  expect_rc 2 -- "$vexp" check                 # missing recipe
+  no_crash
+  ;;
+plugins)
+  expect_rc 0 -- "$vexp" plugins
+  for p in "op temporal_shift" "backbone resnet" "op fold_time" "op classifier" "op segment_consensus" \
+           "dataset synthetic_motion" "comm local"; do expect_out "$p"; done
+  expect_out "fold_div (int, default 8"
+  ;;
+plugins_json)
+  "$vexp" plugins --json >"$tmp/p.json" || fail "plugins --json failed"
+  $PY - "$tmp/p.json" <<'PY' || fail "bad plugins json"
+import json, sys
+ps = json.load(open(sys.argv[1]))
+names = {(p["kind"], p["name"]) for p in ps}
+need = {("op","temporal_shift"),("backbone","resnet"),("op","fold_time"),("op","classifier"),
+        ("op","segment_consensus"),("dataset","synthetic_motion"),("comm","local")}
+assert need <= names, need - names
+for p in ps:
+    assert p["library"].endswith(".so"), p
+    assert p["version"], p
+    for q in p["params"]:
+        assert {"name","type","doc","required"} <= set(q), q
+ts = next(p for p in ps if p["name"] == "temporal_shift")
+fd = next(q for q in ts["params"] if q["name"] == "fold_div")
+assert fd["type"] == "int" and fd["default"] == 8, fd
+mode = next(q for q in ts["params"] if q["name"] == "mode")
+assert set(mode["choices"]) == {"bidirectional","left","right"}, mode
+PY
+  ;;
+check_quickstart)
+  for r in tsm_motion tsn_motion; do
+    expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/$r.toml"
+    expect_out ": ok ("
+  done
+  "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" >"$tmp/out" 2>&1
+  expect_out "8 inserted operators"
+  "$vexp" check "$src/recipes/quickstart/tsn_motion.toml" >"$tmp/out" 2>&1
+  expect_out "0 inserted operators"
+  ;;
+check_broken)
+  expect_rc 2 -- "$vexp" check data/broken.toml
+  no_crash
+  expect_out "data/broken.toml:5:1: error: 'epochs' in [run]: expected int, got string \"four\""
+  expect_out "data/broken.toml:8:1: error: unknown key 'lrr' in [optim] (did you mean 'lr'?)"
+  expect_out "data/broken.toml:9:1: error: 'momentum' in [optim]: must be in [0, 0.999999], got 1.5"
+  expect_out "data/broken.toml:13:1: error: unknown key 'framez' in [data.params] of dataset 'synthetic_motion' (did you mean 'frames'?)"
+  expect_out "data/broken.toml:31:1: error: unknown op 'classifer' (did you mean 'classifier'?); known: classifier, fold_time, resnet, segment_consensus, temporal_shift"
+  expect_out "data/broken.toml:32:1: error: node 'head' reads 'featurs', which is not a node or the model input (did you mean 'features'?)"
+  expect_out "data/broken.toml:40:1: error: rewrite pattern 'features/layr*/block*/residual_in' matches no insertion point"
+  expect_out "data/broken.toml: 7 errors"
+  expect_out "errors"
+  ;;
+check_print)
+  expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/tsn_motion.toml" --print
+  expect_out "# resolved recipe, hash"
+  expect_out 'name = "tsn_motion"'
+  "$vexp" check "$src/recipes/quickstart/tsn_motion.toml" --print > "$tmp/resolved.toml"
+  ! grep -q "temporal_shift" "$tmp/resolved.toml" || fail "resolved TSN recipe still has temporal_shift"
+  grep -q "warmup_start" "$tmp/resolved.toml" || fail "defaults are not filled in"
+  # The resolved recipe is itself a valid recipe.
+  expect_rc 0 -- "$vexp" check "$tmp/resolved.toml"
+  ;;
+check_set)
+  expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set optim.lr=0.05 --set run.name=abc --print
+  expect_out "lr = 0.05"; expect_out 'name = "abc"'
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set optim.lr=fast
+  expect_out "--set optim.lr=fast: error:"
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set optim.lrr=1
+  expect_out "did you mean 'lr'"
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set novalue
+  expect_out "expected KEY=VALUE"
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set model.node.features.depth=19
+  expect_out "must be one of"
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set model.rewrite.0.insert.fold_div=16
+  expect_out "fold_div"
+  ;;
+graph)
+  expect_rc 0 -- "$vexp" graph "$src/recipes/quickstart/tsm_motion.toml"
+  expect_out "features = resnet(frames)"
+  expect_out "@layer1/block0/residual_in += temporal_shift("
+  expect_out "logits = segment_consensus(head) -> [32, 8]"
+  expect_rc 0 -- "$vexp" graph "$src/recipes/quickstart/tsn_motion.toml"
+  expect_no_out "temporal_shift"
+  expect_rc 0 -- "$vexp" graph "$src/recipes/quickstart/tsm_motion.toml" --dot
+  expect_out "digraph model"; expect_out '"features" -> "head"'
+  ;;
+run_tiny)
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run"
+  no_crash
+  expect_out "top-1"
+  for f in resolved.toml metrics.jsonl summary.json checkpoints/epoch_0002.pt; do
+    [ -e "$tmp/run/$f" ] || fail "missing $f"
+  done
+  $PY - "$tmp/run" <<'PY' || fail "bad run directory contents"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+for k in ("top1","top5","epochs","steps","clips_per_s","wall_s"):
+    assert k in s, k
+assert 0 <= s["top1"] <= 1 and 0 <= s["top5"] <= 1, s
+assert s["epochs"] == 2 and s["steps"] == 12, s
+lines = [json.loads(l) for l in open(d + "/metrics.jsonl")]
+assert any(l["type"] == "step" for l in lines) and sum(l["type"] == "eval" for l in lines) == 2, lines
+for l in lines:
+    if l["type"] == "step":
+        assert {"loss","lr","data_s","compute_s","comm_s"} <= set(l), l
+PY
+  # Interpolation reaches the trainer: one epoch from the environment.
+  VEXP_TEST_EPOCHS=1 "$vexp" run data/tiny.toml --out "$tmp/run1" >"$tmp/out" 2>&1 || fail "env run failed"
+  grep -q '"epochs": 1' "$tmp/run1/summary.json" || fail "VEXP_TEST_EPOCHS=1 was not applied"
+  # compare prints both runs side by side.
+  expect_rc 0 -- "$vexp" compare "$tmp/run" "$tmp/run1"
+  expect_out "top-1"; expect_out "clips/s"; expect_out "MMACs/clip"; expect_out "params"
+  # stop + resume finishes the run.
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --stop-after 1
+  expect_out "continue with --resume"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --resume
+  expect_out "resuming"
+  $PY - "$tmp/run" "$tmp/run2" <<'PY' || fail "resumed run differs from the uninterrupted one"
+import json, sys
+a, b = (json.load(open(d + "/summary.json")) for d in sys.argv[1:3])
+for k in ("top1", "top5", "val_loss", "steps"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PY
+  ;;
+run_refuses_existing)
+  "$vexp" run data/tiny.toml --out "$tmp/run" --set run.epochs=1 >/dev/null 2>&1 || fail "first run failed"
+  cp "$tmp/run/summary.json" "$tmp/summary.before"
+  expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/run" --set run.epochs=1
+  expect_out "already holds a run"
+  cmp -s "$tmp/summary.before" "$tmp/run/summary.json" || fail "the existing run was modified"
+  expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/nothing" --resume
+  expect_out "does not exist"
+  ;;
+run_bad_recipe)
+  expect_rc 2 -- "$vexp" run data/broken.toml --out "$tmp/run"
+  [ ! -e "$tmp/run" ] || fail "an invalid recipe created a run directory"
+  expect_rc 2 -- "$vexp" run "$tmp/missing.toml"
+  expect_out "missing.toml"
+  printf '[run\nepochs = 1\n' > "$tmp/syntax.toml"
+  expect_rc 2 -- "$vexp" check "$tmp/syntax.toml"
+  expect_out "syntax.toml:1:"
+  no_crash
+  ;;
+checkpoint_loads_in_python)
+  "$vexp" run data/tiny.toml --out "$tmp/run" --set run.epochs=1 >/dev/null 2>&1 || fail "run failed"
+  $PY - "$tmp/run/checkpoints/epoch_0001.pt" <<'PY' || fail "torch.load cannot read the checkpoint"
+import sys, torch
+c = torch.load(sys.argv[1])
+assert c["format"] == "vexp-checkpoint-1"
+m = c["model"]
+assert "features.conv1.weight" in m and "head.fc.weight" in m, list(m)[:5]
+assert "features.layer1.0.bn1.running_mean" in m
+assert m["head.fc.weight"].shape == (4, 64), m["head.fc.weight"].shape
+PY
+  ;;
+compare_errors)
+  expect_rc 1 -- "$vexp" compare "$tmp/nope"
+  expect_out "not a finished run directory"
+  mkdir -p "$tmp/bad"; echo "{oops" > "$tmp/bad/summary.json"
+  expect_rc 1 -- "$vexp" compare "$tmp/bad"
+  expect_out "is not valid JSON"
+  ;;
+plugin_path)
+  # A folder of broken libraries on VEXP_PLUGIN_PATH: warnings, not a crash.
+  VEXP_PLUGIN_PATH="$build/tests/fixtures" "$vexp" plugins >"$tmp/out" 2>&1 || fail "plugins failed"
+  expect_out "warning:"; expect_out "wrong plugin ABI version"; expect_out "fixture greeter"
+  no_crash
+  # A recipe naming a missing plugin folder is an error that names it.
+  printf 'extends = "%s"\n[plugins]\npaths = ["no/such/dir"]\n' "$src/recipes/quickstart/tsm_motion.toml" > "$tmp/p.toml"
+  expect_rc 2 -- "$vexp" check "$tmp/p.toml"
+  expect_out "no/such/dir"
+  ;;
+sdk_example)
+  cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install failed"
+  [ -x "$tmp/prefix/bin/vexp" ] || fail "vexp not installed"
+  ls "$tmp/prefix/lib/vexp/plugins/temporal_shift.so" >/dev/null || fail "plugins not installed"
+  cmake -S "$src/examples/plugin" -B "$tmp/ex" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example against the SDK failed"; }
+  cmake --build "$tmp/ex" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building the example failed"; }
+  so=$(find "$tmp/ex" -name 'temporal_smooth.so' | head -1)
+  [ -n "$so" ] || fail "temporal_smooth.so not built"
+  cat > "$tmp/smooth.toml" <<TOML
+extends = "$src/recipes/quickstart/tsm_motion.toml"
+[plugins]
+paths = ["$(dirname "$so")"]
+[[model.rewrite]]
+at = "features/layer*/block*/residual_in"
+insert = { op = "temporal_smooth" }
+TOML
+  expect_rc 0 -- "$tmp/prefix/bin/vexp" check "$tmp/smooth.toml"
+  expect_out "8 inserted operators"
+  expect_rc 0 -- "$tmp/prefix/bin/vexp" graph "$tmp/smooth.toml"
+  expect_out "+= temporal_smooth("
+  expect_rc 0 -- "$tmp/prefix/bin/vexp" run "$tmp/smooth.toml" --out "$tmp/run" \
+    --set data.params.train_clips=32 --set data.params.val_clips=8 --set dist.batch_per_gpu=8 \
+    --set run.epochs=1 --set data.params.size=16 --set run.threads=1
+  expect_out "top-1"
+  ;;
+*) fail "unknown test" ;;
+esac
+echo "PASS [$name]"

@@ -1,0 +1,529 @@
+// Validation: section and plugin schemas, the model graph, rewrites and shapes.
+// Every expected diagnostic names the exact file:line:col a user would jump to.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "fake_catalog.hpp"
+#include "vexp/dsl/validate.hpp"
+
+namespace vexp::dsl {
+namespace {
+
+using testing::fake_catalog;
+using testing::kQuickstart;
+using testing::TempDir;
+
+std::vector<std::string> messages(const Diagnostics& d) {
+  std::vector<std::string> out;
+  for (const auto& x : d.sorted()) out.push_back(x.str());
+  return out;
+}
+
+// Replaces one exact snippet of the quickstart (keeping line numbers where it can).
+std::string quickstart_with(const std::string& from, const std::string& to) {
+  std::string text = kQuickstart;
+  const size_t at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("snippet not in quickstart: " + from);
+  return text.replace(at, from.size(), to);
+}
+
+// 1-based column of `needle` in line `line` of `text`.
+int col_of(const std::string& text, int line, const std::string& needle) {
+  size_t start = 0;
+  for (int i = 1; i < line; ++i) start = text.find('\n', start) + 1;
+  return static_cast<int>(text.find(needle, start) - start) + 1;
+}
+
+struct Checked {
+  std::optional<Recipe> recipe;
+  std::optional<RecipePlan> plan;
+  Diagnostics diags;
+};
+
+std::unique_ptr<Checked> check(const std::string& text, LoadOptions opts = {}) {
+  auto c = std::make_unique<Checked>();
+  if (!opts.env) opts.env = [](const std::string&) { return std::optional<std::string>(); };
+  c->recipe = load_recipe_text(text, "r.toml", opts, c->diags);
+  if (c->recipe) c->plan = validate(*c->recipe, fake_catalog(), c->diags);
+  return c;
+}
+
+const Value& at(const Value& root, std::initializer_list<const char*> keys) {
+  const Value* cur = &root;
+  for (const char* k : keys) {
+    cur = cur->find(k);
+    if (!cur) throw std::out_of_range(std::string("no key ") + k);
+  }
+  return *cur;
+}
+
+TEST(Validate, QuickstartProducesAFullPlan) {
+  auto c = check(kQuickstart);
+  ASSERT_TRUE(c->plan) << c->diags.str();
+  EXPECT_TRUE(c->diags.items().empty()) << c->diags.str();
+  const RecipePlan& p = *c->plan;
+  std::vector<std::string> ids, kinds;
+  for (const auto& n : p.nodes) {
+    ids.push_back(n.id);
+    kinds.push_back(n.kind);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"frames", "features", "head", "logits"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"op", "backbone", "op", "op"}));
+  EXPECT_EQ(p.nodes[1].params.i64("depth"), 18);
+  EXPECT_FALSE(p.nodes[1].params.flag("pretrained"));  // default filled
+  EXPECT_EQ(p.nodes[1].loc.str(), "r.toml:24:1");
+  EXPECT_EQ(p.nodes[1].inputs, (std::vector<std::string>{"frames"}));
+  EXPECT_EQ(p.nodes[1].output_shape, (Shape{32, 512}));
+  EXPECT_EQ(p.nodes[3].output_shape, (Shape{4, 10}));
+  EXPECT_EQ(p.dataset, "synthetic_motion");
+  EXPECT_EQ(p.dataset_params.i64("clips"), 64);
+  EXPECT_EQ(p.comm, "local");
+  EXPECT_DOUBLE_EQ(p.comm_params.f64("timeout_s"), 60.0);
+  EXPECT_EQ(p.data_facts.clip, (Shape{8, 3, 64, 64}));
+  EXPECT_EQ(p.data_facts.classes, 10);
+  EXPECT_EQ(p.run.i64("log_every"), 20);
+  EXPECT_EQ(p.run.str("progress"), "auto");
+  EXPECT_DOUBLE_EQ(p.optim.f64("lr"), 0.01);
+  EXPECT_DOUBLE_EQ(p.optim.f64("momentum"), 0.9);
+  EXPECT_EQ(p.schedule.str("type"), "cosine");
+  EXPECT_EQ(p.model_input, "clip");
+  EXPECT_EQ(p.model_output, "logits");
+  ASSERT_EQ(p.rewrites.size(), 1u);
+  EXPECT_EQ(p.rewrites[0].op, "temporal_shift");
+  ASSERT_EQ(p.inserts.size(), 8u);  // resnet18: 2 blocks in each of 4 layers
+  EXPECT_EQ(p.inserts[0].node, "features");
+  EXPECT_EQ(p.inserts[0].point, "layer1/block0/residual_in");
+  EXPECT_EQ(p.inserts[7].point, "layer4/block1/residual_in");
+  EXPECT_EQ(p.inserts[0].kind, "op");
+  EXPECT_EQ(p.inserts[0].params.i64("fold_div"), 8);
+  EXPECT_EQ(p.inserts[0].loc.str(), "r.toml:41:1");
+  EXPECT_EQ(p.inserts[0].point_shape, (Shape{32, 64, 16, 16}));
+  EXPECT_EQ(p.inserts[2].point_shape, (Shape{32, 64, 16, 16}));  // layer2 block0 reads layer1's output
+  EXPECT_EQ(p.inserts[3].point_shape, (Shape{32, 128, 8, 8}));
+}
+
+TEST(Validate, ResolvedTreeHasEveryDefaultAndValidatesAgain) {
+  auto c = check(kQuickstart);
+  ASSERT_TRUE(c->plan) << c->diags.str();
+  const Value& r = c->plan->resolved;
+  EXPECT_EQ(at(r, {"run", "log_every"}), Value(20));
+  EXPECT_EQ(at(r, {"run", "epochs"}), Value(3));
+  EXPECT_EQ(at(r, {"run", "epochs"}).loc().str(), "r.toml:3:1");
+  EXPECT_EQ(at(r, {"optim", "lr"}), Value(0.01));
+  EXPECT_EQ(at(r, {"optim", "no_decay_bn_bias"}), Value(true));
+  EXPECT_EQ(at(r, {"schedule", "gamma"}), Value(0.1));
+  EXPECT_EQ(at(r, {"data", "params", "clips"}), Value(64));
+  EXPECT_EQ(at(r, {"dist", "params", "timeout_s"}), Value(60.0));
+  EXPECT_EQ(at(r, {"plugins", "paths"}), Value::array());
+  const auto& nodes = at(r, {"model", "node"}).as_array();
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(*nodes[1].find("pretrained"), Value(false));
+  EXPECT_EQ(*nodes[3].find("mode"), Value("avg"));
+  EXPECT_EQ(*nodes[2].find("dropout"), Value(0.5));
+  const auto& insert = *at(r, {"model", "rewrite"}).as_array()[0].find("insert");
+  EXPECT_EQ(*insert.find("op"), Value("temporal_shift"));
+  EXPECT_EQ(*insert.find("fold_div"), Value(8));
+
+  auto again = check(to_toml(r));
+  ASSERT_TRUE(again->plan) << again->diags.str() << to_toml(r);
+  EXPECT_EQ(again->plan->resolved, r);
+  EXPECT_EQ(recipe_hash(again->plan->resolved), recipe_hash(r));
+}
+
+TEST(Validate, SectionProblemsAreAllReportedWhereWritten) {
+  auto c = check(R"([run]
+epochs = 0
+progress = "fancy"
+name = 5
+[optm]
+lr = 1
+[optim]
+lrr = 0.1
+momentum = "high"
+[schedule]
+gamma = 0.0
+milestones = [10, "x"]
+[data]
+workers = 1
+[model]
+output = "x"
+)");
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:2:1: error: 'epochs' in [run]: must be >= 1, got 0",
+      "r.toml:3:1: error: 'progress' in [run]: must be one of \"auto\", \"bar\", \"plain\", \"none\", got \"fancy\"",
+      "r.toml:4:1: error: 'name' in [run]: expected string, got int 5",
+      "r.toml:5:1: error: unknown section 'optm' (did you mean 'optim'?)",
+      "r.toml:8:1: error: unknown key 'lrr' in [optim] (did you mean 'lr'?)",
+      "r.toml:9:1: error: 'momentum' in [optim]: expected float, got string \"high\"",
+      "r.toml:11:1: error: 'gamma' in [schedule]: must be in (0, 1], got 0.0",
+      "r.toml:12:1: error: 'milestones' in [schedule]: element 1: expected int, got string \"x\"",
+      "r.toml:13:1: error: [data] needs 'dataset'",
+      "r.toml:16:1: error: model output 'x' is not a node id (the model has no [[model.node]] tables)",
+  }));
+}
+
+TEST(Validate, MissingSectionsUseTheFileStart) {
+  auto c = check("[run]\nepochs = 2\n");
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:1:1: error: [data] needs 'dataset'",
+      "r.toml:1:1: error: [model] needs 'output'",
+  }));
+}
+
+TEST(Validate, InheritedValuesAreReportedInTheBaseFile) {
+  TempDir dir;
+  const std::string base = dir.write("base.toml", "[optim]\nlr = 500.0\nmomentum = 0.5\n");
+  std::string child_text = std::string("extends = \"base.toml\"\n") + kQuickstart;
+  // The child sets its own [optim] lr; drop it so that the base's value stays.
+  child_text.replace(child_text.find("lr = 0.01"), 9, "nesterov = true");
+  const std::string child = dir.write("child.toml", child_text);
+  Diagnostics d;
+  auto recipe = load_recipe(child, {}, d);
+  ASSERT_TRUE(recipe);
+  EXPECT_FALSE(validate(*recipe, fake_catalog(), d));
+  EXPECT_EQ(messages(d), (std::vector<std::string>{
+      base + ":2:1: error: 'lr' in [optim]: must be in [1e-09, 100], got 500.0"}));
+}
+
+TEST(Validate, UnknownPluginsListTheKnownOnes) {
+  const std::string text = quickstart_with(
+      "dataset = \"synthetic_motion\"\nparams = { frames = 8, size = 64, classes = 10 }",
+      "dataset = \"synthetic_motoin\"\nparams = { frames = 8, size = 64, classes = 10 }");
+  auto c = check(text);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:6:1: error: unknown dataset plugin 'synthetic_motoin' (did you mean 'synthetic_motion'?); "
+      "known: kinetics, synthetic_motion"}));
+
+  auto op = check(quickstart_with("op = \"resnet\"", "op = \"resnt\""));
+  EXPECT_EQ(messages(op->diags), (std::vector<std::string>{
+      "r.toml:26:1: error: unknown op 'resnt' (did you mean 'resnet'?); known: classifier, downsample, fold_time, "
+      "resnet, segment_consensus, temporal_shift"}));
+
+  auto comm = check(quickstart_with("batch_per_gpu = 4", "batch_per_gpu = 4\nbackend = \"gloo\""));
+  EXPECT_EQ(messages(comm->diags), (std::vector<std::string>{
+      "r.toml:11:1: error: unknown comm plugin 'gloo'; known: local, mpi"}));
+}
+
+TEST(Validate, PluginParamsAreCheckedAgainstThePluginSchema) {
+  const std::string line = "params = { frame = 8, size = 8, classes = 10 }";
+  auto c = check(quickstart_with("params = { frames = 8, size = 64, classes = 10 }", line));
+  const std::string where = "[data.params] of dataset 'synthetic_motion'";
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:7:" + std::to_string(col_of(line, 1, "frame")) + ": error: unknown key 'frame' in " + where +
+          " (did you mean 'frames'?)",
+      "r.toml:7:" + std::to_string(col_of(line, 1, "size")) + ": error: 'size' in " + where +
+          ": must be >= 16, got 8"}));
+
+  auto comm = check(quickstart_with("batch_per_gpu = 4", "batch_per_gpu = 4\nparams = { timeout = 5 }"));
+  EXPECT_EQ(messages(comm->diags), (std::vector<std::string>{
+      "r.toml:11:12: error: unknown key 'timeout' in [dist.params] of comm 'local' (did you mean 'timeout_s'?)"}));
+
+  auto kinetics = check(quickstart_with("dataset = \"synthetic_motion\"\nparams = { frames = 8, size = 64, classes = 10 }",
+                                        "dataset = \"kinetics\"\nparams = {}"));
+  EXPECT_EQ(messages(kinetics->diags), (std::vector<std::string>{
+      "r.toml:7:1: error: [data.params] of dataset 'kinetics' needs 'root'"}));
+}
+
+TEST(Validate, NodeParamsAreCheckedAgainstTheOpSchema) {
+  auto c = check(quickstart_with("depth = 18", "depht = 18"));
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:28:1: error: unknown key 'depht' in node 'features' (resnet) (did you mean 'depth'?)"}));
+  auto range = check(quickstart_with("depth = 18", "depth = 20"));
+  EXPECT_EQ(messages(range->diags), (std::vector<std::string>{
+      "r.toml:28:1: error: 'depth' in node 'features' (resnet): must be one of 18, 34, 50, 101, got 20"}));
+  auto missing = check(quickstart_with("classes = 10\n", "\n"));
+  EXPECT_EQ(messages(missing->diags), (std::vector<std::string>{
+      "r.toml:30:1: error: node 'head' (classifier) needs 'classes'"}));
+}
+
+TEST(Validate, NodeTablesNeedIdOpAndIn) {
+  auto c = check(R"([data]
+dataset = "synthetic_motion"
+[model]
+output = "b"
+[[model.node]]
+op = "fold_time"
+in = "clip"
+[[model.node]]
+id = "b"
+in = 3
+[[model.node]]
+id = "2x"
+op = "fold_time"
+in = "clip"
+[[model.node]]
+id = "b"
+op = "fold_time"
+in = "clip"
+[[model.node]]
+id = "clip"
+op = "fold_time"
+in = []
+)");
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:5:1: error: [[model.node]] needs 'id'",
+      "r.toml:8:1: error: node 'b' needs 'op'",
+      "r.toml:10:1: error: 'in' in node 'b': expected a node id or a non-empty array of node ids, got int 3",
+      "r.toml:12:1: error: node id '2x' is not an identifier (letters, digits and '_', not starting with a digit)",
+      "r.toml:16:1: error: duplicate node id 'b' (first defined at r.toml:9:1)",
+      "r.toml:20:1: error: node id 'clip' is the name of the model input",
+      "r.toml:22:1: error: 'in' in [[model.node]] at r.toml:19:1: expected a node id or a non-empty array of node "
+      "ids, got an array",
+  }));
+
+  auto single = check("[data]\ndataset = \"synthetic_motion\"\n[model]\noutput = \"a\"\n[model.node]\nid = \"a\"\n");
+  EXPECT_EQ(messages(single->diags), (std::vector<std::string>{
+      "r.toml:4:1: error: model output 'a' is not a node id (the model has no [[model.node]] tables)",
+      "r.toml:5:1: error: model.node must be an array of tables (write [[model.node]]), got a table",
+  }));
+}
+
+TEST(Validate, DanglingEdgesSuggestTheClosestNode) {
+  auto c = check(quickstart_with("in = \"features\"", "in = [\"features\", \"featurs\"]"));
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:33:19: error: node 'head' reads 'featurs', which is not a node or the model input "
+      "(did you mean 'features'?)"}));
+  // Only the broken edge is reported, not the nodes upstream of it as "not used".
+  auto only = check(quickstart_with("in = \"features\"", "in = \"featurs\""));
+  EXPECT_EQ(messages(only->diags), (std::vector<std::string>{
+      "r.toml:33:1: error: node 'head' reads 'featurs', which is not a node or the model input "
+      "(did you mean 'features'?)"}));
+}
+
+TEST(Validate, CyclesAreReportedWithTheirPath) {
+  auto c = check(R"([data]
+dataset = "synthetic_motion"
+[model]
+output = "head"
+[[model.node]]
+id = "b"
+op = "fold_time"
+in = "a"
+[[model.node]]
+id = "a"
+op = "fold_time"
+in = ["clip", "b"]
+[[model.node]]
+id = "head"
+op = "segment_consensus"
+in = "a"
+)");
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:5:1: error: model graph has a cycle: b -> a -> b"}));
+
+  auto self = check(quickstart_with("in = \"head\"", "in = \"logits\""));
+  EXPECT_EQ(messages(self->diags), (std::vector<std::string>{
+      "r.toml:19:1: warning: node 'frames' is not used: the model output 'logits' does not depend on it",
+      "r.toml:24:1: warning: node 'features' is not used: the model output 'logits' does not depend on it",
+      "r.toml:30:1: warning: node 'head' is not used: the model output 'logits' does not depend on it",
+      "r.toml:36:1: error: model graph has a cycle: logits -> logits",
+  }));
+}
+
+TEST(Validate, NodesAreInTopologicalOrderWithTiesInFileOrder) {
+  auto c = check(R"([data]
+dataset = "synthetic_motion"
+params = { size = 32 }
+[model]
+output = "logits"
+[[model.node]]
+id = "logits"
+op = "segment_consensus"
+in = "head"
+[[model.node]]
+id = "head"
+op = "classifier"
+in = "feat"
+classes = 10
+[[model.node]]
+id = "side"
+op = "fold_time"
+in = "clip"
+[[model.node]]
+id = "feat"
+op = "resnet"
+in = "frames"
+depth = 18
+[[model.node]]
+id = "frames"
+op = "fold_time"
+in = "clip"
+)");
+  ASSERT_TRUE(c->plan) << c->diags.str();
+  std::vector<std::string> ids;
+  for (const auto& n : c->plan->nodes) ids.push_back(n.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"side", "frames", "feat", "head", "logits"}));
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:15:1: warning: node 'side' is not used: the model output 'logits' does not depend on it"}));
+  EXPECT_EQ(c->plan->nodes.back().output_shape, (Shape{8, 10}));
+}
+
+TEST(Validate, RewriteMatchingNothingSuggestsAPattern) {
+  auto c = check(quickstart_with("features/layer*/block*/residual_in", "features/layr*/block*/residual_in"));
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:42:1: error: rewrite pattern 'features/layr*/block*/residual_in' matches no insertion point "
+      "(did you mean 'features/layer*/block*/residual_in'?) (points look like 'features/layer1/block0/block_in', "
+      "'features/layer1/block0/residual_in', 'features/layer1/block0/block_out', ...)"}));
+}
+
+TEST(Validate, RewritesExpandInRuleOrderThenPointOrder) {
+  auto c = check(quickstart_with(
+      "at = \"features/layer*/block*/residual_in\"\ninsert = { op = \"temporal_shift\", segments = 8, fold_div = 8 }",
+      "at = \"features/layer[34]/block1/block_out\"\ninsert = { op = \"temporal_shift\" }\n"
+      "[[model.rewrite]]\nat = \"features/layer1/block?/block_in\"\ninsert = { op = \"temporal_shift\", fold_div = 4 }"));
+  ASSERT_TRUE(c->plan) << c->diags.str();
+  std::vector<std::string> points;
+  for (const auto& i : c->plan->inserts) points.push_back(i.point + " " + std::to_string(i.params.i64("fold_div")));
+  EXPECT_EQ(points, (std::vector<std::string>{"layer3/block1/block_out 8", "layer4/block1/block_out 8",
+                                              "layer1/block0/block_in 4", "layer1/block1/block_in 4"}));
+  EXPECT_EQ(c->plan->inserts[2].loc.str(), "r.toml:44:1");
+  EXPECT_EQ(c->plan->inserts[0].point_shape, (Shape{32, 256, 4, 4}));
+  EXPECT_EQ(c->plan->rewrites.size(), 2u);
+}
+
+TEST(Validate, RewriteInsertsAreCheckedLikeNodes) {
+  const std::string line = "insert = { op = \"temporal_shfit\", segments = 8, fold_div = 8 }";
+  auto c = check(quickstart_with("insert = { op = \"temporal_shift\", segments = 8, fold_div = 8 }", line));
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:43:12: error: unknown op 'temporal_shfit' (did you mean 'temporal_shift'?); known: classifier, "
+      "downsample, fold_time, resnet, segment_consensus, temporal_shift"}));
+
+  const std::string bad = "insert = { op = \"temporal_shift\", segments = 8, fold_div = 0, shift = 1 }";
+  auto p = check(quickstart_with("insert = { op = \"temporal_shift\", segments = 8, fold_div = 8 }", bad));
+  const std::string where = "the insert of rewrite 'features/layer*/block*/residual_in' (temporal_shift)";
+  EXPECT_EQ(messages(p->diags), (std::vector<std::string>{
+      "r.toml:43:" + std::to_string(col_of(bad, 1, "fold_div")) + ": error: 'fold_div' in " + where +
+          ": must be >= 1, got 0",
+      "r.toml:43:" + std::to_string(col_of(bad, 1, "shift =")) + ": error: unknown key 'shift' in " + where +
+          "; known keys: segments, fold_div"}));
+
+  auto keys = check(quickstart_with("at = \"features", "where = 1\nat = \"features"));
+  EXPECT_EQ(messages(keys->diags), (std::vector<std::string>{
+      "r.toml:42:1: error: unknown key 'where' in [[model.rewrite]]; a rewrite has 'at' and 'insert'"}));
+}
+
+TEST(Validate, ShapeErrorsFromInsertedOperators) {
+  auto c = check(quickstart_with("fold_div = 8", "fold_div = 128"));
+  EXPECT_FALSE(c->plan);
+  EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
+      "r.toml:41:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_shift): fold_div 128 is "
+      "larger than the 64 channels",
+      "r.toml:41:1: error: rewrite at 'features/layer1/block1/residual_in' (temporal_shift): fold_div 128 is "
+      "larger than the 64 channels",
+      "r.toml:41:1: error: rewrite at 'features/layer2/block0/residual_in' (temporal_shift): fold_div 128 is "
+      "larger than the 64 channels",
+  }));
+
+  auto many = check(quickstart_with("fold_div = 8", "fold_div = 256"));
+  EXPECT_EQ(many->diags.error_count(), 3u);
+  EXPECT_EQ(messages(many->diags).back(),
+            "r.toml:41:1: note: rewrite 'features/layer*/block*/residual_in': 2 more insertion points fail the "
+            "same check (not shown)");
+
+  auto changes = check(quickstart_with(
+      "at = \"features/layer*/block*/residual_in\"\ninsert = { op = \"temporal_shift\", segments = 8, fold_div = 8 }",
+      "at = \"features/layer1/block0/residual_in\"\ninsert = { op = \"downsample\" }"));
+  EXPECT_EQ(messages(changes->diags), (std::vector<std::string>{
+      "r.toml:41:1: error: rewrite at 'features/layer1/block0/residual_in' (downsample) changes the shape from "
+      "[32, 64, 16, 16] to [32, 64, 8, 8]; an inserted operator must keep it"}));
+}
+
+TEST(Validate, ShapeErrorsFromNodesAndTheOutput) {
+  auto node = check(quickstart_with("in = \"features\"", "in = \"frames\""));
+  EXPECT_EQ(messages(node->diags), (std::vector<std::string>{
+      "r.toml:24:1: warning: node 'features' is not used: the model output 'logits' does not depend on it",
+      "r.toml:30:1: error: node 'head' (classifier): expects [N, features], got [32, 3, 64, 64]",
+  }));
+
+  auto out = check(quickstart_with("classes = 10\n", "classes = 7\n"));
+  EXPECT_EQ(messages(out->diags), (std::vector<std::string>{
+      "r.toml:17:1: error: model output 'logits' has shape [4, 7] but training needs [batch, classes] = [4, 10]"}));
+
+  auto facts = check(quickstart_with("classes = 10 }", "classes = 5000 }"));
+  EXPECT_EQ(messages(facts->diags), (std::vector<std::string>{
+      "r.toml:7:1: error: dataset 'synthetic_motion': at most 1000 classes"}));
+}
+
+TEST(Validate, SetTextBecomesAStringWhereAStringIsExpected) {
+  LoadOptions o;
+  o.overrides.push_back(*parse_override("run.name=007"));
+  o.overrides.push_back(*parse_override("dist.batch_per_gpu=2"));
+  auto c = check(kQuickstart, o);
+  ASSERT_TRUE(c->plan) << c->diags.str();
+  EXPECT_EQ(c->plan->run.str("name"), "007");
+  EXPECT_EQ(c->plan->dist.i64("batch_per_gpu"), 2);
+  EXPECT_EQ(c->plan->nodes.back().output_shape, (Shape{2, 10}));
+
+  LoadOptions bad;
+  bad.overrides.push_back(*parse_override("run.epochs=many"));
+  auto b = check(kQuickstart, bad);
+  EXPECT_EQ(messages(b->diags), (std::vector<std::string>{
+      "--set run.epochs=many: error: 'epochs' in [run]: expected int, got string \"many\""}));
+}
+
+TEST(Validate, PluginPathsAreRelativeToTheFileThatNamesThem) {
+  TempDir dir;
+  dir.write("base/common.toml", "[plugins]\npaths = [\"../plugins\", \"/opt/vexp/p\", \"more\"]\n");
+  const std::string child = dir.write("child.toml", std::string("extends = \"base/common.toml\"\n") + kQuickstart);
+  Diagnostics d;
+  auto recipe = load_recipe(child, {}, d);
+  ASSERT_TRUE(recipe);
+  const std::vector<std::string> want{dir.path("plugins"), "/opt/vexp/p", dir.path("base/more")};
+  EXPECT_EQ(plugin_paths(*recipe), want);
+  auto plan = validate(*recipe, fake_catalog(), d);
+  ASSERT_TRUE(plan) << d.str();
+  EXPECT_EQ(plan->plugin_paths, want);
+  EXPECT_EQ(at(plan->resolved, {"plugins", "paths"}).as_array()[0].as_string(), want[0]);
+}
+
+TEST(GlobMatch, StarDoesNotCrossSlashes) {
+  EXPECT_TRUE(glob_match("features/layer*/block*/residual_in", "features/layer1/block0/residual_in"));
+  EXPECT_FALSE(glob_match("features/*", "features/layer1/block0"));
+  EXPECT_TRUE(glob_match("features/*/*/*", "features/layer1/block0/x"));
+  EXPECT_TRUE(glob_match("*", "abc"));
+  EXPECT_TRUE(glob_match("a*", "a"));
+  EXPECT_TRUE(glob_match("*_in", "residual_in"));
+  EXPECT_FALSE(glob_match("*_in", "block_out"));
+  EXPECT_TRUE(glob_match("block?", "block7"));
+  EXPECT_FALSE(glob_match("block?", "block10"));
+  EXPECT_TRUE(glob_match("layer[12]", "layer2"));
+  EXPECT_FALSE(glob_match("layer[12]", "layer3"));
+  EXPECT_TRUE(glob_match("block[0-9]", "block5"));
+  EXPECT_FALSE(glob_match("block[0-9]", "blockx"));
+  EXPECT_TRUE(glob_match("block[!0]", "block1"));
+  EXPECT_FALSE(glob_match("block[!0]", "block0"));
+  EXPECT_TRUE(glob_match("a[b", "a[b"));  // unterminated class is literal
+  EXPECT_FALSE(glob_match("a?c", "a/c"));
+  EXPECT_TRUE(glob_match("*a*b*c*", "xxaxxbxxcxx"));
+  EXPECT_FALSE(glob_match("*a*b*c*", "xxaxxcxxbxx"));
+  EXPECT_TRUE(glob_match("", ""));
+  EXPECT_FALSE(glob_match("", "a"));
+}
+
+TEST(ShapeStr, MarksUnknownDimensions) {
+  EXPECT_EQ(shape_str({8, 3, 224, 224}), "[8, 3, 224, 224]");
+  EXPECT_EQ(shape_str({-1, 10}), "[?, 10]");
+  EXPECT_EQ(shape_str({}), "[]");
+}
+
+TEST(BuiltinSections, KeepTheNamesTheTrainerReads) {
+  std::vector<std::string> names;
+  for (const auto& [name, schema] : builtin_sections()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"run", "data", "dist", "optim", "schedule", "plugins", "model"}));
+  const Schema& run = builtin_sections()[0].second;
+  EXPECT_EQ(run.names(), (std::vector<std::string>{"name", "seed", "epochs", "eval_every", "log_every", "threads",
+                                                   "checkpoint_every", "progress", "out", "eval_batch"}));
+  const Schema& optim = builtin_sections()[3].second;
+  EXPECT_EQ(optim.find("weight_decay")->default_value, Value(1e-4));
+  EXPECT_TRUE(builtin_sections()[1].second.find("dataset")->required());
+  EXPECT_TRUE(builtin_sections()[6].second.find("output")->required());
+}
+
+}  // namespace
+}  // namespace vexp::dsl

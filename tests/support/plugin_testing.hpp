@@ -1,0 +1,27 @@
+// Helpers for plugin tests: a host with the build's plugins loaded, and
+// defaults-filled parameters from a plugin's schema.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "vexp/plugin_host.hpp"
+
+namespace vexp::testing {
+
+// The build's plugin folder, loaded once per test binary (problems fail loudly).
+PluginHost& host();
+
+// Parameters for plugin (kind, name): the schema's defaults overridden by `given`.
+Params params(const std::string& kind, const std::string& name,
+              std::map<std::string, dsl::Value> given = {});
+
+// host().make<T>(kind, name, params(kind, name, given))
+template <class T>
+std::shared_ptr<T> make(const std::string& kind, const std::string& name,
+                        std::map<std::string, dsl::Value> given = {}) {
+  return host().make<T>(kind, name, params(kind, name, std::move(given)));
+}
+
+}  // namespace vexp::testing

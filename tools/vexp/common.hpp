@@ -1,0 +1,45 @@
+// Pieces shared by the subcommands.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "session.hpp"
+
+namespace vexp::cli {
+
+// Exit codes: 0 success, 1 failure, 2 invalid recipe or usage, 3 training diverged.
+constexpr int kExitFailure = 1;
+constexpr int kExitInvalid = 2;
+constexpr int kExitDiverged = 3;
+
+// Thrown by subcommands to exit with `code` after printing `message` (if any).
+struct Exit {
+  int code;
+  std::string message;
+};
+
+// Options every recipe-taking command has.
+struct RecipeArgs {
+  std::string path;
+  std::vector<std::string> sets;
+  void add_to(CLI::App* app);
+};
+
+// Loads plugins and the recipe; prints diagnostics to stderr. Returns true when
+// valid. Plugin folders that failed to load are printed as warnings.
+bool open_session(Session& s, const RecipeArgs& args);
+
+// Prints the plugin problems of the default folders (as warnings).
+void report_plugin_problems(const Session& s);
+
+// Registration of each subcommand: sets a callback that may throw Exit.
+void add_check(CLI::App& app);
+void add_plugins(CLI::App& app);
+void add_graph(CLI::App& app);
+void add_run(CLI::App& app);
+void add_compare(CLI::App& app);
+
+}  // namespace vexp::cli
