@@ -14,13 +14,13 @@ configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DVEXP_BUILD_TESTS=ON >/dev/null
 
 build: configure
-	@cmake --build $(BUILD) -j$(JOBS)
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
 	@tools/demo.sh $(BUILD)
 
 test: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)

@@ -737,13 +737,17 @@ class Validator {
   }
 
   // --- shapes -----------------------------------------------------------------
+  // Runs a plugin hook; a failure becomes an error "<prefix>: <message>". Plugins
+  // often start their messages with their own name, which the prefix already says.
   template <typename F>
-  bool guarded(const Loc& loc, const std::string& prefix, F&& f) {
+  bool guarded(const Loc& loc, const std::string& prefix, F&& f, const std::string& plugin = {}) {
     try {
       f();
       return true;
     } catch (const std::exception& e) {
-      diags_.error(loc, prefix + ": " + e.what());
+      std::string what = e.what();
+      if (!plugin.empty() && what.rfind(plugin + ": ", 0) == 0) what = what.substr(plugin.size() + 2);
+      diags_.error(loc, prefix + ": " + what);
     } catch (...) {
       diags_.error(loc, prefix + ": unknown error");
     }
@@ -754,8 +758,9 @@ class Validator {
     if (!dataset_decl_ || !dataset_params_ok_) return;
     if (dataset_decl_->dataset_facts) {
       const Loc loc = loc_or_section("data", "params");
-      if (!guarded(loc, "dataset '" + plan_.dataset + "'",
-                   [&] { plan_.data_facts = dataset_decl_->dataset_facts(plan_.dataset_params); })) {
+      if (!guarded(
+              loc, "dataset '" + plan_.dataset + "'",
+              [&] { plan_.data_facts = dataset_decl_->dataset_facts(plan_.dataset_params); }, plan_.dataset)) {
         return;
       }
     }
@@ -783,10 +788,13 @@ class Validator {
       if (!n.decl || !n.params_ok || !n.decl->infer_shape) continue;
       if (std::any_of(ins.begin(), ins.end(), [](const Shape& s) { return s.empty(); })) continue;
       Shape out;
-      if (guarded(n.spec.loc, node_label(n) + " (" + n.spec.op + ")",
-                  [&] { out = n.decl->infer_shape(n.spec.params, ins, ctx); })) {
+      if (guarded(
+              n.spec.loc, node_label(n) + " (" + n.spec.op + ")",
+              [&] { out = n.decl->infer_shape(n.spec.params, ins, ctx); }, n.spec.op)) {
         shapes[i] = out;
         n.spec.output_shape = out;
+      } else {
+        n.input_shape.clear();  // its insertion points would only repeat this error
       }
     }
     check_insert_shapes(ctx);
@@ -818,7 +826,9 @@ class Validator {
       try {
         out = rule->decl->infer_shape(ins.params, {ins.point_shape}, ctx);
       } catch (const std::exception& e) {
-        report(prefix + ": " + e.what());
+        std::string what = e.what();
+        if (what.rfind(ins.op + ": ", 0) == 0) what = what.substr(ins.op.size() + 2);
+        report(prefix + ": " + what);
         continue;
       } catch (...) {
         report(prefix + ": unknown error");

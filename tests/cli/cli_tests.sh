@@ -61,6 +61,19 @@ mode = next(q for q in ts["params"] if q["name"] == "mode")
 assert set(mode["choices"]) == {"bidirectional","left","right"}, mode
 PY
   ;;
+plugins_markdown_current)
+  "$vexp" plugins --markdown > "$tmp/plugins.md" || fail "plugins --markdown failed"
+  diff -u "$src/docs/plugins.md" "$tmp/plugins.md" >&2 || \
+    fail "docs/plugins.md is out of date: regenerate it with 'vexp plugins --markdown > docs/plugins.md'"
+  grep -q '| `fold_div` | int | `8` | >= 1 |' "$tmp/plugins.md" || fail "fold_div row missing"
+  ;;
+docs_examples_validate)
+  # The complete example in docs/recipes.md is a valid recipe.
+  awk '/^## A complete example/{f=1;next} f&&/^```toml/{g=1;next} g&&/^```/{exit} g{print}' \
+    "$src/docs/recipes.md" > "$tmp/example.toml"
+  [ -s "$tmp/example.toml" ] || fail "no example found in docs/recipes.md"
+  expect_rc 0 -- "$vexp" check "$tmp/example.toml"
+  ;;
 check_quickstart)
   for r in tsm_motion tsn_motion; do
     expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/$r.toml"

@@ -2,6 +2,7 @@
 // defaults-filled parameters from a plugin's schema.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,20 @@ template <class T>
 std::shared_ptr<T> make(const std::string& kind, const std::string& name,
                         std::map<std::string, dsl::Value> given = {}) {
   return host().make<T>(kind, name, params(kind, name, std::move(given)));
+}
+
+// The message of what `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 }  // namespace vexp::testing

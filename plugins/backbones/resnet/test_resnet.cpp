@@ -38,16 +38,9 @@ int64_t count_parameters(torch::nn::Module& m) {
   return n;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using vexp::testing::error_of;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using vexp::testing::contains;
 
 // A layer for insertion tests: multiplies by a learnable scalar and records the
 // shape and value it saw.

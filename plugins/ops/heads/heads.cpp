@@ -181,8 +181,8 @@ VEXP_PLUGIN("heads", "0.1.0") {
     d.name = "classifier";
     d.doc = "Global average pool (4-D input), dropout, linear `fc`: [M, C, H, W] or [M, C] -> [M, classes]";
     d.schema.integer("classes", 0, "0: the dataset's classes").at_least(0);
-    d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").range(0, 1);
-    d.schema.real("init_std", 0.001, "Standard deviation of the normal initialisation of fc.weight (bias 0)");
+    d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").at_least(0).below(1);
+    d.schema.real("init_std", 0.001, "Standard deviation of the normal initialisation of fc.weight (bias 0)").above(0);
     d.infer_shape = classifier_shape;
     registrar.add<vexp::Layer>("op", std::move(d),
                                [](const vexp::Params& p) { return std::make_shared<Classifier>(p); });

@@ -41,16 +41,9 @@ vexp::dsl::GraphContext graph_ctx(int64_t frames, int64_t classes) {
   return ctx;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using vexp::testing::error_of;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using vexp::testing::contains;
 
 // ---- fold_time ----
 

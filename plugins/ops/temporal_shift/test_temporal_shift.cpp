@@ -49,14 +49,7 @@ at::Tensor run(vexp::Layer& layer, const at::Tensor& x, int64_t frames = 0) {
   return layer.forward({x}, ctx);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using vexp::testing::error_of;
 
 const std::vector<std::string> kModes{"bidirectional", "left", "right"};
 

@@ -29,6 +29,7 @@ struct ParamSpec {
   ParamSpec& at_least(double lo) { min = lo; min_exclusive = false; return *this; }
   ParamSpec& above(double lo) { min = lo; min_exclusive = true; return *this; }
   ParamSpec& at_most(double hi) { max = hi; max_exclusive = false; return *this; }
+  ParamSpec& below(double hi) { max = hi; max_exclusive = true; return *this; }
   ParamSpec& one_of(std::vector<Value> allowed) { choices = std::move(allowed); return *this; }
   ParamSpec& require() { default_value = Value(); return *this; }
 };
