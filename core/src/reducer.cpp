@@ -99,8 +99,13 @@ void Reducer::on_grad(size_t k, const at::Tensor& grad) {
   auto [bi, slot] = where_[k];
   Bucket& b = buckets_[bi];
   const at::Tensor& acc = params_[k].grad();
-  at::Tensor full = acc.defined() ? acc + grad : grad;
-  b.buffer.narrow(0, b.offsets[slot], params_[k].numel()).copy_(full.reshape({-1}));
+  at::Tensor view = b.buffer.narrow(0, b.offsets[slot], params_[k].numel());
+  if (acc.defined() && b.buffer.scalar_type() == at::kFloat) {
+    view.copy_(acc.reshape({-1}));  // no temporary for .grad + grad
+    view.add_(grad.reshape({-1}));
+  } else {
+    view.copy_((acc.defined() ? acc + grad : grad).reshape({-1}));
+  }
   if (--b.pending == 0) launch_ready(true);
 }
 
@@ -137,12 +142,12 @@ void Reducer::finish() {
   stats_.wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double inv = 1.0 / static_cast<double>(comm_->size());
   for (auto& b : buckets_) {
-    at::Tensor flat = b.buffer.to(at::kFloat).mul_(inv);
+    const at::Tensor flat = b.buffer.scalar_type() == at::kFloat ? b.buffer : b.buffer.to(at::kFloat);
     for (size_t s = 0; s < b.members.size(); ++s) {
       at::Tensor& p = params_[b.members[s]];
       at::Tensor g = flat.narrow(0, b.offsets[s], p.numel()).view(p.sizes());
-      if (p.grad().defined()) p.mutable_grad().copy_(g);
-      else p.mutable_grad() = g.clone();
+      if (p.grad().defined() && p.grad().is_contiguous()) at::mul_out(p.mutable_grad(), g, inv);  // one pass
+      else p.mutable_grad() = g.mul(inv);
     }
   }
   sync_ = false;

@@ -70,9 +70,13 @@ void add_bench_comm(CLI::App& app) {
   cmd->add_option("--nproc", *nproc, "Start this many local ranks through mpirun")->check(CLI::PositiveNumber);
   cmd->callback([=] {
     if (*nproc > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+      char self[4096];
+      const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+      if (len <= 0) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+      self[len] = '\0';
       std::vector<std::string> argv{"mpirun"};
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-      argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(*nproc), "/proc/self/exe",
+      argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(*nproc), self,
                                "bench", "comm", "--recipe", *recipe, "--step-recipe", *step_recipe, "--reps",
                                std::to_string(*reps), "--steps", std::to_string(*steps)});
       std::vector<char*> c;
