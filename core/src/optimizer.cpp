@@ -18,6 +18,12 @@ void Sgd::step(double lr) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       at::Tensor d = g.weight_decay != 0 ? grad.add(p, g.weight_decay) : grad;
+      double local = 1.0;
+      if (lars_eta_ > 0 && p.dim() > 1) {
+        const double wn = p.norm().item<double>(), gn = grad.norm().item<double>();
+        if (wn > 0 && gn > 0) local = lars_eta_ * wn / (gn + g.weight_decay * wn);
+        if (local != 1.0) d = d.mul(local);
+      }
       if (momentum_coef_ != 0) {
         auto it = momentum_.find(g.names[i]);
         if (it == momentum_.end()) {

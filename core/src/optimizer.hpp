@@ -22,6 +22,8 @@ class Sgd {
  public:
   Sgd(std::vector<ParamGroup> groups, double momentum, bool nesterov);
   void step(double lr);
+  // LARS (You et al.): each weight tensor (dim > 1) gets lr x eta |w| / (|g| + wd |w|).
+  void set_lars(double eta) { lars_eta_ = eta; }
   void zero_grad();
   const std::vector<ParamGroup>& groups() const { return groups_; }
   // Momentum buffers by parameter name (for checkpoints).
@@ -31,6 +33,7 @@ class Sgd {
   std::vector<ParamGroup> groups_;
   double momentum_coef_;
   bool nesterov_;
+  double lars_eta_ = 0;
   std::map<std::string, at::Tensor> momentum_;
 };
 

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.hpp"
+#include "dist_plan.hpp"
+#include "reducer.hpp"
 #include "graph.hpp"
 #include "optimizer.hpp"
 #include "schedule.hpp"
@@ -198,7 +200,53 @@ void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_
 
 }  // namespace
 
+namespace {
+fs::path run_dir_of(const dsl::RecipePlan& plan, const TrainOptions& opt) {
+  const dsl::Params& run = plan.run;
+  std::string name = run.str("name");
+  if (name.empty()) name = fs::path(opt.recipe_path).stem().string();
+  return !opt.out_dir.empty() ? fs::path(opt.out_dir)
+         : !run.str("out").empty() ? fs::path(run.str("out"))
+                                  : fs::path("runs") / name;
+}
+
+TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm);
+}  // namespace
+
+// With more than one rank, an error on any rank ends the whole job: the rank
+// prints it, records it in <run>/failures/rank_<r>.txt and aborts every rank
+// (the others would wait for it forever otherwise).
 TrainResult train(Session& s, const TrainOptions& opt) {
+  const dsl::RecipePlan& plan = *s.plan;
+  auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
+  if (comm->size() == 1) return train_body(s, opt, comm);
+  const fs::path out = run_dir_of(plan, opt);
+  const int rank = comm->rank();
+  auto report = [out, rank](const std::string& what) {
+    std::fprintf(stderr, "vexp: error: rank %d: %s\n", rank, what.c_str());
+    std::fflush(stderr);
+    std::error_code ec;
+    fs::create_directories(out / "failures", ec);
+    std::ofstream f(out / "failures" / ("rank_" + std::to_string(rank) + ".txt"), std::ios::app);
+    f << what << "\n";
+  };
+  comm->set_watchdog(plan.dist.f64("timeout_s"), report);
+  try {
+    return train_body(s, opt, comm);
+  } catch (const DivergedError& e) {
+    report(std::string("training diverged: ") + e.what());
+    comm->abort(3);
+  } catch (const c10::Error& e) {
+    report(e.what_without_backtrace());
+    comm->abort(1);
+  } catch (const std::exception& e) {
+    report(e.what());
+    comm->abort(1);
+  }
+}
+
+namespace {
+TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   const auto wall_start = Clock::now();
   const dsl::RecipePlan& plan = *s.plan;
   const dsl::Params& run = plan.run;
@@ -210,13 +258,11 @@ TrainResult train(Session& s, const TrainOptions& opt) {
 
   std::string name = run.str("name");
   if (name.empty()) name = fs::path(opt.recipe_path).stem().string();
-  fs::path out = !opt.out_dir.empty() ? fs::path(opt.out_dir)
-                 : !run.str("out").empty() ? fs::path(run.str("out"))
-                                          : fs::path("runs") / name;
+  fs::path out = run_dir_of(plan, opt);
   const std::string recipe_hash = dsl::recipe_hash(plan.resolved);
 
-  auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
   const bool writer = comm->rank() == 0;
+  const int64_t ranks = comm->size();
   fs::path ckpt_dir = out / "checkpoints";
   std::string resume_from;
   if (opt.resume) {
@@ -227,6 +273,16 @@ TrainResult train(Session& s, const TrainOptions& opt) {
   } else if (fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty()) {
     throw std::runtime_error("run directory '" + out.string() +
                              "' already holds a run; use --resume to continue it, or --out to choose another directory");
+  }
+  if (ranks > 1) {
+    // Every rank has looked at the run directory before rank 0 writes to it, and
+    // agrees on the checkpoint to resume from.
+    at::Tensor ckpt_epoch = at::full({1}, resume_from.empty() ? int64_t(-1) : int64_t(std::hash<std::string>{}(resume_from) >> 1), at::kLong);
+    at::Tensor mine = ckpt_epoch.clone();
+    comm->broadcast(ckpt_epoch, 0);
+    if (!ckpt_epoch.equal(mine))
+      throw std::runtime_error("rank " + std::to_string(comm->rank()) + " sees another checkpoint to resume from than rank 0 ('" +
+                               resume_from + "'): the run directory must be on a file system every rank shares");
   }
   if (writer) {
     fs::create_directories(ckpt_dir);
@@ -265,38 +321,24 @@ TrainResult train(Session& s, const TrainOptions& opt) {
   for (auto* g : {&decay, &no_decay, &fc_w, &fc_b})
     if (!g->params.empty()) groups.push_back(*g);
   Sgd sgd(groups, o.f64("momentum"), o.flag("nesterov"));
+  if (o.flag("lars")) sgd.set_lars(o.f64("lars_eta"));
 
-  // Batch geometry: global batch = world_size x batch_per_gpu x accum_steps.
-  const dsl::Params& d = plan.dist;
-  const int64_t world = d.i64("world_size"), per_gpu = d.i64("batch_per_gpu"), accum = d.i64("accum_steps");
-  const int64_t ranks = comm->size();
-  if (world % ranks != 0)
-    throw std::runtime_error("dist.world_size = " + std::to_string(world) + " is not a multiple of the " +
-                             std::to_string(ranks) + " ranks launched");
-  const int64_t micro = (world / ranks) * accum;  // micro-batches per rank per step
-  const int64_t global_batch = world * per_gpu * accum;
+  // Batch geometry (global batch = world_size x batch_per_gpu x accum_steps),
+  // learning rate after large-batch scaling, schedule in steps: see dist_plan.hpp.
+  int64_t grad_numel = 0;
+  for (const auto& p : all_params) grad_numel += p.numel();
+  const DistPlan dp = make_dist_plan(plan, ranks, data->size(Split::Train), grad_numel);
+  const int64_t world = dp.world, per_gpu = dp.per_gpu;
+  const int64_t micro = dp.micro;  // micro-batches per rank per step
+  const int64_t global_batch = dp.global_batch;
   if (world > ranks) {
     log_info("emulating " + std::to_string(world) + " GPUs on " + std::to_string(ranks) + " rank(s): " +
              std::to_string(micro) + " micro-batches of " + std::to_string(per_gpu) + " clips per step");
   }
-  const int64_t train_size = data->size(Split::Train);
-  const int64_t steps_per_epoch = train_size / global_batch;
-  if (steps_per_epoch < 1)
-    throw std::runtime_error("the training split has " + std::to_string(train_size) +
-                             " clips, fewer than one global batch of " + std::to_string(global_batch));
-  const int64_t epochs = run.i64("epochs");
-
-  LrSchedule sched;
-  const dsl::Params& sc = plan.schedule;
-  sched.type = sc.str("type");
-  sched.base_lr = o.f64("lr");
-  sched.min_lr = sc.f64("min_lr");
-  sched.warmup_start = sc.f64("warmup_start");
-  sched.warmup_steps = static_cast<int64_t>(std::llround(sc.f64("warmup_epochs") * static_cast<double>(steps_per_epoch)));
-  sched.steps_per_epoch = steps_per_epoch;
-  sched.total_steps = steps_per_epoch * epochs;
-  sched.milestones = sc.i64_list("milestones");
-  sched.gamma = sc.f64("gamma");
+  const int64_t train_size = dp.train_size;
+  const int64_t steps_per_epoch = dp.steps_per_epoch;
+  const int64_t epochs = dp.epochs;
+  const LrSchedule sched = dp.schedule;
 
   // Resume.
   int64_t start_epoch = 0, global_step = 0;
@@ -330,7 +372,27 @@ TrainResult train(Session& s, const TrainOptions& opt) {
              std::to_string(start_epoch) + ", step " + std::to_string(global_step) + ")");
   }
 
-  log_info("run '" + out.string() + "': " + std::to_string(params_count) + " parameters, " +
+  // Distributed: same recipe and model everywhere, rank 0's weights everywhere,
+  // gradients averaged by the reducer.
+  std::unique_ptr<Reducer> reducer;
+  if (ranks > 1) {
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    std::vector<at::Tensor> state;
+    for (const auto& p : model->named_parameters(true)) {
+      named.emplace_back(p.key(), p.value());
+      state.push_back(p.value());
+    }
+    check_same_model(*comm, recipe_hash, named);
+    for (const auto& b : model->named_buffers(true)) state.push_back(b.value());
+    for (auto& [k, v] : sgd.state()) state.push_back(v);
+    broadcast_from_rank0(*comm, state);
+    ReducerOptions ro;
+    ro.bucket_mb = plan.dist.f64("bucket_mb");
+    ro.compression = plan.dist.str("compression");
+    reducer = std::make_unique<Reducer>(all_params, comm, ro);
+  }
+
+  if (writer) log_info("run '" + out.string() + "': " + std::to_string(params_count) + " parameters, " +
            std::to_string(macs / 1e6) + " M MACs per clip, " + std::to_string(threads) + " threads, global batch " +
            std::to_string(global_batch) + ", " + std::to_string(steps_per_epoch) + " steps per epoch");
 
@@ -342,7 +404,7 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     metrics.flush();
   };
 
-  Progress progress(run.str("progress"), run.i64("log_every"));
+  Progress progress(writer ? run.str("progress") : "none", run.i64("log_every"));
   const int64_t eval_every = run.i64("eval_every"), ckpt_every = run.i64("checkpoint_every");
   const int64_t eval_batch = run.i64("eval_batch") > 0 ? run.i64("eval_batch") : per_gpu;
   EvalResult last_eval;
@@ -360,11 +422,13 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     int64_t loss_n = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const auto step_start = Clock::now();
-      // Dropout and other randomness: a function of (seed, step) only, so a
-      // resumed run draws exactly what an uninterrupted one would.
-      at::manual_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)));
       double data_s = 0, compute_s = 0, comm_s = 0, loss_sum = 0;
       for (int64_t m = 0; m < micro; ++m) {
+        // Dropout and other randomness: a function of (seed, step, GPU) only, so a
+        // resumed run draws exactly what an uninterrupted one would, and GPU g of
+        // an emulated world draws what rank g of a real one does.
+        const uint64_t gpu = static_cast<uint64_t>(comm->rank() * micro + m);
+        at::manual_seed(mix_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)), gpu));
         auto t0 = Clock::now();
         const int64_t base = step * global_batch + (comm->rank() * micro + m) * per_gpu;
         std::vector<int64_t> idx(order.begin() + base, order.begin() + base + per_gpu);
@@ -384,14 +448,20 @@ TrainResult train(Session& s, const TrainOptions& opt) {
                               " (lower optim.lr, add warmup, or set optim.clip_grad_norm)");
         }
         loss_sum += lv;
+        if (reducer) reducer->prepare(m == micro - 1);  // only the last backward communicates
         (micro > 1 ? loss / static_cast<double>(micro) : loss).backward();
         compute_s += seconds_since(t1);
       }
-      if (ranks > 1) {
+      int64_t buckets = 0, overlapped = 0;
+      if (reducer) {
         auto t2 = Clock::now();
-        for (auto& p : all_params)
-          if (p.grad().defined()) comm->allreduce(p.mutable_grad(), ReduceOp::Avg);
+        reducer->finish();
         comm_s = seconds_since(t2);
+        buckets = reducer->last_step().buckets;
+        overlapped = reducer->last_step().launched_in_backward;
+        at::Tensor l = at::full({1}, loss_sum, at::kDouble);
+        comm->allreduce(l, ReduceOp::Avg);  // the logged loss is the mean over all GPUs
+        loss_sum = l.item<double>();
       }
       auto t3 = Clock::now();
       if (o.f64("clip_grad_norm") > 0) clip_grad_norm(all_params, o.f64("clip_grad_norm"));
@@ -418,7 +488,8 @@ TrainResult train(Session& s, const TrainOptions& opt) {
       if ((step + 1) % run.i64("log_every") == 0 || step + 1 == steps_per_epoch) {
         emit({{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", global_step},
               {"loss", loss_avg / static_cast<double>(loss_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
-              {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s}});
+              {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
+              {"ranks", ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}});
         loss_avg = 0;
         loss_n = 0;
       }
@@ -453,6 +524,7 @@ TrainResult train(Session& s, const TrainOptions& opt) {
 
   TrainResult r;
   r.run_dir = out.string();
+  r.rank = comm->rank();
   r.finished = end_epoch == epochs;
   if (r.finished && !have_eval) last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes);
   r.top1 = last_eval.top1;
@@ -474,5 +546,6 @@ TrainResult train(Session& s, const TrainOptions& opt) {
   }
   return r;
 }
+}  // namespace
 
 }  // namespace vexp

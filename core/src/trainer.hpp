@@ -24,6 +24,7 @@ struct TrainResult {
   int64_t params = 0;
   double flops_per_clip = 0;
   bool finished = false;      // false when stopped early by stop_after_epochs
+  int rank = 0;               // this process's rank (only rank 0 prints the result)
 };
 
 // A non-finite loss: the run stops, the last good checkpoint stays.

@@ -35,6 +35,7 @@ Schema data_section() {
   s.text("dataset", "", "Dataset plugin").require();
   s.integer("workers", 2, "Loader threads").at_least(0);
   s.integer("prefetch", 4, "Batches prepared ahead of the trainer").at_least(1);
+  s.integer("train_size", 0, "Training clips, declared for planning (--dry-run); 0: ask the dataset").at_least(0);
   table_param(s, "params", "The dataset plugin's parameters");
   return s;
 }
@@ -45,6 +46,9 @@ Schema dist_section() {
   s.integer("world_size", 1, "Ranks the recipe was designed for").at_least(1);
   s.integer("batch_per_gpu", 8, "Clips per rank per step (micro-batch)").at_least(1);
   s.integer("accum_steps", 1, "Micro-batches accumulated per optimizer step").at_least(1);
+  s.real("bucket_mb", 25, "Gradient bucket size of the reducer, in MiB").above(0);
+  s.text("compression", "none", "Wire format of gradient allreduce").one_of({"none", "fp16", "bf16"});
+  s.real("timeout_s", 600, "A collective waiting longer than this aborts the run, naming the silent rank").above(0);
   table_param(s, "params", "The communication backend's parameters");
   return s;
 }
@@ -52,7 +56,12 @@ Schema dist_section() {
 Schema optim_section() {
   Schema s;
   s.text("type", "sgd", "Optimizer").one_of({"sgd"});
-  s.real("lr", 0.01, "Learning rate").range(1e-9, 100);
+  s.real("lr", 0.01, "Learning rate, used as given when base_lr is 0").range(1e-9, 100);
+  s.real("base_lr", 0, "Learning rate at base_batch clips, scaled to the global batch; 0: use lr").range(0, 100);
+  s.integer("base_batch", 256, "Global batch (clips) at which base_lr is given").at_least(1);
+  s.text("lr_scaling", "linear", "How base_lr scales with global batch / base_batch").one_of({"linear", "sqrt", "none"});
+  s.boolean("lars", false, "LARS: per-layer trust ratio eta * |w| / (|g| + wd * |w|)");
+  s.real("lars_eta", 0.001, "LARS trust coefficient").above(0);
   s.real("momentum", 0.9, "SGD momentum").range(0, 0.999999);
   s.boolean("nesterov", false, "Nesterov momentum");
   s.real("weight_decay", 1e-4, "L2 weight decay").at_least(0);

@@ -1,8 +1,9 @@
-// vexp run RECIPE [--set k=v]... [--out DIR] [--resume] [--stop-after N]
+// vexp run RECIPE [--set k=v]... [--out DIR] [--resume] [--stop-after N] [--dry-run] [--nproc N]
 #include <cstdio>
 #include <iostream>
 
 #include "common.hpp"
+#include "run_dist.hpp"
 #include "trainer.hpp"
 
 namespace vexp::cli {
@@ -11,13 +12,28 @@ void add_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Train and evaluate a recipe");
   auto args = std::make_shared<RecipeArgs>();
   auto opt = std::make_shared<TrainOptions>();
+  auto dry_run = std::make_shared<bool>(false);
+  auto nproc = std::make_shared<int>(0);
   args->add_to(cmd);
   cmd->add_option("--out", opt->out_dir, "Run directory (default: run.out, else runs/<name>)");
   cmd->add_flag("--resume", opt->resume, "Continue the run in the run directory from its last checkpoint");
   cmd->add_option("--stop-after", opt->stop_after_epochs,
                   "Stop after this many epochs in this invocation (continue later with --resume)")
       ->check(CLI::PositiveNumber);
-  cmd->callback([args, opt] {
+  cmd->add_flag("--dry-run", *dry_run, "Print the plan (batch, lr, schedule, traffic) without data or training");
+  cmd->add_option("--nproc", *nproc, "Start this many local ranks (through mpirun)")->check(CLI::PositiveNumber);
+  cmd->callback([args, opt, dry_run, nproc] {
+    if (*dry_run) {
+      print_dry_run(*args, *nproc);
+      return;
+    }
+    if (*nproc > 1) {
+      std::vector<std::string> pass;
+      if (!opt->out_dir.empty()) pass.insert(pass.end(), {"--out", opt->out_dir});
+      if (opt->resume) pass.push_back("--resume");
+      if (opt->stop_after_epochs > 0) pass.insert(pass.end(), {"--stop-after", std::to_string(opt->stop_after_epochs)});
+      launch_local_ranks(*nproc, *args, pass);
+    }
     Session s;
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
     opt->recipe_path = args->path;
@@ -35,7 +51,7 @@ void add_run(CLI::App& app) {
       std::snprintf(buf, sizeof buf, "%s: stopped after epoch %lld (continue with --resume)\n", r.run_dir.c_str(),
                     static_cast<long long>(r.epochs));
     }
-    std::cout << buf;
+    if (r.rank == 0) std::cout << buf;
   });
 }
 

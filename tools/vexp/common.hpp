@@ -41,5 +41,6 @@ void add_plugins(CLI::App& app);
 void add_graph(CLI::App& app);
 void add_run(CLI::App& app);
 void add_compare(CLI::App& app);
+void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if needed)
 
 }  // namespace vexp::cli

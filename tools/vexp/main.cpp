@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_graph(app);
   add_run(app);
   add_compare(app);
+  add_bench_comm(app);
   try {
     try {
       app.parse(argc, argv);

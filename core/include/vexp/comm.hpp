@@ -1,6 +1,7 @@
 // Communication backends (local, MPI, NCCL) behind one interface.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,13 @@ class Comm {
   virtual void barrier() = 0;
   // Asynchronous allreduce; the default runs it at once and returns a finished Work.
   virtual std::shared_ptr<Work> allreduce_async(at::Tensor t, ReduceOp op);
+  // A collective waiting longer than `timeout_s` makes the backend call `report`
+  // with one sentence naming the silent rank(s), then abort every rank. Backends
+  // without a watchdog (local) ignore it.
+  virtual void set_watchdog(double timeout_s, std::function<void(const std::string&)> report);
+  // Ends every rank of the job with `code` (the job cannot continue after one
+  // rank failed). The default exits this process.
+  [[noreturn]] virtual void abort(int code);
 };
 
 }  // namespace vexp

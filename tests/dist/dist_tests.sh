@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Distributed end-to-end tests. Usage: dist_tests.sh NAME VEXP SOURCE_DIR MPIRUN
+set -uo pipefail
+name=$1 vexp=$2 src=$3 mpirun=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_dist_${name}_XXXX")
+bg=""
+cleanup() { [ -n "$bg" ] && kill -9 $bg 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+PY=/usr/bin/python3
+MPI=("$mpirun" --allow-run-as-root --oversubscribe --bind-to none)
+export VEXP_TEST_EPOCHS=${VEXP_TEST_EPOCHS:-2}
+
+fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
+expect_rc() {
+  local want=$1; shift; [ "$1" = "--" ] && shift
+  "$@" >"$tmp/out" 2>&1; local rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
+}
+expect_fail() {
+  "$@" >"$tmp/out" 2>&1; local rc=$?
+  [ "$rc" -ne 0 ] || { cat "$tmp/out" >&2; fail "'$*' succeeded, expected a failure"; }
+}
+expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
+no_crash() {
+  for bad in "terminate called" "core dumped" "Segmentation fault"; do
+    ! grep -qF -- "$bad" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $bad"; }
+  done
+}
+# same_params A B: the last checkpoints of two run directories hold the same
+# parameters (max abs difference <= 1e-5) and, when asked, the same loss curve.
+same_params() {
+  $PY - "$1" "$2" "${3:-}" <<'PY' || fail "runs $1 and $2 differ"
+import glob, json, sys, torch
+a, b, curve = sys.argv[1], sys.argv[2], sys.argv[3] == "curve"
+def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1])
+ca, cb = last(a), last(b)
+ma, mb = ca["model"], cb["model"]
+skip = ("running_mean", "running_var", "num_batches_tracked")   # per-GPU BatchNorm statistics
+keys = [k for k in ma if not k.endswith(skip)]
+assert keys and set(keys) <= set(mb), "parameter names differ"
+d = max((ma[k].double() - mb[k].double()).abs().max().item() for k in keys)
+print(f"max abs parameter difference over {len(keys)} tensors: {d:.3g}")
+assert d <= 1e-5, d
+assert ca["meta"] if "meta" in ca else True
+if curve:
+    def losses(d):
+        return [(j["global_step"], j["loss"]) for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "step"]
+    la, lb = losses(a), losses(b)
+    assert [s for s, _ in la] == [s for s, _ in lb] and la, (la, lb)
+    dl = max(abs(x - y) for (_, x), (_, y) in zip(la, lb))
+    print(f"{len(la)} logged steps, max loss difference {dl:.3g}")
+    assert dl <= 1e-5, dl
+PY
+}
+rank_pid() {  # rank_pid MPIRUN_PID RANK: the pid of that rank
+  local p
+  for p in $(pgrep -P "$1"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$p"; return; fi
+  done
+}
+wait_for_file() {  # wait_for_file PATH SECONDS
+  local i
+  for ((i = 0; i < $2 * 20; i++)); do [ -e "$1" ] && return 0; sleep 0.05; done
+  return 1
+}
+
+cd "$here"
+R=data/tiny_dist.toml
+case "$name" in
+dry_run_paper)
+  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_1536.toml" --dry-run
+  expect_out "world size:        1536 GPUs (ranks launched: 1)"
+  expect_out "emulation:         1536 GPUs on 1 rank(s), 1536 micro-batches per rank per step"
+  expect_out "global batch:      12288 clips, 98304 frames"
+  expect_out "steps per epoch:   19 (50 epochs, 950 steps)"
+  expect_out "learning rate:     1.92 (base_lr 0.02 at 128 clips, linear scaling x96)"
+  expect_out "warmup:            95 steps from 0 to 1.92"
+  expect_out "decay:             cosine over steps 95..950 to 0"
+  expect_out "gradient traffic:  24327632 parameters, 97.31 MB per step per rank (fp32 wire), 4 bucket(s)"
+  expect_out "dataset plugin 'kinetics'"
+  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_6144_accum4.toml" --dry-run --nproc 1536
+  expect_out "accumulation:      4 micro-batch(es) of 8 clips per GPU per step"
+  expect_out "global batch:      49152 clips, 393216 frames"
+  expect_out "learning rate:     7.68 (base_lr 0.02 at 128 clips, linear scaling x384)"
+  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_8gpu.toml" --dry-run
+  expect_out "decay:             step, x0.1 at steps [75120, 150240]"
+  expect_out "learning rate:     0.01 (base_lr"
+  # Geometry errors are one sentence and exit 2.
+  expect_rc 2 -- "$vexp" run "$src/recipes/paper/tsm_k400_1536.toml" --dry-run --nproc 7
+  expect_out "dist.world_size = 1536 is not a multiple of the 7 ranks launched"
+  no_crash
+  ;;
+parity_2rank_vs_emulated)
+  # Same clips per step, same dropout per GPU: 2 ranks == 1 rank emulating 2 GPUs.
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/two"
+  expect_out "top-1"
+  expect_rc 0 -- "$vexp" run $R --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s): 2 micro-batches of 8 clips per step"
+  same_params "$tmp/two" "$tmp/one" curve
+  $PY - "$tmp/two/metrics.jsonl" <<'PY' || fail "no overlap recorded"
+import json, sys
+steps = [j for j in map(json.loads, open(sys.argv[1])) if j["type"] == "step"]
+assert all(j["ranks"] == 2 and j["buckets"] >= 3 for j in steps), steps[0]
+# Buckets launched from backward hooks, before backward ended.
+assert all(j["buckets_in_backward"] >= j["buckets"] - 1 for j in steps), steps[0]
+print("buckets per step", steps[0]["buckets"], "launched during backward", steps[0]["buckets_in_backward"])
+PY
+  [ ! -e "$tmp/two/failures" ] || fail "failures reported by a good run"
+  ;;
+nproc_launch)
+  expect_rc 0 -- "$vexp" run $R --set dist.backend=local --nproc 2 --out "$tmp/n"
+  expect_out "starting 2 local ranks with mpirun"
+  grep -q '"ranks":2' "$tmp/n/metrics.jsonl" || fail "not 2 ranks"
+  ;;
+mismatched_recipe)
+  expect_fail timeout 120 "${MPI[@]}" -np 1 "$vexp" run $R --out "$tmp/m" : -np 1 "$vexp" run $R --out "$tmp/m" --set optim.momentum=0.8
+  expect_out "rank 1 runs a different recipe than rank 0"
+  no_crash
+  ;;
+hung_rank)
+  # Rank 1 stops (SIGSTOP) after the first checkpoint: rank 0's watchdog names it.
+  "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/h" --set dist.timeout_s=3 --set run.epochs=4 >"$tmp/out" 2>&1 &
+  bg=$!
+  wait_for_file "$tmp/h/checkpoints/epoch_0001.pt" 120 || { cat "$tmp/out"; fail "no first checkpoint"; }
+  r1=$(rank_pid $bg 1); [ -n "$r1" ] || fail "rank 1 not found"
+  kill -STOP "$r1"
+  start=$SECONDS
+  wait $bg; rc=$?; bg=""
+  kill -9 "$r1" 2>/dev/null
+  [ "$rc" -ne 0 ] || fail "the job exited 0"
+  [ $((SECONDS - start)) -le 60 ] || fail "took $((SECONDS - start)) s to notice"
+  expect_out "rank 1 does not respond (died or hangs)"
+  grep -q "rank 1 does not respond" "$tmp/h/failures/rank_0.txt" || fail "not reported in the run directory"
+  $PY -c "import torch,sys; torch.load(sys.argv[1])" "$tmp/h/checkpoints/epoch_0001.pt" || fail "checkpoint unreadable"
+  ;;
+killed_rank_and_resume)
+  # The uninterrupted run ...
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/full" --set run.epochs=4
+  # ... and one whose rank 1 is killed after the first checkpoint, then resumed.
+  "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/k" --set run.epochs=4 >"$tmp/out" 2>&1 &
+  bg=$!
+  wait_for_file "$tmp/k/checkpoints/epoch_0001.pt" 120 || { cat "$tmp/out"; fail "no first checkpoint"; }
+  r1=$(rank_pid $bg 1); [ -n "$r1" ] || fail "rank 1 not found"
+  kill -9 "$r1"
+  start=$SECONDS
+  wait $bg; rc=$?; bg=""
+  [ "$rc" -ne 0 ] || fail "the job exited 0 after a rank was killed"
+  [ $((SECONDS - start)) -le 60 ] || fail "took $((SECONDS - start)) s to stop"
+  expect_out "rank 1"
+  no_crash
+  [ ! -e "$tmp/k/summary.json" ] || fail "a killed run wrote a summary"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/k" --set run.epochs=4 --resume
+  expect_out "resuming"
+  same_params "$tmp/full" "$tmp/k" curve
+  ;;
+*) fail "unknown test $name" ;;
+esac
+echo "ok [$name]"
