@@ -196,11 +196,12 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
 // ------------------------------------------------------------------ make-synthetic
 struct SynthArgs {
   std::string out;
-  int64_t classes = 8, frames = 16, size = 32, train_clips = 400, val_clips = 80, seed = 0, fps = 25, crf = 12, gop = 250;
+  int64_t classes = 8, frames = 16, size = 32, train_clips = 4000, val_clips = 800, seed = 0, fps = 25, crf = 12, gop = 250;
   double noise = 0.05;
 };
 
 void run_make_synthetic(const SynthArgs& a) {
+  media::quiet_ffmpeg_logs();
   Session s;
   load_plugins(s);
   const dsl::PluginDecl* decl = s.host.find("dataset", "synthetic_motion");

@@ -142,7 +142,8 @@ VideoReader::VideoReader(const std::string& path, std::shared_ptr<const VideoInd
   idx->seconds_per_tick = av_q2d(st->time_base);
   int64_t last = AV_NOPTS_VALUE;
   while ((rc = av_read_frame(m.fmt, m.pkt)) >= 0) {
-    if (m.pkt->stream_index == m.stream) {
+    // Packets the container marks discarded (edit lists) are never presented.
+    if (m.pkt->stream_index == m.stream && !(m.pkt->flags & AV_PKT_FLAG_DISCARD)) {
       int64_t t = m.pkt->pts != AV_NOPTS_VALUE ? m.pkt->pts : m.pkt->dts;
       if (t == AV_NOPTS_VALUE) t = last == AV_NOPTS_VALUE ? 0 : last + 1;  // no timestamps at all
       last = t;
@@ -352,6 +353,7 @@ void drain(VideoWriter* /*unused*/, AVFormatContext* fmt, AVCodecContext* codec,
     int rc = avcodec_receive_packet(codec, pkt);
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
     if (rc < 0) fail(path, "cannot encode: " + av_error(rc));
+    if (pkt->duration <= 0) pkt->duration = 1;  // one frame: the muxer's edit list keeps the last frame
     av_packet_rescale_ts(pkt, codec->time_base, st->time_base);
     pkt->stream_index = st->index;
     rc = av_interleaved_write_frame(fmt, pkt);
