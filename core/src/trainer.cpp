@@ -22,6 +22,7 @@
 #include "dist_plan.hpp"
 #include "reducer.hpp"
 #include "graph.hpp"
+#include "loader.hpp"
 #include "optimizer.hpp"
 #include "schedule.hpp"
 #include "vexp/comm.hpp"
@@ -54,53 +55,46 @@ std::string format_duration(double s) {
   return buf;
 }
 
-// Stacks samples [index...] of `split` into one batch, in parallel.
-struct Batch {
-  at::Tensor clips;   // [N, T, C, H, W]
-  at::Tensor labels;  // [N] int64
-};
-
-Batch load_batch(const Dataset& data, Split split, const std::vector<int64_t>& indices, uint64_t seed) {
-  const int64_t n = static_cast<int64_t>(indices.size());
-  Sample first = data.get(split, indices[0], seed);
-  std::vector<int64_t> sizes{n};
-  sizes.insert(sizes.end(), first.clip.sizes().begin(), first.clip.sizes().end());
-  Batch b{at::empty(sizes, first.clip.options()), at::empty({n}, at::kLong)};
-  b.clips[0].copy_(first.clip);
-  auto* labels = b.labels.data_ptr<int64_t>();
-  labels[0] = first.label;
-  at::parallel_for(1, n, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      Sample s = data.get(split, indices[i], seed);
-      if (!s.clip.sizes().equals(first.clip.sizes()))
-        throw std::runtime_error("dataset returned clips of different shapes in one batch");
-      b.clips[i].copy_(s.clip);
-      labels[i] = s.label;
-    }
-  });
-  return b;
-}
-
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;
   int64_t clips = 0;
 };
 
-EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes) {
+EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes, const LoaderOptions& lo) {
   model.eval();
   at::NoGradGuard no_grad;
   EvalResult r;
   const int64_t n = data.size(Split::Val);
   const int64_t k = std::min<int64_t>(5, classes > 0 ? classes : 5);
   double correct1 = 0, correct5 = 0, loss_sum = 0;
+  std::vector<std::vector<int64_t>> batches;
   for (int64_t start = 0; start < n; start += batch) {
-    std::vector<int64_t> idx;
-    for (int64_t i = start; i < std::min(n, start + batch); ++i) idx.push_back(i);
-    Batch b = load_batch(data, Split::Val, idx, 0);
-    at::Tensor logits = model.forward(b.clips);
-    loss_sum += at::cross_entropy_loss(logits, b.labels).item<double>() * static_cast<double>(idx.size());
+    batches.emplace_back();
+    for (int64_t i = start; i < std::min(n, start + batch); ++i) batches.back().push_back(i);
+  }
+  // Multi-view testing: the logits of every view (clip x crop) are averaged.
+  const int64_t views = data.views(Split::Val);
+  std::vector<at::Tensor> logit_sum(batches.size());
+  std::vector<at::Tensor> labels(batches.size());
+  for (int64_t v = 0; v < views; ++v) {
+    LoaderOptions o = lo;
+    o.split = Split::Val;
+    o.seed = 0;
+    o.view = v;
+    Loader loader(data, batches, o);
+    Batch b;
+    for (size_t i = 0; loader.next(b); ++i) {
+      at::Tensor logits = model.forward(b.clips);
+      logit_sum[i] = v == 0 ? logits : logit_sum[i] + logits;
+      labels[i] = b.labels;
+    }
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    at::Tensor logits = views > 1 ? logit_sum[i] / static_cast<double>(views) : logit_sum[i];
+    const double count = static_cast<double>(batches[i].size());
+    loss_sum += at::cross_entropy_loss(logits, labels[i]).item<double>() * count;
     at::Tensor topk = std::get<1>(logits.topk(std::min<int64_t>(k, logits.size(1)), 1));
-    at::Tensor hit = topk.eq(b.labels.unsqueeze(1));
+    at::Tensor hit = topk.eq(labels[i].unsqueeze(1));
     correct1 += hit.select(1, 0).sum().item<double>();
     correct5 += hit.any(1).sum().item<double>();
   }
@@ -339,6 +333,11 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   const int64_t steps_per_epoch = dp.steps_per_epoch;
   const int64_t epochs = dp.epochs;
   const LrSchedule sched = dp.schedule;
+  // The loader: decode threads, prefetch queue, this rank's shard of every epoch.
+  DistributedSampler sampler(train_size, comm->rank(), ranks, per_gpu, micro, seed);
+  LoaderOptions loader_opts;
+  loader_opts.workers = plan.data.i64("workers");
+  loader_opts.prefetch = plan.data.i64("prefetch");
 
   // Resume.
   int64_t start_epoch = 0, global_step = 0;
@@ -413,10 +412,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (opt.stop_after_epochs > 0) end_epoch = std::min(epochs, start_epoch + opt.stop_after_epochs);
 
   for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
-    std::vector<int64_t> order(static_cast<size_t>(train_size));
-    std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 rng(mix_seed(seed, static_cast<uint64_t>(epoch)));
-    std::shuffle(order.begin(), order.end(), rng);
+    LoaderOptions train_lo = loader_opts;
+    train_lo.seed = mix_seed(seed, static_cast<uint64_t>(epoch));
+    Loader loader(*data, sampler.epoch_batches(epoch), train_lo);
     const auto epoch_start = Clock::now();
     double epoch_data = 0, epoch_compute = 0, epoch_comm = 0, loss_avg = 0;
     int64_t loss_n = 0;
@@ -430,9 +428,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         const uint64_t gpu = static_cast<uint64_t>(comm->rank() * micro + m);
         at::manual_seed(mix_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)), gpu));
         auto t0 = Clock::now();
-        const int64_t base = step * global_batch + (comm->rank() * micro + m) * per_gpu;
-        std::vector<int64_t> idx(order.begin() + base, order.begin() + base + per_gpu);
-        Batch b = load_batch(*data, Split::Train, idx, mix_seed(seed, static_cast<uint64_t>(epoch)));
+        Batch b;
+        if (!loader.next(b)) throw std::logic_error("loader ran out of batches");
         data_s += seconds_since(t0);
         auto t1 = Clock::now();
         at::Tensor logits = model->forward(b.clips);
@@ -497,7 +494,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
     const int64_t done_epochs = epoch + 1;
     const bool last_epoch = done_epochs == epochs;
     if ((eval_every > 0 && done_epochs % eval_every == 0) || last_epoch) {
-      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes);
+      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts);
       have_eval = true;
       emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", global_step}, {"top1", last_eval.top1},
             {"top5", last_eval.top5}, {"val_loss", last_eval.loss}});
@@ -526,7 +523,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   r.run_dir = out.string();
   r.rank = comm->rank();
   r.finished = end_epoch == epochs;
-  if (r.finished && !have_eval) last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes);
+  if (r.finished && !have_eval) last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts);
   r.top1 = last_eval.top1;
   r.top5 = last_eval.top5;
   r.val_loss = last_eval.loss;
@@ -541,7 +538,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
                  {"epochs", r.epochs}, {"steps", r.steps}, {"clips_per_s", r.clips_per_s}, {"wall_s", r.wall_s},
                  {"train_s", train_time}, {"params", r.params}, {"flops_per_clip", r.flops_per_clip},
                  {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
-                 {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash}};
+                 {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash},
+                 {"skipped_samples", data->skipped_samples()}};
     write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
   }
   return r;

@@ -131,6 +131,102 @@ graph)
   expect_rc 0 -- "$vexp" graph "$src/recipes/quickstart/tsm_motion.toml" --dot
   expect_out "digraph model"; expect_out '"features" -> "head"'
   ;;
+data_video_run)
+  # The quickstart through real mp4 files: make-synthetic, check, one epoch.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 48 --val-clips 16
+  expect_out "wrote 48 train and 16 val clips"
+  for f in classes.txt train_list.txt train_list_mmaction.txt train.csv val_list.txt val.csv; do
+    [ -s "$tmp/motion/$f" ] || fail "make-synthetic did not write $f"
+  done
+  n=$(find "$tmp/motion/train" -name '*.mp4' | wc -l); [ "$n" -eq 48 ] || fail "expected 48 train mp4s, found $n"
+  ffprobe -v error -select_streams v:0 -count_frames -show_entries stream=codec_name,nb_read_frames -of csv=p=0 \
+    "$(head -1 "$tmp/motion/train_list.txt" | cut -d' ' -f1 | sed "s|^|$tmp/motion/|")" >"$tmp/probe" 2>&1
+  grep -q "h264,16" "$tmp/probe" || { cat "$tmp/probe"; fail "not an H.264 mp4 of 16 frames"; }
+  export VEXP_MOTION_DATA="$tmp/motion"
+  expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/tsm_motion_video.toml"
+  expect_rc 0 -- "$vexp" data check data/tiny_video.toml
+  expect_out "train: 48 items"; expect_out "ok 48, bad 0"; expect_out "data ok"
+  expect_rc 0 -- "$vexp" run data/tiny_video.toml --out "$tmp/run"
+  no_crash; expect_out "top-1"
+  $PY - "$tmp/run" <<'PY' || fail "bad run directory contents"
+import json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+assert s["epochs"] == 1 and s["steps"] == 6 and s["skipped_samples"] == 0, s
+steps = [json.loads(l) for l in open(d + "/metrics.jsonl") if '"step"' in l]
+assert steps and all({"data_s", "compute_s", "comm_s"} <= set(l) for l in steps), steps
+PY
+  # The other list formats read the same files.
+  expect_rc 0 -- "$vexp" data check data/tiny_video.toml --set data.params.train_list=train_list_mmaction.txt \
+    --set data.params.val_list=val.csv --set data.params.label_map=classes.txt --set 'data.params.csv_path={split}/{label}/{id}_{start}_{end}.mp4'
+  expect_out "val: 16 items"; expect_out "data ok"
+  ;;
+data_check_faults)
+  # Planted faults: missing, truncated, garbage, wrong frame count.
+  "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 16 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"
+  first=$(head -1 "$tmp/m/train_list.txt" | cut -d' ' -f1)
+  head -c 600 "$tmp/m/$first" >"$tmp/m/truncated.mp4"
+  echo "not a video" >"$tmp/m/garbage.mp4"
+  { cat "$tmp/m/train_list.txt"; echo "missing.mp4 16 0"; echo "truncated.mp4 16 1"; echo "garbage.mp4 16 2"; } >"$tmp/m/faulty.txt"
+  sed -i '2s/ 16 / 20 /' "$tmp/m/faulty.txt"
+  export VEXP_MOTION_DATA="$tmp/m"
+  expect_rc 1 -- "$vexp" data check data/tiny_video.toml --set data.params.train_list=faulty.txt --json "$tmp/report.json"
+  no_crash
+  expect_out "missing.mp4"; expect_out "truncated.mp4"; expect_out "garbage.mp4"
+  expect_out "ok 16, bad 3, frame-count mismatches 1"; expect_out "the list says 20 frames, the file has 16"
+  expect_out "class balance: 4 classes"; expect_out "3 bad item(s)"
+  $PY -c "import json,sys; r=json.load(open('$tmp/report.json')); assert r['train']['bad']==3 and r['val']['bad']==0, r" || fail "bad JSON report"
+  # Training skips the bad files (within max_bad_fraction), counts them, or fails when strict.
+  expect_rc 0 -- "$vexp" run data/tiny_video.toml --out "$tmp/run" --set data.params.train_list=faulty.txt \
+    --set data.params.max_bad_fraction=0.2
+  expect_out "warning"; expect_out "missing.mp4"
+  $PY -c "import json; s=json.load(open('$tmp/run/summary.json')); assert s['skipped_samples'] > 0, s" || fail "skipped_samples"
+  expect_rc 1 -- "$vexp" run data/tiny_video.toml --out "$tmp/run2" --set data.params.train_list=faulty.txt \
+    --set data.params.strict=true
+  no_crash; expect_out "strict = true"
+  expect_rc 1 -- "$vexp" run data/tiny_video.toml --out "$tmp/run3" --set data.params.train_list=faulty.txt \
+    --set data.params.max_bad_fraction=0.05
+  no_crash; expect_out "more than max_bad_fraction"
+  ;;
+data_missing_root)
+  export VEXP_MOTION_DATA="$tmp/nowhere"
+  expect_rc 2 -- "$vexp" run data/tiny_video.toml --out "$tmp/run"
+  no_crash; expect_out "data root '$tmp/nowhere' does not exist"; expect_out "docs/data.md"
+  [ ! -e "$tmp/run" ] || fail "a run directory was created before the data was checked"
+  mkdir -p "$tmp/empty"; export VEXP_MOTION_DATA="$tmp/empty"
+  expect_rc 2 -- "$vexp" data check data/tiny_video.toml
+  expect_out "list file '$tmp/empty/train_list.txt' does not exist"; expect_out "docs/data.md"
+  ;;
+data_extract_frames)
+  "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"
+  expect_rc 0 -- "$vexp" data extract-frames "$tmp/m/train_list.txt" --out "$tmp/frames" --workers 2
+  expect_out "extracted 8 video(s), 0 already done, 0 failed"
+  n=$(find "$tmp/frames" -name 'img_*.jpg' | wc -l); [ "$n" -eq 128 ] || fail "expected 128 frames, found $n"
+  first=$(head -1 "$tmp/frames/train_list_frames.txt")
+  [ "$(echo "$first" | cut -d' ' -f2)" = 16 ] || fail "frame list: $first"
+  # Resumable: a second run keeps the finished folders; a half-written one is redone.
+  d=$(echo "$first" | cut -d' ' -f1); rm -rf "$tmp/frames/$d"; mkdir -p "$tmp/frames/$d.partial"
+  expect_rc 0 -- "$vexp" data extract-frames "$tmp/m/train_list.txt" --out "$tmp/frames"
+  expect_out "extracted 1 video(s), 7 already done, 0 failed"
+  [ ! -e "$tmp/frames/$d.partial" ] || fail "partial folder left behind"
+  # The frames layout trains like the videos (TSM frame list).
+  cp "$tmp/m/val_list.txt" "$tmp/frames/val_list.txt"; cp -r "$tmp/m/val" "$tmp/frames/val"
+  export VEXP_MOTION_DATA="$tmp/frames"
+  expect_rc 0 -- "$vexp" data check data/tiny_video.toml --set data.params.train_list=train_list_frames.txt
+  expect_out "data ok"
+  echo "missing.mp4 0" >"$tmp/bad_list.txt"
+  expect_rc 1 -- "$vexp" data extract-frames "$tmp/bad_list.txt" --out "$tmp/f2"
+  no_crash; expect_out "missing.mp4"
+  ;;
+bench_data)
+  "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"
+  export VEXP_MOTION_DATA="$tmp/m"
+  expect_rc 0 -- "$vexp" bench data data/tiny_video.toml --threads 1,2
+  expect_out "threads 1: 8 clips"; expect_out "threads 2: 8 clips"; expect_out "per thread"
+  "$vexp" bench data data/tiny_video.toml --split train --json >"$tmp/b.json" || fail "bench --json"
+  $PY -c "import json; r=json.load(open('$tmp/b.json')); assert r['results'][0]['clips']==8 and r['results'][0]['clips_per_s']>0, r" || fail "bench json"
+  expect_rc 2 -- "$vexp" bench
+  ;;
 run_tiny)
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run"
   no_crash

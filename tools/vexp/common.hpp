@@ -41,6 +41,9 @@ void add_plugins(CLI::App& app);
 void add_graph(CLI::App& app);
 void add_run(CLI::App& app);
 void add_compare(CLI::App& app);
+void add_data(CLI::App& app);
+void add_bench(CLI::App& app);
+void add_bench_data(CLI::App& bench);  // `vexp bench data`, registered by add_bench
 void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if needed)
 
 }  // namespace vexp::cli

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   add_graph(app);
   add_run(app);
   add_compare(app);
+  add_data(app);
+  add_bench(app);
   add_bench_comm(app);
   try {
     try {

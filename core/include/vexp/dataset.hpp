@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,15 @@ struct Sample {
   int64_t label = 0;
 };
 
+// What `vexp data check` learns about one item of a split.
+struct ItemReport {
+  std::string path;          // the file or folder (empty for procedural data)
+  int64_t label = 0;
+  int64_t listed_frames = -1;  // frame count the list file gives (-1: none)
+  int64_t frames = -1;         // frames found in the file (-1: unknown)
+  std::string error;         // empty: the item decodes
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -26,6 +36,29 @@ class Dataset {
   virtual Sample get(Split split, int64_t index, uint64_t seed) const = 0;
   virtual int64_t num_classes() const = 0;
   virtual std::vector<std::string> class_names() const { return {}; }
+
+  // ---- optional (added with the kinetics pipeline; defaults keep older plugins working) ----
+
+  // Test-time views of every sample of `split` (temporal clips x spatial crops).
+  // Evaluation runs the model on each view and averages its scores (logits).
+  virtual int64_t views(Split /*split*/) const { return 1; }
+  // View `view` in [0, views(split)) of a sample; view 0 of a one-view split is get().
+  virtual Sample get_view(Split split, int64_t index, int64_t /*view*/, uint64_t seed) const {
+    return get(split, index, seed);
+  }
+  // Samples replaced by another one because their file was bad, since construction
+  // (reported as `skipped_samples` in summary.json). Thread-safe.
+  virtual int64_t skipped_samples() const { return 0; }
+  // Checks one item without replacing it when bad (`vexp data check`).
+  virtual ItemReport inspect(Split split, int64_t index) const {
+    ItemReport r;
+    try {
+      r.label = get(split, index, 0).label;
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
+  }
 };
 
 }  // namespace vexp

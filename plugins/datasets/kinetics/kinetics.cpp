@@ -1,0 +1,472 @@
+// kinetics: Kinetics-style datasets from real files. Videos (mp4/webm/mkv/avi,
+// FFmpeg) or extracted frame folders (img_00001.jpg ..., libjpeg-turbo), listed in
+// the official TSM format (`path num_frames label`), mmaction2's (`path label`) or
+// the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`).
+//
+// A sample is a pure function of (split, index, seed): sampling and augmentation
+// draw from a stream keyed by them, so any number of loader threads, in any
+// order, produce the same clips. Bad files are replaced by the next good sample
+// (deterministically), counted, and fail the run past `max_bad_fraction`.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/ops/empty.h>
+
+#include "media.hpp"
+#include "sampling.hpp"
+#include "vexp/dataset.hpp"
+#include "vexp/log.hpp"
+#include "vexp/registrar.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace vexp::kinetics;
+using vexp::Split;
+
+const char* kDocs = "see docs/data.md for how to download and prepare Kinetics-400";
+
+struct Entry {
+  std::string path;  // absolute or relative to the working directory
+  int64_t frames = -1;
+  int64_t label = 0;
+};
+
+struct Config {
+  std::string root, train_list, val_list, format, layout, label_map, frame_template, sampling;
+  int64_t classes, frames, clip_len, frame_interval, test_clips, test_crops, input_size, scale_size, channels;
+  bool twice_sample, flip, strict;
+  std::string csv_path;
+  double max_bad_fraction;
+  std::vector<double> mean, std;
+};
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+fs::path under_root(const Config& c, const std::string& p) {
+  fs::path q(p);
+  return q.is_absolute() ? q : fs::path(c.root) / q;
+}
+
+Config read_config(const vexp::Params& p) {
+  Config c;
+  c.root = p.str("root");
+  c.train_list = p.str("train_list");
+  c.val_list = p.str("val_list");
+  c.format = p.str("format");
+  c.layout = p.str("layout");
+  c.label_map = p.str("label_map");
+  c.frame_template = p.str("frame_template");
+  c.sampling = p.str("sampling");
+  c.classes = p.i64("classes");
+  c.frames = p.i64("frames");
+  c.clip_len = c.frames;
+  c.frame_interval = p.i64("frame_interval");
+  c.test_clips = p.i64("test_clips");
+  c.test_crops = p.i64("test_crops");
+  c.input_size = p.i64("input_size");
+  c.scale_size = p.i64("scale_size");
+  c.channels = p.i64("channels");
+  c.twice_sample = p.flag("twice_sample");
+  c.flip = p.flag("flip");
+  c.strict = p.flag("strict");
+  c.csv_path = p.str("csv_path");
+  c.max_bad_fraction = p.f64("max_bad_fraction");
+  c.mean = p.f64_list("mean");
+  c.std = p.f64_list("std");
+  auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
+  for (auto* v : {&c.mean, &c.std})
+    if (v->size() != 1 && static_cast<int64_t>(v->size()) != c.channels)
+      fail("mean and std need 1 or `channels` (" + std::to_string(c.channels) + ") values");
+  for (double s : c.std)
+    if (!(s > 0)) fail("std values must be positive");
+  if (c.frame_template.find('%') == std::string::npos)
+    fail("frame_template needs a printf field for the frame number, like img_%05d.jpg");
+  return c;
+}
+
+// Missing data fails before anything starts, with the path and the docs.
+void require_paths(const Config& c) {
+  if (c.root.empty()) throw std::invalid_argument("root is empty; " + std::string(kDocs));
+  if (!fs::is_directory(c.root))
+    throw std::invalid_argument("data root '" + c.root + "' does not exist or is not a folder; " + kDocs);
+  for (const std::string* l : {&c.train_list, &c.val_list}) {
+    const fs::path p = under_root(c, *l);
+    if (l->empty() || !fs::is_regular_file(p))
+      throw std::invalid_argument("list file '" + p.string() + "' does not exist; " + kDocs);
+  }
+  if (!c.label_map.empty() && !fs::is_regular_file(under_root(c, c.label_map)))
+    throw std::invalid_argument("label map '" + under_root(c, c.label_map).string() + "' does not exist; " + kDocs);
+}
+
+std::vector<std::string> read_label_map(const Config& c) {
+  std::vector<std::string> names;
+  if (c.label_map.empty()) return names;
+  std::ifstream in(under_root(c, c.label_map));
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (!line.empty()) names.push_back(line);
+  }
+  return names;
+}
+
+// Splits a CSV line (double quotes allowed around fields).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') quoted = !quoted;
+    else if (ch == ',' && !quoted) out.emplace_back();
+    else out.back() += ch;
+  }
+  for (auto& f : out) f = trim(f);
+  return out;
+}
+
+std::vector<Entry> read_list(const Config& c, const std::string& list, std::vector<std::string>& names) {
+  const fs::path path = under_root(c, list);
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read list file '" + path.string() + "'; " + kDocs);
+  std::string format = c.format;
+  if (format == "auto") format = path.extension() == ".csv" ? "csv" : "";
+  std::vector<Entry> out;
+  std::map<std::string, int64_t> by_name;
+  for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = static_cast<int64_t>(i);
+  std::string line;
+  int64_t lineno = 0;
+  auto bad = [&](const std::string& why) {
+    throw std::runtime_error(path.string() + ":" + std::to_string(lineno) + ": " + why);
+  };
+  auto number = [&](const std::string& s, const char* what) -> int64_t {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(s, &used);
+      if (used != s.size() || v < 0) throw std::invalid_argument(s);
+      return v;
+    } catch (const std::exception&) {
+      bad(std::string("expected a non-negative integer ") + what + ", got '" + s + "'");
+    }
+    return 0;
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    Entry e;
+    if (format == "csv") {
+      auto f = csv_fields(line);
+      if (f.size() < 4) bad("expected label,youtube_id,time_start,time_end[,split]");
+      if (f[0] == "label" && f[1] == "youtube_id") continue;  // header
+      auto it = by_name.find(f[0]);
+      if (it == by_name.end()) {
+        if (!c.label_map.empty()) bad("label '" + f[0] + "' is not in the label map '" + c.label_map + "'");
+        it = by_name.emplace(f[0], static_cast<int64_t>(names.size())).first;
+        names.push_back(f[0]);
+      }
+      std::string rel = c.csv_path;
+      auto put = [&rel](const std::string& key, const std::string& v) {
+        for (size_t at; (at = rel.find(key)) != std::string::npos;) rel.replace(at, key.size(), v);
+      };
+      char start[32], end[32];
+      std::snprintf(start, sizeof start, "%06lld", static_cast<long long>(number(f[2], "time_start")));
+      std::snprintf(end, sizeof end, "%06lld", static_cast<long long>(number(f[3], "time_end")));
+      put("{label}", f[0]);
+      put("{id}", f[1]);
+      put("{start}", start);
+      put("{end}", end);
+      put("{split}", f.size() > 4 ? f[4] : "");
+      e.path = under_root(c, rel).string();
+      e.label = it->second;
+    } else {
+      std::vector<std::string> tok;
+      std::istringstream ss(line);
+      for (std::string t; ss >> t;) tok.push_back(t);
+      std::string fmt = format.empty() ? (tok.size() >= 3 ? "tsm" : "mmaction") : format;
+      const size_t need = fmt == "tsm" ? 3 : 2;
+      if (tok.size() < need)
+        bad(fmt == "tsm" ? "expected 'path num_frames label'" : "expected 'path label'");
+      // The path may hold spaces: the numbers are the last tokens.
+      e.label = number(tok.back(), "label");
+      if (fmt == "tsm") e.frames = number(tok[tok.size() - 2], "frame count");
+      std::string p = line.substr(0, line.size());
+      for (size_t k = 0; k < need - 1; ++k) p = trim(p.substr(0, p.find_last_of(" \t")));
+      e.path = under_root(c, p).string();
+    }
+    if (e.label >= c.classes)
+      bad("label " + std::to_string(e.label) + " is outside [0, " + std::to_string(c.classes) +
+          "); set data.params.classes");
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) throw std::runtime_error("list file '" + path.string() + "' has no entries");
+  return out;
+}
+
+class Kinetics final : public vexp::Dataset {
+ public:
+  explicit Kinetics(const vexp::Params& p) : c_(read_config(p)) {
+    require_paths(c_);
+    names_ = read_label_map(c_);
+    train_ = read_list(c_, c_.train_list, names_);
+    val_ = read_list(c_, c_.val_list, names_);
+    vexp::media::quiet_ffmpeg_logs();
+  }
+
+  int64_t size(Split s) const override { return static_cast<int64_t>(entries(s).size()); }
+  int64_t num_classes() const override { return c_.classes; }
+  std::vector<std::string> class_names() const override { return names_; }
+  int64_t skipped_samples() const override { return skipped_.load(); }
+
+  int64_t views(Split s) const override {
+    if (s == Split::Train) return 1;
+    const int64_t clips = c_.sampling == "tsn" && c_.twice_sample ? 2 * c_.test_clips : c_.test_clips;
+    return clips * c_.test_crops;
+  }
+
+  vexp::Sample get(Split s, int64_t index, uint64_t seed) const override { return get_view(s, index, 0, seed); }
+
+  vexp::Sample get_view(Split s, int64_t index, int64_t view, uint64_t seed) const override {
+    const int64_t n = size(s);
+    if (index < 0 || index >= n)
+      throw std::out_of_range("kinetics: index " + std::to_string(index) + " is outside the " +
+                              vexp::split_name(s) + " split of " + std::to_string(n) + " clips");
+    if (view < 0 || view >= views(s)) throw std::out_of_range("kinetics: view " + std::to_string(view) + " out of range");
+    // The bad sample's replacement: the next index (cyclically) that loads.
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = (index + k) % n;
+      if (k > 0 && is_bad(s, i)) continue;
+      try {
+        return load(s, i, view, seed);
+      } catch (const std::exception& e) {
+        note_bad(s, i, e.what());
+      }
+    }
+    throw std::runtime_error("kinetics: no file of the " + std::string(vexp::split_name(s)) + " split loads");
+  }
+
+  vexp::ItemReport inspect(Split s, int64_t index) const override {
+    const Entry& e = entries(s).at(static_cast<size_t>(index));
+    vexp::ItemReport r;
+    r.path = e.path;
+    r.label = e.label;
+    r.listed_frames = e.frames;
+    try {
+      int W = 0, H = 0;
+      r.frames = frame_count(e, &W, &H);
+      // Decode the first, middle and last frames.
+      const int64_t last = r.frames - 1;
+      std::vector<int64_t> idx{0, last / 2, last};
+      std::vector<uint8_t> buf(3 * 16 * 16 * 3);
+      read_frames(e, idx, {0, 0, W, H, false}, 16, 3, buf.data());
+    } catch (const std::exception& ex) {
+      r.error = ex.what();
+    }
+    return r;
+  }
+
+ private:
+  const std::vector<Entry>& entries(Split s) const { return s == Split::Train ? train_ : val_; }
+
+  bool is_bad(Split s, int64_t i) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bad_.count({s == Split::Train ? 0 : 1, i}) != 0;
+  }
+
+  void note_bad(Split s, int64_t i, const std::string& why) const {
+    if (c_.strict) throw std::runtime_error("kinetics: bad sample (strict = true): " + why);
+    size_t count;
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = bad_.insert({s == Split::Train ? 0 : 1, i}).second;
+      count = bad_.size();
+    }
+    skipped_.fetch_add(1);
+    if (first) vexp::log_warn("kinetics: skipping " + why + " (replaced by another sample)");
+    const double total = static_cast<double>(train_.size() + val_.size());
+    if (static_cast<double>(count) > c_.max_bad_fraction * total)
+      throw std::runtime_error("kinetics: " + std::to_string(count) + " of " + std::to_string(static_cast<int64_t>(total)) +
+                               " files are bad, more than max_bad_fraction = " + std::to_string(c_.max_bad_fraction) +
+                               " (last: " + why + "); run `vexp data check` on the recipe");
+  }
+
+  bool frames_layout(const Entry& e) const {
+    if (c_.layout == "frames") return true;
+    if (c_.layout == "video") return false;
+    return fs::is_directory(e.path);
+  }
+
+  std::string frame_file(const Entry& e, int64_t i) const {
+    char name[256];
+    std::snprintf(name, sizeof name, c_.frame_template.c_str(), static_cast<int>(i + 1));
+    return (fs::path(e.path) / name).string();
+  }
+
+  int64_t frame_count(const Entry& e, int* W, int* H) const {
+    if (frames_layout(e)) {
+      if (!fs::is_directory(e.path)) throw std::runtime_error("'" + e.path + "': frame folder does not exist");
+      int64_t n = e.frames;
+      if (n < 0) {  // not listed: count img files
+        n = 0;
+        while (fs::exists(frame_file(e, n))) ++n;
+      }
+      if (n <= 0) throw std::runtime_error("'" + e.path + "': no frames");
+      vexp::media::jpeg_size(frame_file(e, 0), W, H);
+      return n;
+    }
+    vexp::media::VideoReader r(e.path);
+    *W = r.width();
+    *H = r.height();
+    return r.frames();
+  }
+
+  // Reads frames `idx` of `e` cropped to `crop`, out x out, into packed pixels.
+  void read_frames(const Entry& e, const std::vector<int64_t>& idx, Crop crop, int out, int ch, uint8_t* buf) const {
+    vexp::media::Rect r{crop.x, crop.y, crop.w, crop.h};
+    const size_t bytes = static_cast<size_t>(out) * out * ch;
+    if (frames_layout(e)) {
+      for (size_t k = 0; k < idx.size(); ++k) vexp::media::read_jpeg(frame_file(e, idx[k]), r, out, out, ch, buf + k * bytes);
+    } else {
+      vexp::media::VideoReader v(e.path);
+      v.read(idx, r, out, out, ch, buf);
+    }
+  }
+
+  vexp::Sample load(Split s, int64_t index, int64_t view, uint64_t seed) const {
+    const Entry& e = entries(s)[static_cast<size_t>(index)];
+    const bool train = s == Split::Train;
+    const int out = static_cast<int>(c_.input_size);
+    const int ch = static_cast<int>(c_.channels);
+    // The frame count and size: one open of the video serves both and the decode.
+    std::unique_ptr<vexp::media::VideoReader> video;
+    int64_t nf;
+    int W = 0, H = 0;
+    const bool frames = frames_layout(e);
+    if (frames) {
+      nf = frame_count(e, &W, &H);
+    } else {
+      video = std::make_unique<vexp::media::VideoReader>(e.path);
+      nf = video->frames();
+      W = video->width();
+      H = video->height();
+    }
+    const int64_t T = c_.frames;
+    Rng rng(seed, static_cast<uint64_t>(index) * 2 + (train ? 0 : 1), 0x51);
+    std::vector<int64_t> idx;
+    Crop crop;
+    if (train) {
+      idx = c_.sampling == "tsn" ? tsn_train(nf, T, rng) : dense_train(nf, c_.clip_len, c_.frame_interval, rng);
+      crop = multiscale_crop(W, H, out, c_.flip, rng);
+    } else {
+      const int64_t crops = c_.test_crops;
+      const int64_t clip = view / crops, crop_i = view % crops;
+      if (c_.sampling == "tsn") {
+        if (c_.twice_sample && clip >= c_.test_clips) idx = tsn_twice_starts(nf, T);
+        else idx = tsn_test(nf, T, clip, c_.test_clips);
+      } else {
+        idx = dense_test(nf, c_.clip_len, c_.frame_interval, clip, c_.test_clips);
+      }
+      const int scale = crops == 3 ? out : static_cast<int>(c_.scale_size);
+      crop = test_crops(W, H, out, scale, static_cast<int>(crops))[static_cast<size_t>(crop_i)];
+    }
+    const size_t plane = static_cast<size_t>(out) * out;
+    std::vector<uint8_t> buf(static_cast<size_t>(T) * plane * ch);
+    if (frames) {
+      read_frames(e, idx, crop, out, ch, buf.data());
+    } else {
+      video->read(idx, {crop.x, crop.y, crop.w, crop.h}, out, out, ch, buf.data());
+    }
+    // [T, H, W, C] bytes -> [T, C, H, W] normalised floats, flipped when drawn.
+    at::Tensor clip = at::empty({T, ch, out, out}, at::TensorOptions().dtype(at::kFloat));
+    float* dst = clip.data_ptr<float>();
+    for (int64_t t = 0; t < T; ++t) {
+      const uint8_t* src = buf.data() + static_cast<size_t>(t) * plane * ch;
+      for (int k = 0; k < ch; ++k) {
+        const float mean = static_cast<float>(c_.mean.size() == 1 ? c_.mean[0] : c_.mean[k]);
+        const float inv = 1.f / static_cast<float>(c_.std.size() == 1 ? c_.std[0] : c_.std[k]);
+        float lut[256];
+        for (int v = 0; v < 256; ++v) lut[v] = (static_cast<float>(v) / 255.f - mean) * inv;
+        float* o = dst + (t * ch + k) * static_cast<int64_t>(plane);
+        for (int y = 0; y < out; ++y) {
+          const uint8_t* row = src + static_cast<size_t>(y) * out * ch + k;
+          float* orow = o + static_cast<size_t>(y) * out;
+          if (crop.flip) {
+            for (int x = 0; x < out; ++x) orow[out - 1 - x] = lut[row[static_cast<size_t>(x) * ch]];
+          } else {
+            for (int x = 0; x < out; ++x) orow[x] = lut[row[static_cast<size_t>(x) * ch]];
+          }
+        }
+      }
+    }
+    return {clip, e.label};
+  }
+
+  Config c_;
+  std::vector<std::string> names_;
+  std::vector<Entry> train_, val_;
+  mutable std::mutex mu_;
+  mutable std::set<std::pair<int, int64_t>> bad_;
+  mutable std::atomic<int64_t> skipped_{0};
+};
+
+}  // namespace
+
+VEXP_PLUGIN("kinetics", "0.1.0") {
+  vexp::PluginDecl d;
+  d.name = "kinetics";
+  d.doc = "Kinetics-style videos or frame folders from TSM, mmaction2 or Kinetics CSV lists (FFmpeg, libjpeg-turbo)";
+  auto& s = d.schema;
+  s.text("root", "", "Data root; list files and the paths in them are relative to it").require();
+  s.text("train_list", "train_list.txt", "Training list file (relative to root)");
+  s.text("val_list", "val_list.txt", "Validation list file (relative to root)");
+  s.text("format", "auto", "List format: tsm (path num_frames label), mmaction (path label), csv (Kinetics CSV); auto: by extension and column count")
+      .one_of({"auto", "tsm", "mmaction", "csv"});
+  s.text("label_map", "", "Class names, one per line (line k is label k); needed to number CSV labels as others do");
+  s.text("csv_path", "{label}/{id}_{start}_{end}.mp4",
+         "CSV layout: a video's path under root from {label}, {id} (youtube_id), {start}, {end} (6 digits), {split}");
+  s.text("layout", "auto", "video files, frame folders, or auto (a folder is a frame folder)")
+      .one_of({"auto", "video", "frames"});
+  s.text("frame_template", "img_%05d.jpg", "Frame file names in a frame folder (1-based)");
+  s.integer("classes", 400, "Number of classes (labels must be below it)").at_least(1);
+  s.text("sampling", "tsn", "tsn: one frame per segment; dense: `frames` frames `frame_interval` apart")
+      .one_of({"tsn", "dense"});
+  s.integer("frames", 8, "Frames per clip (T): TSN segments or dense clip length").at_least(1);
+  s.integer("frame_interval", 8, "Dense sampling: frames between sampled frames").at_least(1);
+  s.boolean("twice_sample", false, "TSN test: also the segment starts as a second clip (official TSM)");
+  s.integer("test_clips", 1, "Temporal clips per test sample (dense: evenly spaced starts)").at_least(1);
+  s.integer("test_crops", 1, "Spatial crops per test clip: 1 centre, 3 full-height, 10 corners+centre+flips")
+      .one_of({1, 3, 10});
+  s.integer("input_size", 224, "Crop size fed to the model").range(8, 1024);
+  s.integer("scale_size", 256, "Test: short side resized to this before cropping").range(8, 2048);
+  s.boolean("flip", true, "Train: random horizontal flip (turn off for direction-sensitive classes)");
+  s.integer("channels", 3, "3: RGB, 1: gray").one_of({1, 3});
+  s.real_list("mean", {0.485, 0.456, 0.406}, "Per-channel mean subtracted (values in [0, 1])");
+  s.real_list("std", {0.229, 0.224, 0.225}, "Per-channel standard deviation divided by");
+  s.boolean("strict", false, "Fail on the first bad file instead of skipping it");
+  s.real("max_bad_fraction", 0.01, "Fail when more than this fraction of the files is bad").range(0, 1);
+  d.dataset_facts = [](const vexp::Params& p) {
+    const Config c = read_config(p);
+    require_paths(c);
+    vexp::dsl::DatasetFacts f;
+    f.clip = {c.frames, c.channels, c.input_size, c.input_size};
+    f.classes = c.classes;
+    return f;
+  };
+  registrar.add<vexp::Dataset>("dataset", std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); });
+}

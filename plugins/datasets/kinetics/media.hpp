@@ -1,0 +1,95 @@
+// Video and JPEG decoding for the kinetics dataset and the `vexp data` tools.
+// Torch-free: FFmpeg (libavformat/libavcodec/libswscale) and libjpeg-turbo only.
+//
+// Frames are numbered 0, 1, ... in presentation order (sorted timestamps), which
+// is what `ffmpeg -vf select='eq(n,K)'` calls frame K, for constant and variable
+// frame rate alike. Reading a set of frames seeks to the keyframe before the
+// first one, decodes forward, skips decoding non-reference frames that are not
+// wanted, seeks ahead again when the next wanted frame lies past another
+// keyframe, and converts only the wanted frames, cropping and scaling in one
+// swscale call straight to the output size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vexp::media {
+
+// Errors name the file.
+struct MediaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Rect {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+// What a scan of the container's packets tells (no decoding).
+struct VideoIndex {
+  std::vector<int64_t> pts;      // presentation timestamps, sorted: frame k has pts[k]
+  std::vector<int64_t> key_pts;  // keyframes' timestamps, sorted
+  int width = 0, height = 0;
+  double seconds_per_tick = 0;   // stream time base
+  int64_t frames() const { return static_cast<int64_t>(pts.size()); }
+};
+
+class VideoReader {
+ public:
+  // Opens `path`; scans its packets unless `cached` (a previous scan) is given.
+  explicit VideoReader(const std::string& path, std::shared_ptr<const VideoIndex> cached = nullptr);
+  ~VideoReader();
+  VideoReader(const VideoReader&) = delete;
+  VideoReader& operator=(const VideoReader&) = delete;
+
+  const std::shared_ptr<const VideoIndex>& index() const { return index_; }
+  int64_t frames() const { return index_->frames(); }
+  int width() const { return index_->width; }
+  int height() const { return index_->height; }
+
+  // Decodes frames `indices` (any order, repeats allowed) and writes frame
+  // indices[k], cropped to `crop` and scaled to out_w x out_h, as packed 8-bit
+  // pixels (channels 1: gray, 3: RGB) at out + k * out_w * out_h * channels.
+  void read(const std::vector<int64_t>& indices, Rect crop, int out_w, int out_h, int channels, uint8_t* out);
+
+  // Frames decoded by the last read (wanted or not; for tests and benchmarks).
+  int64_t decoded_frames() const { return decoded_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const VideoIndex> index_;
+  std::string path_;
+  int64_t decoded_ = 0;
+};
+
+// JPEG: header only.
+void jpeg_size(const std::string& path, int* width, int* height);
+// Decodes `path`, crops and scales as VideoReader::read does (one image).
+void read_jpeg(const std::string& path, Rect crop, int out_w, int out_h, int channels, uint8_t* out);
+// Writes packed 8-bit pixels as a JPEG (4:4:4 when quality >= 90, else 4:2:0).
+void write_jpeg(const std::string& path, const uint8_t* pixels, int width, int height, int channels, int quality);
+
+// H.264 (libx264) writer for generated datasets: frames are packed gray or RGB.
+class VideoWriter {
+ public:
+  // crf: libx264 quality (0 lossless); gop: keyframe interval.
+  VideoWriter(const std::string& path, int width, int height, int channels, int fps, int crf, int gop);
+  ~VideoWriter();
+  VideoWriter(const VideoWriter&) = delete;
+  VideoWriter& operator=(const VideoWriter&) = delete;
+  void write(const uint8_t* pixels);
+  void close();  // flushes and finishes the file (also done by the destructor, errors ignored there)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+};
+
+// Quiets FFmpeg's own logging (its errors are reported through MediaError).
+void quiet_ffmpeg_logs();
+
+}  // namespace vexp::media

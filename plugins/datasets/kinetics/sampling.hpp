@@ -1,0 +1,164 @@
+// Frame sampling and spatial views of the kinetics dataset (REFERENCE.md, "Data
+// conventions"). Header-only and torch-free so the tests check the formulas
+// directly. Frame indices are 0-based (frame folders name index i `img_{i+1:05d}.jpg`).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace vexp::kinetics {
+
+// ---- deterministic randomness: a pure function of its key, the same on every platform ----
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t index, uint64_t purpose) {
+    state_ = seed;
+    uint64_t k = splitmix64(state_);
+    state_ = k ^ (index * 0xD1B54A32D192ED03ull);
+    k = splitmix64(state_);
+    state_ = k ^ (purpose * 0x8CB92BA72F3D8DD7ull);
+  }
+  uint64_t next() { return splitmix64(state_); }
+  // Uniform integer in [0, n) (n >= 1).
+  int64_t below(int64_t n) { return n <= 1 ? 0 : static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t state_;
+};
+
+// TSN train: avg = nf // T; index_i = i*avg + randint(avg); when avg == 0:
+// sorted random indices if nf > T, else zeros (official TSM code; with nf <= T
+// every segment takes frame 0... the official code returns zeros there).
+inline std::vector<int64_t> tsn_train(int64_t nf, int64_t T, Rng& rng) {
+  std::vector<int64_t> idx(static_cast<size_t>(T), 0);
+  const int64_t avg = nf / T;
+  if (avg > 0) {
+    for (int64_t i = 0; i < T; ++i) idx[i] = i * avg + rng.below(avg);
+  } else if (nf > T) {  // unreachable (nf > T implies avg >= 1), kept for the formula's shape
+    for (auto& v : idx) v = rng.below(nf);
+    std::sort(idx.begin(), idx.end());
+  }
+  return idx;
+}
+
+// TSN test, clip c of `clips`: tick = nf / T; index_i = int(tick * (i + (c + 0.5) / clips)).
+// clips = 1 gives the reference's segment centres int(tick/2 + tick*i).
+inline std::vector<int64_t> tsn_test(int64_t nf, int64_t T, int64_t clip = 0, int64_t clips = 1) {
+  std::vector<int64_t> idx(static_cast<size_t>(T));
+  const double tick = static_cast<double>(nf) / static_cast<double>(T);
+  const double off = (static_cast<double>(clip) + 0.5) / static_cast<double>(clips);
+  for (int64_t i = 0; i < T; ++i)
+    idx[i] = std::min<int64_t>(nf - 1, static_cast<int64_t>(tick * (static_cast<double>(i) + off)));
+  return idx;
+}
+
+// twice_sample (official TSM): the centres, then the segment starts int(tick * i).
+inline std::vector<int64_t> tsn_twice_starts(int64_t nf, int64_t T) {
+  std::vector<int64_t> idx(static_cast<size_t>(T));
+  const double tick = static_cast<double>(nf) / static_cast<double>(T);
+  for (int64_t i = 0; i < T; ++i) idx[i] = static_cast<int64_t>(tick * static_cast<double>(i));
+  return idx;
+}
+
+// Dense (I3D-style): a window of clip_len * interval frames, T = clip_len frames
+// `interval` apart; train: random start in [0, nf - window] (0 when the video is
+// shorter); indices wrap modulo nf.
+inline std::vector<int64_t> dense_from(int64_t start, int64_t nf, int64_t clip_len, int64_t interval) {
+  std::vector<int64_t> idx(static_cast<size_t>(clip_len));
+  for (int64_t i = 0; i < clip_len; ++i) idx[i] = (start + i * interval) % nf;
+  return idx;
+}
+inline std::vector<int64_t> dense_train(int64_t nf, int64_t clip_len, int64_t interval, Rng& rng) {
+  const int64_t window = clip_len * interval;
+  const int64_t start = nf > window ? rng.below(nf - window + 1) : 0;
+  return dense_from(start, nf, clip_len, interval);
+}
+// Test: `clips` starts evenly spaced over max(0, nf - window): start_c = int(c * span / clips)
+// (the official code's np.linspace(0, nf - window, clips) rounded down, endpoint excluded).
+inline std::vector<int64_t> dense_test(int64_t nf, int64_t clip_len, int64_t interval, int64_t clip, int64_t clips) {
+  const int64_t window = clip_len * interval;
+  const int64_t span = std::max<int64_t>(0, nf - window);
+  const int64_t start =
+      clips <= 1 ? span / 2 : static_cast<int64_t>(static_cast<double>(clip) * static_cast<double>(span) / clips);
+  return dense_from(start, nf, clip_len, interval);
+}
+
+// ---- spatial views: a crop rectangle in source pixels, resized to out x out, maybe flipped ----
+struct Crop {
+  int x = 0, y = 0, w = 0, h = 0;
+  bool flip = false;
+};
+
+// The 13 fixed offsets of the multi-scale crop, in quarters of the free space (x, y).
+inline const std::array<std::array<int, 2>, 13>& fix_offsets() {
+  static const std::array<std::array<int, 2>, 13> o{{{0, 0}, {4, 0}, {0, 4}, {4, 4}, {2, 2},  // corners, centre
+                                                      {0, 2}, {4, 2}, {2, 4}, {2, 0},          // edge middles
+                                                      {1, 1}, {3, 1}, {1, 3}, {3, 3}}};        // quarters
+  return o;
+}
+
+// Train: multi-scale crop (scales 1, .875, .75, .66 of the short side; the width
+// and height scale indices differ by at most 1; sizes within 3 px of `out` snap
+// to `out`; one of the 13 offsets), horizontal flip with probability 0.5.
+inline Crop multiscale_crop(int W, int H, int out, bool flip, Rng& rng) {
+  static const double scales[4] = {1.0, 0.875, 0.75, 0.66};
+  const int base = std::min(W, H);
+  int sizes[4];
+  for (int i = 0; i < 4; ++i) {
+    sizes[i] = static_cast<int>(base * scales[i]);
+    if (std::abs(sizes[i] - out) < 3) sizes[i] = out;
+  }
+  std::vector<std::array<int, 2>> pairs;  // (width index, height index)
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (std::abs(i - j) <= 1) pairs.push_back({i, j});
+  const auto& p = pairs[static_cast<size_t>(rng.below(static_cast<int64_t>(pairs.size())))];
+  Crop c;
+  c.w = std::min(sizes[p[0]], W);
+  c.h = std::min(sizes[p[1]], H);
+  const int ws = (W - c.w) / 4, hs = (H - c.h) / 4;
+  const auto& off = fix_offsets()[static_cast<size_t>(rng.below(13))];
+  c.x = off[0] * ws;
+  c.y = off[1] * hs;
+  c.flip = flip && rng.uniform() < 0.5;
+  return c;
+}
+
+// Test views. `scale`: the short side is resized to `scale`, then `crops` crops of
+// `out` are taken (1: centre; 3: left/centre/right of the long side; 10: four
+// corners + centre, each also flipped). Rectangles are in source pixels.
+inline std::vector<Crop> test_crops(int W, int H, int out, int scale, int crops) {
+  const double f = static_cast<double>(std::min(W, H)) / scale;  // source pixels per resized pixel
+  const int cw = std::min(W, static_cast<int>(std::lround(out * f)));
+  const int ch = std::min(H, static_cast<int>(std::lround(out * f)));
+  std::vector<Crop> v;
+  auto at = [&](int x, int y, bool flip) { v.push_back({x, y, cw, ch, flip}); };
+  const int cx = (W - cw) / 2, cy = (H - ch) / 2;
+  if (crops == 1) {
+    at(cx, cy, false);
+  } else if (crops == 3) {
+    if (W >= H) {
+      at(0, cy, false), at(cx, cy, false), at(W - cw, cy, false);
+    } else {
+      at(cx, 0, false), at(cx, cy, false), at(cx, H - ch, false);
+    }
+  } else {  // 10
+    for (bool flip : {false, true}) {
+      at(0, 0, flip), at(W - cw, 0, flip), at(0, H - ch, flip), at(W - cw, H - ch, flip), at(cx, cy, flip);
+    }
+  }
+  return v;
+}
+
+}  // namespace vexp::kinetics
