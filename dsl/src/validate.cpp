@@ -381,14 +381,40 @@ class Validator {
       check_node_id(n, first_seen);
       check_node_op(n);
       check_node_inputs(n);
-      std::set<std::string> skip{"id", "op", "in"};
+      std::set<std::string> skip{"id", "op", "in", "pretrained", "pretrained_inflate"};
       if (n.decl) {
         Checked c = check_table(n.decl->schema, &t, n.spec.loc, node_label(n) + " (" + n.spec.op + ")", skip);
         n.params_ok = c.ok;
         n.spec.params = c.params;
         n.resolved = std::move(c.resolved);
       }
+      check_node_pretrained(n);
       nodes_.push_back(std::move(n));
+    }
+  }
+
+  // `pretrained = "weights.pth"` (relative to the file that wrote it; must exist)
+  // and `pretrained_inflate = "mean" | "center"` (2D -> 3D kernels).
+  void check_node_pretrained(NodeInfo& n) {
+    if (const Value* p = n.table->find("pretrained")) {
+      if (!p->is_string() || p->as_string().empty()) {
+        diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": expected a file path (string), got " + got(*p));
+      } else {
+        n.spec.pretrained = absolute_from(p->loc(), recipe_.path, p->as_string());
+        std::error_code ec;
+        if (!fs::is_regular_file(n.spec.pretrained, ec))
+          diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": no such file '" + n.spec.pretrained + "'");
+        if (n.resolved.is_table()) n.resolved.set("pretrained", Value(n.spec.pretrained).at(p->loc()));
+      }
+    }
+    if (const Value* p = n.table->find("pretrained_inflate")) {
+      if (!p->is_string() || (p->as_string() != "mean" && p->as_string() != "center")) {
+        diags_.error(p->loc(), "'pretrained_inflate' in " + node_label(n) + ": expected \"mean\" or \"center\", got " +
+                                   got(*p));
+      } else {
+        n.spec.pretrained_inflate = p->as_string();
+        if (n.resolved.is_table()) n.resolved.set("pretrained_inflate", *p);
+      }
     }
   }
 

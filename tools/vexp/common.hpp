@@ -41,5 +41,8 @@ void add_plugins(CLI::App& app);
 void add_graph(CLI::App& app);
 void add_run(CLI::App& app);
 void add_compare(CLI::App& app);
+void add_info(CLI::App& app);
+void add_predict(CLI::App& app);
+void add_export(CLI::App& app);
 
 }  // namespace vexp::cli

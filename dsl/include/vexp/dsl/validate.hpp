@@ -20,6 +20,8 @@ struct NodeSpec {
   Params params;                    // defaults filled
   Loc loc;                          // where the node table was written
   Shape output_shape;               // from shape inference (may be empty)
+  std::string pretrained;           // `pretrained = "x.pth"`: absolute path, "" when not given
+  std::string pretrained_inflate = "mean";  // `pretrained_inflate`: mean or center
 };
 
 struct InsertSpec {
