@@ -373,6 +373,12 @@ class Unpickler {
       }
       return d;
     }
+    // libtorch's pickler tags typed containers: restore_type_tag(value, "Dict[str, Tensor]"),
+    // build_intlist(list), build_tensorlist(list), ...
+    if (name == "torch.jit._pickle.restore_type_tag" || name.rfind("torch.jit._pickle.build_", 0) == 0) {
+      if (a.empty()) throw FormatError(name + " without arguments");
+      return a[0];
+    }
     if (name.rfind("torch._utils._rebuild", 0) == 0)
       throw FormatError("unsupported tensor kind '" + name + "' (quantized or sparse tensors cannot be loaded)");
     auto obj = make_str(PyValue::Kind::Object, name);

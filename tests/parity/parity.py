@@ -75,7 +75,7 @@ def test_resnet50():
     x = torch.randn(2, 1, 3, 96, 96)
     with torch.no_grad():
         ref = m(x[:, 0])
-    compare("torchvision ResNet-50", predict(os.path.join(HERE, "resnet50.toml"), w, x), ref)
+    compare("torchvision ResNet-50", predict(os.path.join(HERE, "resnet50.toml"), w, x, "--classes", "1000"), ref)
 
 
 def tsn_reference(shift, seed):
@@ -96,6 +96,10 @@ def test_tsm_official():
         torch.save(ckpt, w, _use_new_zipfile_serialization=not legacy)
         got = predict(os.path.join(K400, "tsm_r50_8f.toml"), w, x, "--classes", "400")
         compare("TSM-R50 8f, official checkpoint (%s format)" % ("legacy" if legacy else "zip"), got, ref)
+    # The shift matters: the same weights through TSN (no shift) are far from TSM's logits.
+    tsn = predict(os.path.join(K400, "tsn_r50_8f.toml"), w, x, "--classes", "400")
+    if (tsn - ref.double()).abs().max().item() < 1e-2 * ref.abs().max().item():
+        sys.exit("FAIL: TSN and TSM agree on the same weights: the shift had no effect")
 
 
 def test_tsn_mmaction():
