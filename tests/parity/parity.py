@@ -21,7 +21,7 @@ K400 = os.path.join(SRC, "recipes", "kinetics400")
 torch.set_num_threads(2)
 
 
-def vexp(*args, expect=0):
+def vexp(*args, expect=0, stdout_only=False):
     p = subprocess.run([VEXP, *args], capture_output=True, text=True)
     out = p.stdout + p.stderr
     if p.returncode != expect:
@@ -29,7 +29,7 @@ def vexp(*args, expect=0):
     for bad in ("terminate called", "Aborted", "core dumped", "Segmentation fault"):
         if bad in out:
             sys.exit("FAIL: vexp crashed:\n" + out)
-    return out
+    return p.stdout if stdout_only else out
 
 
 def path(name):
@@ -261,23 +261,23 @@ def test_info():
               "tsn_r50_8f.toml": (24327632, 32965562368, "8x3x224x224"),
               "i3d_r50_311_32f.toml": (28043472, 43564040192, "32x3x256x256")}
     for recipe, (params, macs, shape) in expect.items():
-        out = vexp("info", os.path.join(K400, recipe), "--input", shape, "--classes", "400", "--json")
-        j = json.loads(out[out.index("{"):])
+        out = vexp("info", os.path.join(K400, recipe), "--input", shape, "--classes", "400", "--json", stdout_only=True)
+        j = json.loads(out)
         print(recipe, shape, j["params"], j["flops_per_clip"], j["grad_bytes"])
         if j["params"] != params or j["flops_per_clip"] != macs or j["grad_bytes"] != 4 * params:
             sys.exit("FAIL: info of %s: %s" % (recipe, j))
     # The I3D reference counted in PyTorch (mmcv convention) agrees at 32 x 224^2 too.
     ref = R.count_macs(R.I3D(400), torch.zeros(1, 32, 3, 224, 224))
     out = vexp("info", os.path.join(K400, "i3d_r50_311_32f.toml"), "--input", "32x3x224x224", "--classes", "400",
-               "--json")
-    j = json.loads(out[out.index("{"):])
+               "--json", stdout_only=True)
+    j = json.loads(out)
     print("i3d 32x224^2: vexp %d, PyTorch reference %d" % (j["flops_per_clip"], ref))
     if j["flops_per_clip"] != ref:
         sys.exit("FAIL: I3D MACs at 224^2 differ from the PyTorch reference count")
     ref333 = R.count_macs(R.I3D(400, style333=True), torch.zeros(1, 32, 3, 224, 224))
     out = vexp("info", os.path.join(K400, "i3d_r50_333_32f.toml"), "--input", "32x3x224x224", "--classes", "400",
-               "--json")
-    j = json.loads(out[out.index("{"):])
+               "--json", stdout_only=True)
+    j = json.loads(out)
     print("i3d 3x3x3 32x224^2: vexp %d params %d, PyTorch reference %d params %d" %
           (j["flops_per_clip"], j["params"], ref333, sum(p.numel() for p in R.I3D(400, style333=True).parameters())))
     if j["flops_per_clip"] != ref333:
