@@ -381,7 +381,10 @@ class Validator {
       check_node_id(n, first_seen);
       check_node_op(n);
       check_node_inputs(n);
-      std::set<std::string> skip{"id", "op", "in", "pretrained", "pretrained_inflate"};
+      std::set<std::string> skip{"id", "op", "in"};
+      // `pretrained` / `pretrained_inflate` are graph keys unless the plugin declares them itself.
+      for (const char* k : {"pretrained", "pretrained_inflate"})
+        if (!n.decl || !n.decl->schema.find(k)) skip.insert(k);
       if (n.decl) {
         Checked c = check_table(n.decl->schema, &t, n.spec.loc, node_label(n) + " (" + n.spec.op + ")", skip);
         n.params_ok = c.ok;
@@ -396,7 +399,9 @@ class Validator {
   // `pretrained = "weights.pth"` (relative to the file that wrote it; must exist)
   // and `pretrained_inflate = "mean" | "center"` (2D -> 3D kernels).
   void check_node_pretrained(NodeInfo& n) {
-    if (const Value* p = n.table->find("pretrained")) {
+    if (!n.decl) return;
+    const Value* p = n.decl->schema.find("pretrained") ? nullptr : n.table->find("pretrained");
+    if (p) {
       if (!p->is_string() || p->as_string().empty()) {
         diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": expected a file path (string), got " + got(*p));
       } else {
@@ -407,7 +412,8 @@ class Validator {
         if (n.resolved.is_table()) n.resolved.set("pretrained", Value(n.spec.pretrained).at(p->loc()));
       }
     }
-    if (const Value* p = n.table->find("pretrained_inflate")) {
+    p = n.decl->schema.find("pretrained_inflate") ? nullptr : n.table->find("pretrained_inflate");
+    if (p) {
       if (!p->is_string() || (p->as_string() != "mean" && p->as_string() != "center")) {
         diags_.error(p->loc(), "'pretrained_inflate' in " + node_label(n) + ": expected \"mean\" or \"center\", got " +
                                    got(*p));

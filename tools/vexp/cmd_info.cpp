@@ -71,7 +71,9 @@ void add_info(CLI::App& app) {
     if (!input->empty()) m.clip = parse_clip_shape(*input, "--input");
     m.classes = *classes;
     Session s;
-    if (!open_model_session(s, *args, m)) throw Exit{kExitInvalid, ""};
+    if (!open_model_session(s, *args, m))
+      throw Exit{kExitInvalid, m.clip ? "" : "(when the dataset plugin is missing or gives no clip shape, give --input "
+                                             "TxCxHxW and --classes N)"};
     const dsl::Shape clip = clip_shape(s);
     if (clip.size() != 4)
       throw Exit{kExitInvalid, "'" + args->path + "': the dataset gives no clip shape; give --input TxCxHxW"};
