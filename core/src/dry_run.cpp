@@ -82,7 +82,9 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
     note = "dataset plugin '" + name +
            "' is not installed: planning from the recipe's declared numbers (data.train_size, data.params frames/size)";
   }
-  s.plan = dsl::validate(*s.recipe, s.host, s.diags);
+  dsl::ValidateOptions vo;
+  vo.require_data = false;  // planning needs the numbers, not the files
+  s.plan = dsl::validate(*s.recipe, s.host, s.diags, vo);
   return s.plan.has_value() && !s.diags.has_errors();
 }
 

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "torch_save.hpp"
 #include "vexp/flops.hpp"
 
 namespace vexp {
@@ -23,7 +24,7 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
     shapes[plan.model_input] = in;
   }
   for (const auto& spec : plan.nodes) {
-    Node node{spec.id, spec.op, {}, nullptr};
+    Node node{spec.id, spec.op, spec.kind, {}, nullptr};
     node.layer = host.make<Layer>(spec.kind, spec.op, spec.params);
     for (const auto& in : spec.inputs) node.inputs.push_back(in == plan.model_input ? -1 : index.at(in));
     index[spec.id] = static_cast<int>(nodes_.size());
@@ -47,6 +48,39 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
     register_module(nodes_[i].id, nodes_[i].layer);
   }
   output_ = index.at(plan.model_output);
+  for (const auto& spec : plan.nodes) {
+    if (spec.pretrained.empty()) continue;
+    WeightOptions opts;
+    opts.scope = spec.id;
+    opts.inflate = spec.pretrained_inflate;
+    try {
+      const StateDict sd = find_state_dict(load_torch_file(spec.pretrained), spec.pretrained);
+      WeightReport r = load_weights(*this, layout(), node_ids(), sd, opts, spec.pretrained);
+      if (r.loaded.empty())
+        throw std::runtime_error("no tensor of '" + spec.pretrained + "' matches the node's parameters (" +
+                                 r.summary(spec.pretrained, true) + ")");
+      pretrained_reports_.push_back("node '" + spec.id + "': " + r.summary(spec.pretrained));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(spec.loc.str() + ": node '" + spec.id + "' pretrained: " + e.what());
+    }
+  }
+}
+
+ModelLayout ModelGraph::layout() const {
+  ModelLayout l;
+  for (const auto& n : nodes_) {
+    if (l.backbone.empty() && n.kind == "backbone") l.backbone = n.id;
+    for (const auto& p : n.layer->named_parameters(true))
+      if (p.key() == "fc.weight") l.classifier = n.id;
+  }
+  if (l.backbone.empty() && !nodes_.empty()) l.backbone = nodes_.front().id;
+  return l;
+}
+
+std::vector<std::string> ModelGraph::node_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& n : nodes_) ids.push_back(n.id);
+  return ids;
 }
 
 at::Tensor ModelGraph::forward(const at::Tensor& clip) {

@@ -9,6 +9,7 @@
 #include "vexp/dsl/validate.hpp"
 #include "vexp/layer.hpp"
 #include "vexp/plugin_host.hpp"
+#include "weights.hpp"
 
 namespace vexp {
 
@@ -22,16 +23,23 @@ class ModelGraph : public torch::nn::Module {
   int64_t parameter_count() const;
   // Multiply-adds of one clip's forward pass, counted by running it.
   double macs_per_clip(const dsl::Shape& clip_shape);
+  // Which nodes are the backbone and the classifier (for weight exchange).
+  ModelLayout layout() const;
+  std::vector<std::string> node_ids() const;
+  // Reports of the nodes' `pretrained` files, loaded at construction.
+  const std::vector<std::string>& pretrained_reports() const { return pretrained_reports_; }
 
  private:
   struct Node {
     std::string id;
     std::string op;
+    std::string kind;
     std::vector<int> inputs;  // index into node outputs; -1 = the model input
     std::shared_ptr<Layer> layer;
   };
   std::vector<Node> nodes_;
   int output_ = -1;
+  std::vector<std::string> pretrained_reports_;
 };
 
 }  // namespace vexp

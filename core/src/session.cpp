@@ -4,7 +4,8 @@ namespace vexp {
 
 void load_plugins(Session& s) { s.host.load_default_paths(s.plugin_problems); }
 
-bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides) {
+bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
+                 bool require_data) {
   dsl::LoadOptions opts;
   opts.overrides = overrides;
   s.recipe = dsl::load_recipe(path, opts, s.diags);
@@ -14,7 +15,9 @@ bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Ove
     s.host.load_directory(dir, problems);
     for (auto& p : problems) s.diags.error(dsl::Loc{path, 0, 0}, p);
   }
-  s.plan = dsl::validate(*s.recipe, s.host, s.diags);
+  dsl::ValidateOptions vo;
+  vo.require_data = require_data;
+  s.plan = dsl::validate(*s.recipe, s.host, s.diags, vo);
   return s.plan.has_value() && !s.diags.has_errors();
 }
 

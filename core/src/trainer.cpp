@@ -288,6 +288,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   at::manual_seed(seed);
   auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
   auto model = std::make_shared<ModelGraph>(plan, s.host);
+  for (const auto& r : model->pretrained_reports()) log_info(r);
   model->train();
   const int64_t params_count = model->parameter_count();
   const double macs = plan.data_facts.clip.empty() ? 0.0 : model->macs_per_clip(plan.data_facts.clip);

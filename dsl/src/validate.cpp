@@ -183,8 +183,8 @@ struct RuleInfo {
 
 class Validator {
  public:
-  Validator(const Recipe& recipe, const PluginCatalog& catalog, Diagnostics& diags)
-      : recipe_(recipe), catalog_(catalog), diags_(diags), file_loc_{recipe.path, 1, 1} {}
+  Validator(const Recipe& recipe, const PluginCatalog& catalog, Diagnostics& diags, const ValidateOptions& options)
+      : recipe_(recipe), catalog_(catalog), diags_(diags), options_(options), file_loc_{recipe.path, 1, 1} {}
 
   std::optional<RecipePlan> run() {
     const Value& root = recipe_.root;
@@ -382,13 +382,45 @@ class Validator {
       check_node_op(n);
       check_node_inputs(n);
       std::set<std::string> skip{"id", "op", "in"};
+      // `pretrained` / `pretrained_inflate` are graph keys unless the plugin declares them itself.
+      for (const char* k : {"pretrained", "pretrained_inflate"})
+        if (!n.decl || !n.decl->schema.find(k)) skip.insert(k);
       if (n.decl) {
         Checked c = check_table(n.decl->schema, &t, n.spec.loc, node_label(n) + " (" + n.spec.op + ")", skip);
         n.params_ok = c.ok;
         n.spec.params = c.params;
         n.resolved = std::move(c.resolved);
       }
+      check_node_pretrained(n);
       nodes_.push_back(std::move(n));
+    }
+  }
+
+  // `pretrained = "weights.pth"` (relative to the file that wrote it; must exist)
+  // and `pretrained_inflate = "mean" | "center"` (2D -> 3D kernels).
+  void check_node_pretrained(NodeInfo& n) {
+    if (!n.decl) return;
+    const Value* p = n.decl->schema.find("pretrained") ? nullptr : n.table->find("pretrained");
+    if (p) {
+      if (!p->is_string() || p->as_string().empty()) {
+        diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": expected a file path (string), got " + got(*p));
+      } else {
+        n.spec.pretrained = absolute_from(p->loc(), recipe_.path, p->as_string());
+        std::error_code ec;
+        if (!fs::is_regular_file(n.spec.pretrained, ec))
+          diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": no such file '" + n.spec.pretrained + "'");
+        if (n.resolved.is_table()) n.resolved.set("pretrained", Value(n.spec.pretrained).at(p->loc()));
+      }
+    }
+    p = n.decl->schema.find("pretrained_inflate") ? nullptr : n.table->find("pretrained_inflate");
+    if (p) {
+      if (!p->is_string() || (p->as_string() != "mean" && p->as_string() != "center")) {
+        diags_.error(p->loc(), "'pretrained_inflate' in " + node_label(n) + ": expected \"mean\" or \"center\", got " +
+                                   got(*p));
+      } else {
+        n.spec.pretrained_inflate = p->as_string();
+        if (n.resolved.is_table()) n.resolved.set("pretrained_inflate", *p);
+      }
     }
   }
 
@@ -764,6 +796,18 @@ class Validator {
         return;
       }
     }
+    if (dataset_decl_->check_data) {
+      const Loc loc = loc_or_section("data", "params");
+      try {
+        dataset_decl_->check_data(plan_.dataset_params);
+      } catch (const std::exception& e) {
+        if (options_.require_data) {
+          diags_.error(loc, "dataset '" + plan_.dataset + "': " + e.what());
+        } else {
+          diags_.warning(loc, "dataset '" + plan_.dataset + "': " + e.what() + " (vexp run will refuse to start)");
+        }
+      }
+    }
     const DatasetFacts& facts = plan_.data_facts;
     GraphContext ctx;
     const Params& dist = sections_["dist"].params;
@@ -932,7 +976,8 @@ class Validator {
   std::vector<RuleInfo> rules_;
   std::vector<std::pair<size_t, std::string>> points_;
   bool points_incomplete_ = false;
-  std::vector<std::string> incomplete_ids_;  // nodes whose insertion points are unknown
+  std::vector<std::string> incomplete_ids_;
+  ValidateOptions options_;  // nodes whose insertion points are unknown
   std::vector<const RuleInfo*> insert_rules_;  // parallel to plan_.inserts
 };
 
@@ -959,8 +1004,9 @@ std::vector<std::string> plugin_paths(const Recipe& recipe) {
   return out;
 }
 
-std::optional<RecipePlan> validate(const Recipe& recipe, const PluginCatalog& catalog, Diagnostics& diags) {
-  return Validator(recipe, catalog, diags).run();
+std::optional<RecipePlan> validate(const Recipe& recipe, const PluginCatalog& catalog, Diagnostics& diags,
+                                   const ValidateOptions& options) {
+  return Validator(recipe, catalog, diags, options).run();
 }
 
 }  // namespace vexp::dsl

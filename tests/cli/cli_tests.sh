@@ -91,7 +91,7 @@ check_broken)
   expect_out "data/broken.toml:8:1: error: unknown key 'lrr' in [optim] (did you mean 'lr'?)"
   expect_out "data/broken.toml:9:1: error: 'momentum' in [optim]: must be in [0, 0.999999], got 1.5"
   expect_out "data/broken.toml:13:1: error: unknown key 'framez' in [data.params] of dataset 'synthetic_motion' (did you mean 'frames'?)"
-  expect_out "data/broken.toml:31:1: error: unknown op 'classifer' (did you mean 'classifier'?); known: classifier, fold_time, resnet, segment_consensus, temporal_shift"
+  expect_out "data/broken.toml:31:1: error: unknown op 'classifer' (did you mean 'classifier'?); known: classifier"
   expect_out "data/broken.toml:32:1: error: node 'head' reads 'featurs', which is not a node or the model input (did you mean 'features'?)"
   expect_out "data/broken.toml:40:1: error: rewrite pattern 'features/layr*/block*/residual_in' matches no insertion point"
   expect_out "data/broken.toml: 7 errors"

@@ -78,7 +78,7 @@ dry_run_paper)
   expect_out "warmup:            95 steps from 0 to 1.92"
   expect_out "decay:             cosine over steps 95..950 to 0"
   expect_out "gradient traffic:  24327632 parameters, 97.31 MB per step per rank (fp32 wire), 4 bucket(s)"
-  expect_out "dataset plugin 'kinetics'"
+  expect_out "training clips:    240436"
   expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_6144_accum4.toml" --dry-run --nproc 1536
   expect_out "accumulation:      4 micro-batch(es) of 8 clips per GPU per step"
   expect_out "global batch:      49152 clips, 393216 frames"

@@ -26,7 +26,9 @@ struct BenchDataArgs {
 
 void run_bench_data(const BenchDataArgs& a) {
   Session s;
-  if (!open_session(s, a.recipe)) throw Exit{kExitInvalid, ""};
+  RecipeArgs recipe = a.recipe;
+  recipe.require_data = true;
+  if (!open_session(s, recipe)) throw Exit{kExitInvalid, ""};
   const auto& plan = *s.plan;
   at::set_num_threads(1);
   auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);

@@ -38,8 +38,9 @@ void parallel(int64_t n, int workers, Fn fn) {
 }
 
 // ------------------------------------------------------------------ data check
-void run_check(const RecipeArgs& args, int workers, const std::string& json_out) {
+void run_check(RecipeArgs args, int workers, const std::string& json_out) {
   Session s;
+  args.require_data = true;
   if (!open_session(s, args)) throw Exit{kExitInvalid, ""};
   const auto& plan = *s.plan;
   auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);

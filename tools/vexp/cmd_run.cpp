@@ -35,6 +35,7 @@ void add_run(CLI::App& app) {
       launch_local_ranks(*nproc, *args, pass);
     }
     Session s;
+    args->require_data = true;  // a run reads its data: missing data stops it before anything starts
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
     opt->recipe_path = args->path;
     TrainResult r;

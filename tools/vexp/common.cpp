@@ -24,7 +24,7 @@ bool open_session(Session& s, const RecipeArgs& args) {
   report_plugin_problems(s);
   bool ok = false;
   try {
-    ok = open_recipe(s, args.path, overrides);
+    ok = open_recipe(s, args.path, overrides, args.require_data);
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }

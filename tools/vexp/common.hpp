@@ -25,6 +25,7 @@ struct Exit {
 struct RecipeArgs {
   std::string path;
   std::vector<std::string> sets;
+  bool require_data = false;  // true for commands that read the data (run, data check, bench data)
   void add_to(CLI::App* app);
 };
 
@@ -45,5 +46,8 @@ void add_data(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_data(CLI::App& bench);  // `vexp bench data`, registered by add_bench
 void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if needed)
+void add_info(CLI::App& app);
+void add_predict(CLI::App& app);
+void add_export(CLI::App& app);
 
 }  // namespace vexp::cli

@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   add_data(app);
   add_bench(app);
   add_bench_comm(app);
+  add_info(app);
+  add_predict(app);
+  add_export(app);
   try {
     try {
       app.parse(argc, argv);

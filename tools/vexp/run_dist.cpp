@@ -61,7 +61,9 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
 void launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough) {
   if (under_launcher()) return;  // mpirun/srun already started us: --nproc is informational
   Session s;
-  if (!open_session(s, args)) throw Exit{kExitInvalid, ""};
+  RecipeArgs checked = args;
+  checked.require_data = true;  // refuse before starting ranks
+  if (!open_session(s, checked)) throw Exit{kExitInvalid, ""};
   std::vector<std::string> argv{"mpirun"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(nproc)});

@@ -88,6 +88,13 @@ class Registrar {
         catch (...) { throw std::runtime_error("unknown exception listing insertion points"); }
       };
     }
+    if (auto f = d.check_data) {
+      d.check_data = [f](const Params& p) {
+        try { f(p); }
+        catch (const std::exception& e) { throw std::runtime_error(e.what()); }
+        catch (...) { throw std::runtime_error("unknown exception checking the data"); }
+      };
+    }
     if (auto f = d.dataset_facts) {
       d.dataset_facts = [f](const Params& p) {
         try { return f(p); }

@@ -462,11 +462,11 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.real("max_bad_fraction", 0.01, "Fail when more than this fraction of the files is bad").range(0, 1);
   d.dataset_facts = [](const vexp::Params& p) {
     const Config c = read_config(p);
-    require_paths(c);
     vexp::dsl::DatasetFacts f;
     f.clip = {c.frames, c.channels, c.input_size, c.input_size};
     f.classes = c.classes;
     return f;
   };
+  d.check_data = [](const vexp::Params& p) { require_paths(read_config(p)); };
   registrar.add<vexp::Dataset>("dataset", std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); });
 }

@@ -51,6 +51,9 @@ struct PluginDecl {
   std::function<Shape(const Params&, const std::string& point, const Shape& input)> point_shape;
   // Datasets: clip shape and class count for the given parameters.
   std::function<DatasetFacts(const Params&)> dataset_facts;
+  // Datasets: throws a sentence (naming the path) when the data the parameters
+  // point at is missing. `vexp run` refuses to start; `vexp check` warns.
+  std::function<void(const Params&)> check_data;
 };
 
 class PluginCatalog {

@@ -20,6 +20,8 @@ struct NodeSpec {
   Params params;                    // defaults filled
   Loc loc;                          // where the node table was written
   Shape output_shape;               // from shape inference (may be empty)
+  std::string pretrained;           // `pretrained = "x.pth"`: absolute path, "" when not given
+  std::string pretrained_inflate = "mean";  // `pretrained_inflate`: mean or center
 };
 
 struct InsertSpec {
@@ -66,7 +68,13 @@ std::vector<std::string> plugin_paths(const Recipe& recipe);
 // Glob with '*', '?' and [abc] / [a-z] classes; '*' does not cross '/'.
 bool glob_match(const std::string& pattern, const std::string& text);
 
+struct ValidateOptions {
+  // Missing data (a dataset's check_data hook) is an error when true (vexp run),
+  // a warning when false (vexp check, graph, info, --dry-run: planning on a laptop).
+  bool require_data = true;
+};
+
 std::optional<RecipePlan> validate(const Recipe& recipe, const PluginCatalog& catalog,
-                                   Diagnostics& diags);
+                                   Diagnostics& diags, const ValidateOptions& options = {});
 
 }  // namespace vexp::dsl

@@ -1,0 +1,55 @@
+// Reading files written by Python's torch.save, in both of its formats:
+//  - zip (torch >= 1.6 default): archive/data.pkl plus one record per storage;
+//  - legacy (_use_new_zipfile_serialization=False, and libtorch's pickle_save):
+//    magic number, protocol, sys_info and the object as pickles, then the sorted
+//    storage keys as a pickle, then each storage as int64 element count + raw bytes.
+// The unpickler is our own small interpreter of the opcodes pickle protocols 2-5
+// emit; globals it does not know (numpy scalars, mmcv configs in a checkpoint's
+// meta) become opaque objects instead of errors, so whole checkpoints load and
+// the state dict inside them can be found.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace vexp {
+
+struct PyValue;
+using PyRef = std::shared_ptr<PyValue>;
+
+struct PyValue {
+  enum class Kind { None, Bool, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict, Tensor, Global, Object };
+  Kind kind = Kind::None;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;                                // Str, Bytes, BigInt (raw little-endian), Global ("module.name")
+  std::vector<PyRef> items;                     // List, Tuple; Object: [callable, args, state]
+  std::vector<std::pair<PyRef, PyRef>> entries; // Dict, in insertion order
+  at::Tensor tensor;                            // Tensor (materialised after loading)
+};
+
+// Reads a torch.save file. Throws std::runtime_error naming `path` when the file
+// is missing, truncated or not a torch.save file.
+PyRef load_torch_file(const std::string& path);
+
+// The state dict inside a loaded object: the object itself when it is a dict of
+// tensors, else the first of its entries "state_dict", "model", "module",
+// "state_dict_ema" that is one (nested checkpoints of the official TSM code and
+// mmaction2). Non-tensor entries of a state dict (none in practice) are skipped.
+// Throws std::runtime_error naming `path` when there is none.
+std::vector<std::pair<std::string, at::Tensor>> find_state_dict(const PyRef& root, const std::string& path);
+
+// A single tensor saved with torch.save (or a dict/list holding exactly one).
+at::Tensor find_tensor(const PyRef& root, const std::string& path);
+
+// Writes `tensors` (in order) as a dict Python's torch.load reads, atomically.
+void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+// Writes a single tensor that torch.load returns as a tensor.
+void save_tensor(const std::string& path, const at::Tensor& t);
+
+}  // namespace vexp

@@ -1,0 +1,198 @@
+// I3D ResNet backbone: ResNet-18..152 with 3D convolutions and a per-block
+// inflation pattern (mmaction2's ResNet3d layout), torchvision-style parameter
+// names (conv1, bn1, layer1.0.conv1, downsample.0/1) so 2D ImageNet weights load
+// by inflation. Input is the clip batch [N, T, C, H, W]; output [N, C', T', H', W'].
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "resnet3d_plan.hpp"
+#include "vexp/flops.hpp"
+#include "vexp/layer.hpp"
+#include "vexp/registrar.hpp"
+
+namespace vexp_resnet3d {
+namespace {
+
+namespace nn = torch::nn;
+
+// mmcv's get_model_complexity_info convention, as the 2D resnet plugin counts:
+// conv: output elements x (in / groups) x kernel volume; BN: 2 per input element;
+// ReLU and max-pool: 1 per output / input element.
+at::Tensor counted_conv(nn::Conv3d& conv, const at::Tensor& x, bool counting) {
+  at::Tensor y = conv->forward(x);
+  if (counting) {
+    const auto& o = conv->options;
+    const auto& k = o.kernel_size();
+    vexp::add_macs(vexp::conv_macs(y.numel(), o.in_channels() / o.groups(), k->at(0) * k->at(1) * k->at(2)));
+    if (o.bias()) vexp::add_macs(static_cast<double>(y.numel()));
+  }
+  return y;
+}
+
+at::Tensor counted_bn(nn::BatchNorm3d& bn, const at::Tensor& x, bool counting) {
+  if (counting) vexp::add_macs((bn->options.affine() ? 2.0 : 1.0) * static_cast<double>(x.numel()));
+  return bn->forward(x);
+}
+
+at::Tensor counted_relu_(at::Tensor x, bool counting) {
+  if (counting) vexp::add_macs(static_cast<double>(x.numel()));
+  return x.relu_();
+}
+
+at::Tensor counted_pool(const at::Tensor& x, const Window& w, bool counting) {
+  if (counting) vexp::add_macs(static_cast<double>(x.numel()));
+  return at::max_pool3d(x, {w.k[0], w.k[1], w.k[2]}, {w.s[0], w.s[1], w.s[2]}, {w.p[0], w.p[1], w.p[2]});
+}
+
+std::string shape_text(const at::Tensor& x) {
+  return vexp::dsl::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
+}
+
+nn::Conv3d make_conv(int64_t in, int64_t out, const Window& w) {
+  nn::Conv3d conv(nn::Conv3dOptions(in, out, {w.k[0], w.k[1], w.k[2]})
+                      .stride({w.s[0], w.s[1], w.s[2]})
+                      .padding({w.p[0], w.p[1], w.p[2]})
+                      .bias(false));
+  nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+  return conv;
+}
+
+class Block : public nn::Module {
+ public:
+  Block(const BlockPlan& b, bool bottleneck, bool zero_init_residual)
+      : block_in_(b.prefix() + "block_in"), residual_in_(b.prefix() + "residual_in"), block_out_(b.prefix() + "block_out") {
+    if (bottleneck) {
+      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, b.conv1));
+      bn1_ = register_module("bn1", nn::BatchNorm3d(b.mid_channels));
+      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.mid_channels, b.conv2));
+      bn2_ = register_module("bn2", nn::BatchNorm3d(b.mid_channels));
+      conv3_ = register_module("conv3", make_conv(b.mid_channels, b.out_channels, b.conv3));
+      bn3_ = register_module("bn3", nn::BatchNorm3d(b.out_channels));
+    } else {
+      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, b.conv1));
+      bn1_ = register_module("bn1", nn::BatchNorm3d(b.mid_channels));
+      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.out_channels, b.conv2));
+      bn2_ = register_module("bn2", nn::BatchNorm3d(b.out_channels));
+    }
+    if (b.downsample) {
+      down_conv_ = make_conv(b.in_channels, b.out_channels, b.down);
+      down_bn_ = nn::BatchNorm3d(b.out_channels);
+      register_module("downsample", nn::Sequential(down_conv_, down_bn_));
+    }
+    if (zero_init_residual) {
+      torch::NoGradGuard no_grad;
+      (bottleneck ? bn3_ : bn2_)->weight.zero_();
+    }
+  }
+
+  void declare_points(vexp::InsertionPoints& points) {
+    points.declare(block_in_, this, "block_in");
+    points.declare(residual_in_, this, "residual_in");
+    points.declare(block_out_, this, "block_out");
+  }
+
+  at::Tensor forward(at::Tensor x, const vexp::InsertionPoints& points, const vexp::ForwardContext& ctx) {
+    const bool counting = vexp::counting_macs();
+    x = points.apply(block_in_, x, ctx);
+    at::Tensor identity = x;
+    if (down_conv_) identity = counted_bn(down_bn_, counted_conv(down_conv_, x, counting), counting);
+    at::Tensor out = points.apply(residual_in_, x, ctx);
+    out = counted_relu_(counted_bn(bn1_, counted_conv(conv1_, out, counting), counting), counting);
+    out = counted_bn(bn2_, counted_conv(conv2_, out, counting), counting);
+    if (conv3_) {
+      out = counted_relu_(out, counting);
+      out = counted_bn(bn3_, counted_conv(conv3_, out, counting), counting);
+    }
+    out += identity;
+    out = counted_relu_(out, counting);
+    return points.apply(block_out_, out, ctx);
+  }
+
+ private:
+  std::string block_in_, residual_in_, block_out_;
+  nn::Conv3d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, down_conv_{nullptr};
+  nn::BatchNorm3d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr}, down_bn_{nullptr};
+};
+
+class ResNet3d : public vexp::Layer {
+ public:
+  explicit ResNet3d(const vexp::Params& p) : plan_(Plan::from(p)) {
+    conv1_ = register_module("conv1", make_conv(plan_.in_channels, plan_.stem_channels, plan_.stem));
+    bn1_ = register_module("bn1", nn::BatchNorm3d(plan_.stem_channels));
+    nn::ModuleList stages[4];
+    for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), nn::ModuleList());
+    const bool zero_init = p.flag("zero_init_residual");
+    for (const BlockPlan& b : plan_.blocks) {
+      auto block = std::make_shared<Block>(b, plan_.bottleneck, zero_init);
+      stages[b.stage - 1]->push_back(block);
+      block->declare_points(points_);
+      blocks_.push_back(std::move(block));
+      if (b.stage == 1) last_of_stage1_ = static_cast<int>(blocks_.size()) - 1;
+    }
+  }
+
+  at::Tensor forward(const std::vector<at::Tensor>& inputs, const vexp::ForwardContext& ctx) override {
+    if (inputs.size() != 1) throw std::runtime_error("resnet3d: expects one input, got " + std::to_string(inputs.size()));
+    const at::Tensor& clip = inputs[0];
+    if (clip.dim() != 5 || clip.size(2) != plan_.in_channels)
+      throw std::runtime_error("resnet3d: expects a clip batch [N, T, " + std::to_string(plan_.in_channels) +
+                               ", H, W], got " + shape_text(clip));
+    const bool counting = vexp::counting_macs();
+    at::Tensor x = clip.transpose(1, 2).contiguous();  // [N, C, T, H, W]
+    x = counted_relu_(counted_bn(bn1_, counted_conv(conv1_, x, counting), counting), counting);
+    x = counted_pool(x, plan_.pool1, counting);
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      x = blocks_[i]->forward(x, points_, ctx);
+      if (plan_.with_pool2 && static_cast<int>(i) == last_of_stage1_) x = counted_pool(x, plan_.pool2, counting);
+    }
+    return x;
+  }
+
+  void insert(const std::string& point, std::shared_ptr<vexp::Layer> layer) override {
+    if (!points_.has(point)) throw std::invalid_argument(unknown_point_message(plan_, point));
+    points_.insert(point, std::move(layer));
+  }
+
+ private:
+  Plan plan_;
+  nn::Conv3d conv1_{nullptr};
+  nn::BatchNorm3d bn1_{nullptr};
+  std::vector<std::shared_ptr<Block>> blocks_;
+  int last_of_stage1_ = -1;
+  vexp::InsertionPoints points_;
+};
+
+}  // namespace
+}  // namespace vexp_resnet3d
+
+VEXP_PLUGIN("resnet3d", "0.1.0") {
+  using namespace vexp_resnet3d;
+  vexp::PluginDecl d;
+  d.name = "resnet3d";
+  d.doc = "I3D ResNet backbone (3D convs, per-block inflation, torchvision names): [N, T, C, H, W] -> [N, C', T', H', W']";
+  d.schema.integer("depth", 50, "Number of layers: BasicBlocks for 18/34, Bottlenecks for 50+").one_of({18, 34, 50, 101, 152});
+  d.schema.integer("in_channels", 3, "Channels of the input frames").at_least(1);
+  d.schema.text("inflate", "all",
+                "Inflated blocks: all, none, or one 0/1 digit per block in 4 comma-separated stage groups "
+                "(\"111,1010,101010,010\"; a short group repeats)");
+  d.schema.text("inflate_style", "3x1x1", "3x1x1: temporal kernel on the first 1x1 conv; 3x3x3: on the 3x3 conv")
+      .one_of({"3x1x1", "3x3x3"});
+  d.schema.integer("conv1_kernel_t", 5, "Temporal kernel of the stem conv (odd; spatial is 7x7)").at_least(1);
+  d.schema.integer("conv1_stride_t", 2, "Temporal stride of the stem conv").at_least(1);
+  d.schema.integer("pool1_stride_t", 2, "Temporal stride of the stem max-pool (1x3x3)").at_least(1);
+  d.schema.boolean("with_pool2", true, "Temporal max-pool 2x1x1 (stride 2) after layer1");
+  d.schema.boolean("zero_init_residual", false, "Zero the last BN weight of each block");
+  d.insertion_points = [](const vexp::Params& p) { return insertion_points(Plan::from(p)); };
+  d.infer_shape = [](const vexp::Params& p, const std::vector<vexp::Shape>& in, const vexp::dsl::GraphContext&) {
+    if (in.size() != 1) throw vexp::ShapeError("resnet3d: expects one input, got " + std::to_string(in.size()));
+    return output_shape(Plan::from(p), in[0]);
+  };
+  d.point_shape = [](const vexp::Params& p, const std::string& point, const vexp::Shape& input) {
+    return point_shape(Plan::from(p), point, input);
+  };
+  registrar.add<vexp::Layer>("backbone", std::move(d), [](const vexp::Params& p) { return std::make_shared<ResNet3d>(p); });
+}

@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""Parity of vexp against PyTorch (run by ctest with /usr/bin/python3):
+parity.py NAME VEXP SOURCE_DIR. Each test writes weights and inputs with
+torch.save, runs `vexp predict ... --logits out.json` (or export) and compares."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import refmodels as R  # noqa: E402
+
+NAME, VEXP, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="vexp_parity_%s_" % NAME)
+K400 = os.path.join(SRC, "recipes", "kinetics400")
+torch.set_num_threads(2)
+
+
+def vexp(*args, expect=0, stdout_only=False):
+    p = subprocess.run([VEXP, *args], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    if p.returncode != expect:
+        sys.exit("FAIL: vexp %s exited %d (expected %d):\n%s" % (" ".join(args), p.returncode, expect, out))
+    for bad in ("terminate called", "Aborted", "core dumped", "Segmentation fault"):
+        if bad in out:
+            sys.exit("FAIL: vexp crashed:\n" + out)
+    return p.stdout if stdout_only else out
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def predict(recipe, weights, x, *extra):
+    xin = path("input.pt")
+    torch.save(x, xin)
+    out = path("logits.json")
+    vexp("predict", recipe, "--weights", weights, "--input", xin, "--logits", out, *extra)
+    with open(out) as f:
+        return torch.tensor(json.load(f)["logits"], dtype=torch.float64)
+
+
+def compare(what, got, ref, tol=1e-4):
+    ref = ref.double()
+    scale = max(ref.abs().max().item(), 1e-12)
+    err = (got - ref).abs().max().item()
+    print("%s: max |diff| = %.3e, logit scale %.3e, relative %.3e (tolerance %.0e)" % (what, err, scale, err / scale, tol))
+    if got.shape != ref.shape:
+        sys.exit("FAIL: %s: shape %s vs %s" % (what, tuple(got.shape), tuple(ref.shape)))
+    if not err / scale <= tol:
+        sys.exit("FAIL: %s differs from PyTorch" % what)
+
+
+def mmaction_names(sd):
+    """torchvision ResNet names -> mmaction2's ConvModule names (for TSN/TSM 2D backbones)."""
+    import re
+    out = {}
+    for k, v in sd.items():
+        k2 = re.sub(r"(^|\.)conv(\d)\.(weight|bias)$", r"\1conv\2.conv.\3", k)
+        k2 = re.sub(r"(^|\.)bn(\d)\.", r"\1conv\2.bn.", k2)
+        k2 = k2.replace("downsample.0.", "downsample.conv.").replace("downsample.1.", "downsample.bn.")
+        out[k2] = v
+    return out
+
+
+def test_resnet50():
+    m = R.randomise(torchvision.models.resnet50(), 1).eval()
+    w = path("resnet50.pth")
+    torch.save(m.state_dict(), w)  # zip format, torchvision names (fc: 1000 classes)
+    x = torch.randn(2, 1, 3, 96, 96)
+    with torch.no_grad():
+        ref = m(x[:, 0])
+    compare("torchvision ResNet-50", predict(os.path.join(HERE, "resnet50.toml"), w, x, "--classes", "1000"), ref)
+
+
+def tsn_reference(shift, seed):
+    m = R.TSN(torchvision.models.resnet50(), 400, 8, shift=shift)
+    return R.randomise(m, seed).eval()
+
+
+def test_tsm_official():
+    m = tsn_reference(True, 2)
+    sd = {"module." + k: v for k, v in m.state_dict().items()}
+    assert any(".conv1.net.weight" in k for k in sd)
+    ckpt = {"epoch": 50, "arch": "resnet50", "state_dict": sd, "best_prec1": 71.2}
+    x = torch.randn(2, 8, 3, 64, 64)
+    with torch.no_grad():
+        ref = m(x)
+    for legacy in (True, False):
+        w = path("tsm_official_%s.pth" % ("legacy" if legacy else "zip"))
+        torch.save(ckpt, w, _use_new_zipfile_serialization=not legacy)
+        got = predict(os.path.join(K400, "tsm_r50_8f.toml"), w, x, "--classes", "400")
+        compare("TSM-R50 8f, official checkpoint (%s format)" % ("legacy" if legacy else "zip"), got, ref)
+    # The shift matters: the same weights through TSN (no shift) are far from TSM's logits.
+    tsn = predict(os.path.join(K400, "tsn_r50_8f.toml"), w, x, "--classes", "400")
+    if (tsn - ref.double()).abs().max().item() < 1e-2 * ref.abs().max().item():
+        sys.exit("FAIL: TSN and TSM agree on the same weights: the shift had no effect")
+
+
+def test_tsn_mmaction():
+    m = tsn_reference(False, 3)
+    sd = {}
+    for k, v in mmaction_names({k[len("base_model."):]: v for k, v in m.state_dict().items()
+                                if k.startswith("base_model.")}).items():
+        sd["backbone." + k] = v
+    sd["cls_head.fc_cls.weight"] = m.new_fc.weight.detach()
+    sd["cls_head.fc_cls.bias"] = m.new_fc.bias.detach()
+    w = path("tsn_mmaction.pth")
+    torch.save({"meta": {"epoch": 100, "config": "tsn"}, "state_dict": sd}, w)
+    x = torch.randn(1, 8, 3, 64, 64)
+    with torch.no_grad():
+        ref = m(x)
+    compare("TSN-R50 8f, mmaction2 checkpoint", predict(os.path.join(K400, "tsn_r50_8f.toml"), w, x, "--classes", "400"),
+            ref)
+
+
+def test_i3d():
+    for style, recipe in ((False, "i3d_r50_311_32f.toml"), (True, "i3d_r50_333_32f.toml")):
+        m = R.randomise(R.I3D(400, style333=style), 4).eval()
+        w = path("i3d.pth")
+        torch.save({"meta": {}, "state_dict": m.state_dict()}, w)  # mmaction2 names
+        x = torch.randn(1, 8, 3, 64, 64)
+        with torch.no_grad():
+            ref = m(x)
+        compare("I3D-R50 %s (mmaction2 names)" % ("3x3x3" if style else "3x1x1"),
+                predict(os.path.join(K400, recipe), w, x, "--classes", "400"), ref)
+
+
+def test_inflation():
+    r2d = R.randomise(torchvision.models.resnet50(num_classes=400), 5).eval()
+    w = path("resnet50_2d.pth")
+    torch.save(r2d.state_dict(), w)
+    i3d = R.I3D(400).eval()
+    sd2 = r2d.state_dict()
+    with torch.no_grad():
+        for k, v in i3d.state_dict().items():
+            k2 = k.replace("backbone.", "").replace("cls_head.fc_cls.", "fc.")
+            k2 = k2.replace("downsample.conv.", "downsample.0.").replace("downsample.bn.", "downsample.1.")
+            import re
+            k2 = re.sub(r"(^|\.)conv(\d)\.conv\.", r"\1conv\2.", k2)
+            k2 = re.sub(r"(^|\.)conv(\d)\.bn\.", r"\1bn\2.", k2)
+            src = sd2[k2]
+            if v.dim() == 5:
+                t = v.shape[2]
+                src = src.unsqueeze(2).repeat(1, 1, t, 1, 1) / t
+            v.copy_(src)
+    x = torch.randn(1, 8, 3, 64, 64)
+    with torch.no_grad():
+        ref = i3d(x)
+    compare("I3D-R50 from inflated 2D ResNet-50 weights",
+            predict(os.path.join(K400, "i3d_r50_311_32f.toml"), w, x, "--classes", "400"), ref)
+
+
+def test_conv3d():
+    recipe = os.path.join(HERE, "conv3d.toml")
+    conv = torch.nn.Conv3d(3, 12, (3, 3, 3), stride=(1, 2, 2), padding=(1, 0, 2), dilation=(2, 1, 1), groups=3)
+    fc = torch.nn.Linear(12, 7)
+    sd = {"conv.weight": conv.weight, "conv.bias": conv.bias, "head.fc.weight": fc.weight, "head.fc.bias": fc.bias}
+    w = path("conv3d.pth")
+    torch.save({k: v.detach() for k, v in sd.items()}, w)
+    x = torch.randn(2, 6, 3, 20, 18)
+    with torch.no_grad():
+        y = torch.nn.functional.conv3d(x.transpose(1, 2), conv.weight, conv.bias, (1, 2, 2), (1, 0, 2), (2, 1, 1), 3)
+        ref = fc(y.mean((2, 3, 4)))
+    compare("conv3d + classifier3d vs torch.nn.functional.conv3d", predict(recipe, w, x, "--classes", "7"), ref)
+
+
+def test_export_roundtrip():
+    run = path("run")
+    vexp("run", os.path.join(HERE, "tsm_r18_tiny.toml"), "--out", run)
+    ckpt = os.path.join(run, "checkpoints")
+    ckpt = os.path.join(ckpt, sorted(os.listdir(ckpt))[-1])
+    x = torch.randn(2, 4, 1, 32, 32)
+    got = predict(os.path.join(HERE, "tsm_r18_tiny.toml"), ckpt, x)
+    for naming in ("tsm", "torchvision", "mmaction"):
+        out = path("export_%s.pth" % naming)
+        vexp("export", run, "--to", out, "--naming", naming)
+        sd = torch.load(out)
+        base = torchvision.models.resnet18(num_classes=4)
+        base.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+        base.maxpool = torch.nn.Identity()
+        m = R.TSN(base, 4, 4, shift=True, dropout=0.2).eval()
+        if naming == "tsm":
+            m_sd = {k[len("module."):]: v for k, v in sd.items()}
+            m.load_state_dict(m_sd, strict=True)
+        elif naming == "torchvision":
+            fc = {k: v for k, v in sd.items() if k.startswith("fc.")}
+            body = {k: v for k, v in sd.items() if not k.startswith("fc.")}
+            shifted = {}
+            for k, v in body.items():
+                parts = k.split(".")
+                if parts[0].startswith("layer") and parts[2] == "conv1":
+                    k = ".".join(parts[:3] + ["net"] + parts[3:])
+                shifted["base_model." + k] = v
+            shifted["new_fc.weight"], shifted["new_fc.bias"] = fc["fc.weight"], fc["fc.bias"]
+            m.load_state_dict(shifted, strict=True)
+        else:
+            keys = [k for k in sd if k.startswith("backbone.")]
+            assert any(".conv1.net.conv.weight" in k for k in keys) and "cls_head.fc_cls.weight" in sd, keys[:5]
+            continue
+        with torch.no_grad():
+            ref = m(x)
+        compare("export (%s names) -> torch.load -> PyTorch TSM" % naming, got, ref)
+
+
+def test_video():
+    import av
+    import numpy as np
+    mp4 = path("clip.mp4")
+    c = av.open(mp4, "w")
+    s = c.add_stream("mpeg4", rate=25)
+    s.width, s.height, s.pix_fmt = 96, 80, "yuv420p"
+    s.options = {"qscale": "1"}
+    yy, xx = np.mgrid[0:80, 0:96]
+    for t in range(40):
+        img = np.stack([(xx * 2 + t * 3) % 256, (yy * 3) % 256, ((xx + yy) + t * 5) % 256], -1).astype(np.uint8)
+        for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+            c.mux(p)
+    for p in s.encode():
+        c.mux(p)
+    c.close()
+    frames = [f.to_ndarray(format="rgb24") for f in av.open(mp4).decode(video=0)]
+    n, T = len(frames), 8
+    seg = n / T
+    idx = [int(seg / 2 + seg * i) for i in range(T)]
+    clip = torch.tensor(np.stack([frames[i] for i in idx])).permute(0, 3, 1, 2).float()  # T,3,80,96
+    short = 64 * 256 // 224 + (1 if (64 * 256) % 224 else 0)  # 74, as vexp's default (crop x 256/224, rounded up)
+    h, w = clip.shape[2:]
+    sc = short / min(h, w)
+    clip = torch.nn.functional.interpolate(clip, size=(round(h * sc), round(w * sc)), mode="bilinear",
+                                           align_corners=False)
+    y0, x0 = (clip.shape[2] - 64) // 2, (clip.shape[3] - 64) // 2
+    clip = clip[:, :, y0:y0 + 64, x0:x0 + 64]
+    mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
+    std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
+    x = ((clip - mean) / std).unsqueeze(0)
+    m = tsn_reference(True, 6)
+    sd = {"module." + k: v for k, v in m.state_dict().items()}
+    w = path("tsm.pth")
+    torch.save({"state_dict": sd}, w)
+    with torch.no_grad():
+        ref = m(x)
+    out = path("video_logits.json")
+    vexp("predict", os.path.join(K400, "tsm_r50_8f.toml"), "--weights", w, "--input", mp4, "--clip", "8x3x64x64",
+         "--classes", "400", "--logits", out)
+    with open(out) as f:
+        got = torch.tensor(json.load(f)["logits"], dtype=torch.float64)
+    # Different resize implementations (swscale vs torch): a loose bound, and the same top class.
+    compare("predict on an mp4 (decode + TSN sampling + resize/crop/normalise)", got, ref, tol=0.1)
+    if got.argmax().item() != ref.argmax().item():
+        sys.exit("FAIL: top-1 class differs on the video (%d vs %d)" % (got.argmax().item(), ref.argmax().item()))
+
+
+def test_info():
+    expect = {"tsm_r50_8f.toml": (24327632, 32965562368, "8x3x224x224"),
+              "tsn_r50_8f.toml": (24327632, 32965562368, "8x3x224x224"),
+              "i3d_r50_311_32f.toml": (28043472, 43564040192, "32x3x256x256")}
+    for recipe, (params, macs, shape) in expect.items():
+        out = vexp("info", os.path.join(K400, recipe), "--input", shape, "--classes", "400", "--json", stdout_only=True)
+        j = json.loads(out)
+        print(recipe, shape, j["params"], j["flops_per_clip"], j["grad_bytes"])
+        if j["params"] != params or j["flops_per_clip"] != macs or j["grad_bytes"] != 4 * params:
+            sys.exit("FAIL: info of %s: %s" % (recipe, j))
+    # The I3D reference counted in PyTorch (mmcv convention) agrees at 32 x 224^2 too.
+    ref = R.count_macs(R.I3D(400), torch.zeros(1, 32, 3, 224, 224))
+    out = vexp("info", os.path.join(K400, "i3d_r50_311_32f.toml"), "--input", "32x3x224x224", "--classes", "400",
+               "--json", stdout_only=True)
+    j = json.loads(out)
+    print("i3d 32x224^2: vexp %d, PyTorch reference %d" % (j["flops_per_clip"], ref))
+    if j["flops_per_clip"] != ref:
+        sys.exit("FAIL: I3D MACs at 224^2 differ from the PyTorch reference count")
+    ref333 = R.count_macs(R.I3D(400, style333=True), torch.zeros(1, 32, 3, 224, 224))
+    out = vexp("info", os.path.join(K400, "i3d_r50_333_32f.toml"), "--input", "32x3x224x224", "--classes", "400",
+               "--json", stdout_only=True)
+    j = json.loads(out)
+    print("i3d 3x3x3 32x224^2: vexp %d params %d, PyTorch reference %d params %d" %
+          (j["flops_per_clip"], j["params"], ref333, sum(p.numel() for p in R.I3D(400, style333=True).parameters())))
+    if j["flops_per_clip"] != ref333:
+        sys.exit("FAIL: I3D 3x3x3 MACs differ from the PyTorch reference count")
+
+
+globals()["test_" + NAME]()
+print("PASS", NAME)

@@ -1,0 +1,82 @@
+// vexp export RUN_OR_CHECKPOINT --to model.pth [--naming torchvision|tsm|mmaction|vexp] [--recipe R]
+// Writes a run's weights as a state dict PyTorch's torch.load reads, under the
+// names torchvision / the official TSM code / mmaction2 use.
+#include <filesystem>
+#include <iostream>
+
+#include "checkpoint.hpp"
+#include "model_session.hpp"
+#include "torch_save.hpp"
+
+namespace vexp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string last_checkpoint(const fs::path& run) {
+  const fs::path dir = run / "checkpoints";
+  std::string best;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("epoch_", 0) == 0 && e.path().extension() == ".pt" && e.path().string() > best)
+      best = e.path().string();
+  }
+  return best;
+}
+
+}  // namespace
+
+void add_export(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", "Write a run's (or checkpoint's) weights as a PyTorch state dict");
+  auto source = std::make_shared<std::string>();
+  auto to = std::make_shared<std::string>();
+  auto naming = std::make_shared<std::string>("torchvision");
+  auto recipe = std::make_shared<std::string>();
+  auto classes = std::make_shared<int64_t>(-1);
+  auto input = std::make_shared<std::string>();
+  cmd->add_option("source", *source, "Run directory (its last checkpoint) or a checkpoint file")->required();
+  cmd->add_option("--to", *to, "Output file (.pth)")->required();
+  cmd->add_option("--naming", *naming, "Key names: torchvision, tsm (official TSM), mmaction (mmaction2), vexp")
+      ->check(CLI::IsMember({"torchvision", "tsm", "mmaction", "vexp"}));
+  cmd->add_option("--recipe", *recipe, "Recipe of the model (default: the run's resolved.toml)");
+  cmd->add_option("--input", *input, "Clip shape T x C x H x W when the dataset cannot give it");
+  cmd->add_option("--classes", *classes, "Class count when the dataset cannot give it")->check(CLI::PositiveNumber);
+  cmd->callback([=] {
+    std::string ckpt_path;
+    fs::path run_dir;
+    if (fs::is_directory(*source)) {
+      run_dir = *source;
+      ckpt_path = last_checkpoint(run_dir);
+      if (ckpt_path.empty()) throw Exit{kExitFailure, "'" + *source + "' holds no checkpoints/epoch_*.pt"};
+    } else if (fs::is_regular_file(*source)) {
+      ckpt_path = *source;
+      run_dir = fs::path(*source).parent_path().parent_path();  // RUN/checkpoints/epoch_NNNN.pt
+    } else {
+      throw Exit{kExitFailure, "'" + *source + "': no such run directory or checkpoint"};
+    }
+    RecipeArgs args;
+    args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
+    if (!fs::is_regular_file(args.path))
+      throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};
+    Checkpoint c;
+    try {
+      c = load_checkpoint(ckpt_path);
+    } catch (const std::exception& e) {
+      throw Exit{kExitFailure, e.what()};
+    }
+    ModelArgs m;
+    if (!input->empty()) m.clip = parse_clip_shape(*input, "--input");
+    m.classes = *classes;
+    Session s;
+    if (!open_model_session(s, args, m)) throw Exit{kExitInvalid, ""};
+    auto model = build_model(s);
+    WeightReport r = load_model_weights(*model, ckpt_path, true);
+    StateDict out = export_weights(*model, model->layout(), *naming);
+    save_tensor_dict(*to, out);
+    std::cout << "wrote " << out.size() << " tensors (" << *naming << " names) from '" << ckpt_path << "' to '" << *to
+              << "'\n";
+  });
+}
+
+}  // namespace vexp::cli

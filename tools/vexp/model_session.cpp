@@ -1,0 +1,167 @@
+#include "model_session.hpp"
+
+#include <iostream>
+
+namespace vexp::cli {
+namespace {
+
+// The host's catalog with the recipe's dataset replaced by one whose facts are given.
+class FactsCatalog : public dsl::PluginCatalog {
+ public:
+  FactsCatalog(const dsl::PluginCatalog& base, const std::string& dataset, const ModelArgs& m) : base_(base) {
+    dataset_ = dataset;
+    const dsl::PluginDecl* real = base.find("dataset", dataset);
+    if (real) decl_ = *real;
+    decl_.kind = "dataset";
+    decl_.name = dataset;
+    auto inner = decl_.dataset_facts;
+    const ModelArgs given = m;
+    decl_.dataset_facts = [inner, given](const dsl::Params& p) {
+      dsl::DatasetFacts f;
+      if (inner) {
+        try {
+          f = inner(p);
+        } catch (const std::exception&) {
+          if (!given.clip || given.classes <= 0) throw;
+        }
+      }
+      if (given.clip) f.clip = *given.clip;
+      if (given.classes > 0) f.classes = given.classes;
+      return f;
+    };
+  }
+  bool has_real() const { return base_.find("dataset", dataset_) != nullptr; }
+  const dsl::PluginDecl* find(const std::string& kind, const std::string& name) const override {
+    if (kind == "dataset" && name == dataset_) return &decl_;
+    return base_.find(kind, name);
+  }
+  std::vector<std::string> names(const std::string& kind) const override { return base_.names(kind); }
+
+ private:
+  const dsl::PluginCatalog& base_;
+  std::string dataset_;
+  dsl::PluginDecl decl_;
+};
+
+}  // namespace
+
+dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
+  dsl::Shape s;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t x = text.find('x', pos);
+    if (x == std::string::npos) x = text.size();
+    const std::string part = text.substr(pos, x - pos);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
+      throw Exit{kExitInvalid, std::string(option) + " '" + text + "': expected T x C x H x W, for example 8x3x224x224"};
+    s.push_back(std::stoll(part));
+    pos = x + 1;
+  }
+  if (s.size() != 4) throw Exit{kExitInvalid, std::string(option) + " '" + text + "': expected four sizes T x C x H x W"};
+  for (int64_t v : s)
+    if (v < 1) throw Exit{kExitInvalid, std::string(option) + " '" + text + "': sizes must be >= 1"};
+  return s;
+}
+
+bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) {
+  if (!m.clip && m.classes <= 0) return open_session(s, args);
+  std::vector<dsl::Override> overrides;
+  for (const auto& text : args.sets) {
+    auto o = dsl::parse_override(text);
+    if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
+    overrides.push_back(*o);
+  }
+  load_plugins(s);
+  report_plugin_problems(s);
+  try {
+    dsl::LoadOptions opts;
+    opts.overrides = overrides;
+    s.recipe = dsl::load_recipe(args.path, opts, s.diags);
+    if (s.recipe) {
+      for (const auto& dir : dsl::plugin_paths(*s.recipe)) {
+        std::vector<std::string> problems;
+        s.host.load_directory(dir, problems);
+        for (auto& p : problems) s.diags.error(dsl::Loc{args.path, 0, 0}, p);
+      }
+      std::string dataset;
+      if (dsl::Value* data = s.recipe->root.find("data")) {
+        if (const dsl::Value* d = data->find("dataset"); d && d->is_string()) dataset = d->as_string();
+        FactsCatalog probe(s.host, dataset, m);
+        if (!dataset.empty() && !probe.has_real()) {
+          // The dataset plugin is not loaded: its parameters cannot be checked.
+          std::cerr << "vexp: warning: dataset '" << dataset << "' is not loaded; using the given input shape and "
+                    << "classes, its parameters are not checked\n";
+          if (!m.clip || m.classes <= 0)
+            throw Exit{kExitInvalid, "dataset '" + dataset + "' is not loaded: give both --input TxCxHxW and --classes N"};
+          data->erase("params");
+        }
+      }
+      FactsCatalog catalog(s.host, dataset, m);
+      dsl::ValidateOptions vo;
+      vo.require_data = false;  // the model needs shapes, not the data files
+      s.plan = dsl::validate(*s.recipe, catalog, s.diags, vo);
+    }
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  const bool ok = s.plan.has_value() && !s.diags.has_errors();
+  for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
+  if (!ok) {
+    size_t n = s.diags.error_count();
+    std::cerr << args.path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
+  }
+  return ok;
+}
+
+dsl::Shape clip_shape(const Session& s) { return s.plan->data_facts.clip; }
+
+std::shared_ptr<ModelGraph> build_model(const Session& s) {
+  try {
+    return std::make_shared<ModelGraph>(*s.plan, s.host);
+  } catch (const Exit&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+}
+
+}  // namespace vexp::cli
+
+#include "checkpoint.hpp"
+#include "torch_save.hpp"
+
+namespace vexp::cli {
+
+WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict) {
+  StateDict sd;
+  try {
+    Checkpoint c = load_checkpoint(path);
+    for (auto& [k, v] : c.model) sd.emplace_back(k, v);
+  } catch (const std::exception&) {
+    try {
+      sd = find_state_dict(load_torch_file(path), path);
+    } catch (const std::exception& e) {
+      throw Exit{kExitFailure, e.what()};
+    }
+  }
+  WeightReport r;
+  try {
+    r = load_weights(model, model.layout(), model.node_ids(), sd, WeightOptions{}, path);
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  if (strict) {
+    std::vector<std::string> bad;
+    for (const auto& m : r.missing)
+      if (m.size() < 20 || m.compare(m.size() - 20, 20, ".num_batches_tracked") != 0) bad.push_back(m);
+    if (!r.dropped.empty() || !bad.empty()) {
+      std::string what = r.summary(path, true);
+      throw Exit{kExitFailure, "'" + path + "' does not hold every weight of the model (" +
+                                   std::to_string(bad.size()) + " missing, " + std::to_string(r.dropped.size()) +
+                                   " with another class count): " + what};
+    }
+  }
+  return r;
+}
+
+}  // namespace vexp::cli

@@ -1,0 +1,42 @@
+// Opening a recipe for model-only commands (info, predict, export): like
+// open_session, but the clip shape and class count may be given explicitly, so
+// the model can be built when the dataset plugin cannot give those facts (or is
+// not installed: its parameters are then not checked).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common.hpp"
+#include "graph.hpp"
+
+namespace vexp::cli {
+
+struct ModelArgs {
+  std::optional<dsl::Shape> clip;  // [T, C, H, W]
+  int64_t classes = -1;
+};
+
+// Parses "8x3x224x224" (T x C x H x W). Throws Exit naming the option.
+dsl::Shape parse_clip_shape(const std::string& text, const char* option);
+
+// Loads plugins and the recipe and validates it; prints diagnostics. Returns false
+// when invalid. With `m.clip` / `m.classes` the dataset facts are replaced.
+bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m);
+
+// The clip shape the model runs on: the dataset's (or the override).
+dsl::Shape clip_shape(const Session& s);
+
+// Builds the model; a failure (e.g. a bad `pretrained` file) becomes Exit 1.
+std::shared_ptr<ModelGraph> build_model(const Session& s);
+
+}  // namespace vexp::cli
+
+namespace vexp::cli {
+// Loads `path` into the whole model: a vexp checkpoint (names as they are) or a
+// torch.save state dict (torchvision / official TSM / mmaction2 names mapped).
+// With `strict`, a parameter or running statistic the file does not provide, or a
+// classifier whose class count differs, is an error (Exit 1) naming them.
+WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict);
+}  // namespace vexp::cli
