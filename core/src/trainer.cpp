@@ -22,6 +22,7 @@
 #include "graph.hpp"
 #include "optimizer.hpp"
 #include "schedule.hpp"
+#include "tensorboard.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/log.hpp"
@@ -336,10 +337,13 @@ TrainResult train(Session& s, const TrainOptions& opt) {
 
   std::ofstream metrics;
   if (writer) metrics.open(out / "metrics.jsonl", std::ios::app);
+  EventWriter tb;  // TensorBoard scalars next to metrics.jsonl
+  if (writer && !tb.open(out.string())) log_warn("cannot write TensorBoard events in '" + out.string() + "'");
   auto emit = [&](const json& j) {
     if (!writer) return;
     metrics << j.dump() << "\n";
     metrics.flush();
+    tb.metrics(j);
   };
 
   Progress progress(run.str("progress"), run.i64("log_every"));

@@ -41,5 +41,8 @@ void add_plugins(CLI::App& app);
 void add_graph(CLI::App& app);
 void add_run(CLI::App& app);
 void add_compare(CLI::App& app);
+void add_sweep(CLI::App& app);    // cmd_sweep.cpp
+void add_results(CLI::App& app);  // cmd_results.cpp
+void add_report(CLI::App& app);   // cmd_results.cpp
 
 }  // namespace vexp::cli

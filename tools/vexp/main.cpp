@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   add_graph(app);
   add_run(app);
   add_compare(app);
+  add_sweep(app);
+  add_results(app);
+  add_report(app);
   try {
     try {
       app.parse(argc, argv);
