@@ -182,8 +182,9 @@ kill_resume)
 name = "kill"
 base = "$here/data/tiny.toml"
 [sweep.set]
-"run.epochs" = 2
+"run.epochs" = 3
 "run.log_every" = 1
+"data.params.train_clips" = 96
 [[sweep.axis]]
 key = "optim.lr"
 grid = [0.01, 0.02, 0.03, 0.04]
@@ -216,9 +217,9 @@ assert [rows[i]["attempts"] for i in (1,2,3,4)] == [1, 2, 1, 1], rows
 import os
 for i in (1,2,3,4):
     d = rows[i]["run_dir"]
-    s = json.load(open(d + "/summary.json")); assert s["epochs"] == 2 and s["steps"] == 12, s
+    s = json.load(open(d + "/summary.json")); assert s["epochs"] == 3 and s["steps"] == 36, s
     evals = [json.loads(l) for l in open(d + "/metrics.jsonl") if "\"eval\"" in l]
-    assert [e["epoch"] for e in evals] == [1, 2], (i, evals)
+    assert [e["epoch"] for e in evals] == [1, 2, 3], (i, evals)
 '
   grep -q "resuming" "$tmp/s/trials/002/log.txt" || fail "trial 2 did not resume from its checkpoint"
   ;;

@@ -205,8 +205,12 @@ std::string results_text(const std::string& dir, const std::string& format, cons
     for (int i = 0; i < 6; ++i)
       if (r.status == names[i]) ++counts[i];
   out << rows.size() << " trials:";
+  bool first = true;
   for (int i = 0; i < 6; ++i)
-    if (counts[i]) out << " " << counts[i] << " " << names[i];
+    if (counts[i]) {
+      out << (first ? " " : ", ") << counts[i] << " " << names[i];
+      first = false;
+    }
   out << "; metric " << o.metric << " (" << o.direction << ")\n";
   return out.str();
 }

@@ -462,6 +462,8 @@ void add_sweep(CLI::App& app) {
         std::cerr << "vexp: warning: " << e.message << "\n";
       }
     }
+    failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
+    for (const auto& r : store.rows()) failed += r.status == "failed" ? 1 : 0;
     if (failed > 0)
       throw Exit{kExitFailure, std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)"};
   });
