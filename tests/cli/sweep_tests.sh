@@ -249,6 +249,19 @@ PY
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --resume
   [ "$(ls "$tmp/run2"/events.out.tfevents.* | wc -l)" -eq 2 ] || fail "expected 2 event files after a resume"
   ;;
+prune)
+  expect_rc 0 -- "$vexp" sweep data/sweep_prune.toml --out "$tmp/s" --jobs 1 --no-report
+  no_crash
+  expect_out "2 trials: 1 done, 1 pruned; metric val_loss (min)"
+  db_check "$tmp/s" '
+assert rows[1]["status"] == "done", rows[1]
+p = rows[2]
+assert p["status"] == "pruned" and p["metric"] is None, p
+assert "pruned after epoch 1: val_loss" in p["message"] and "median 1.38" in p["message"], p
+assert "1" in json.loads(p["metrics"])["evals"], p
+'
+  [ -e "$tmp/s/trials/002/summary.json" ] && fail "the pruned trial ran to the end"
+  ;;
 quickstart_check)
   expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run
   expect_out "9 trials, every recipe valid"
