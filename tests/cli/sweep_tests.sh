@@ -191,7 +191,7 @@ grid = [0.01, 0.02, 0.03, 0.04]
 TOML
   "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --jobs 1 >"$tmp/first.log" 2>&1 &
   bgpid=$!
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 6000); do   # up to 10 minutes on a loaded machine
     [ -s "$tmp/s/trials/002/checkpoints/epoch_0001.pt" ] && break
     kill -0 $bgpid 2>/dev/null || break
     sleep 0.1
