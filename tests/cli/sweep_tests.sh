@@ -147,6 +147,12 @@ PY
   expect_rc 1 -- "$vexp" sweep "$tmp/changed.toml" --out "$tmp/s"
   expect_out "holds another sweep"
   db_check "$tmp/s" 'assert len(rows) == 4 and all(r["status"] == "done" for r in rows.values())'
+  # a moved sweep directory still reports (trials found under DIR/trials/NNN)
+  mv "$tmp/s" "$tmp/moved"
+  expect_rc 0 -- "$vexp" results "$tmp/moved" --best-recipe "$tmp/best2.toml"
+  cmp -s "$tmp/best.toml" "$tmp/best2.toml" || fail "best recipe differs after moving the sweep"
+  expect_rc 0 -- "$vexp" report "$tmp/moved"
+  [ -s "$tmp/moved/report/curves.png" ] || fail "no curves after moving the sweep"
   ;;
 failures)
   # trial 1 trains, trial 2 diverges (lr 100, no clipping), trial 3 fails (batch 64 > 48 clips)

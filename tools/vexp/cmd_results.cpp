@@ -118,6 +118,11 @@ Opened open_results(const std::string& dir) {
   }
   Opened o;
   o.rows = st.rows();
+  // A sweep directory that was moved or copied: its trials are still in DIR/trials/NNN.
+  for (auto& r : o.rows) {
+    const fs::path here = fs::path(dir) / "trials" / trial_name(r.id);
+    if (!fs::exists(r.run_dir) && fs::exists(here)) r.run_dir = here.string();
+  }
   o.metric = st.meta("metric");
   o.direction = st.meta("direction");
   o.name = st.meta("name");
@@ -250,7 +255,7 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   fs::create_directories(rd);
   const bool higher = o.direction == "max";
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
+  gp << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
   std::vector<std::string> files;
   auto out_png = [&](const std::string& name) {
     files.push_back((rd / name).string());
@@ -367,10 +372,10 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     out_png("throughput.png");
     gp << "set title '" << o.name << ": training throughput per trial (clips/s)'\nset xlabel 'trial (global batch, status)'\n"
        << "set ylabel 'clips / s'\nset yrange [0:*]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
-       << "set style fill solid 0.7 border -1\nset boxwidth 0.7\n"
+       << "set style fill solid 0.7 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
        << "plot " << q(rd / "throughput.dat") << " using 1:3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '#2166ac' notitle, \\\n"
        << "     '' using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
-       << "unset xrange; unset yrange; set autoscale; set xtics autofreq\n";
+       << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\n";
   }
 
   // 4. linear scaling check: best lr per global batch against lr proportional to batch.
@@ -391,13 +396,18 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     gp << "set title '" << o.name << ": linear scaling rule check (best lr per global batch)'\n"
        << "set xlabel 'global batch (log scale)'\nset ylabel 'learning rate (log scale)'\nset logscale xy\n"
        << "set key top left\nset xrange [" << bv.front() * 0.7 << ":" << bv.back() * 1.4 << "]\n"
-       << "set yrange [" << lv.front() * 0.5 << ":" << lv.back() * 2 << "]\n"
+       << "set yrange [" << lv.front() * 0.5 << ":" << lv.back() * 2 << "]\n";
+    gp << "set xtics (";
+    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << "'" << bv[i] << "' " << bv[i];
+    gp << ")\nset ytics (";
+    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << "'" << fmt("%.4g", lv[i]) << "' " << lv[i];
+    gp << ")\n"
        << "plot " << q(rd / "scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials', \\\n"
        << "     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#b2182b' title 'linear rule: lr = "
        << fmt("%.3g", l0) << " x batch / " << static_cast<long long>(b0) << "', \\\n"
        << "     " << q(rd / "scaling_best.dat") << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#2166ac' title 'best lr (by "
        << o.metric << ")'\n"
-       << "unset logscale; unset xrange; unset yrange\n";
+       << "unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
   }
   const fs::path script = rd / "report.gp";
   {

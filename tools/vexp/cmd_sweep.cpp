@@ -222,7 +222,7 @@ void add_sweep(CLI::App& app) {
                                      "'): the sweep file or its base recipe changed; use --out for a new directory"};
       std::cout << "resuming sweep in '" << dir.string() << "'\n";
     } else {
-      store.insert_trials(trials, (dir / "trials").string());
+      store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
       std::ifstream in(a->path);
       std::stringstream text;
       text << in.rdbuf();
