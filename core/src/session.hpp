@@ -17,6 +17,8 @@ struct Session {
   dsl::Diagnostics diags;
   std::optional<dsl::Recipe> recipe;
   std::optional<dsl::RecipePlan> plan;
+  // Whether missing data is an error (see open_recipe); sweeps set it per use.
+  bool require_data = true;
 };
 
 // Loads the default plugin folders into `s.host` (problems collected).

@@ -25,6 +25,7 @@
 #include "loader.hpp"
 #include "optimizer.hpp"
 #include "schedule.hpp"
+#include "tensorboard.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/log.hpp"
@@ -398,10 +399,13 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
 
   std::ofstream metrics;
   if (writer) metrics.open(out / "metrics.jsonl", std::ios::app);
+  EventWriter tb;  // TensorBoard scalars next to metrics.jsonl
+  if (writer && !tb.open(out.string())) log_warn("cannot write TensorBoard events in '" + out.string() + "'");
   auto emit = [&](const json& j) {
     if (!writer) return;
     metrics << j.dump() << "\n";
     metrics.flush();
+    tb.metrics(j);
   };
 
   Progress progress(writer ? run.str("progress") : "none", run.i64("log_every"));

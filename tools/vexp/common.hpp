@@ -49,5 +49,8 @@ void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if ne
 void add_info(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_export(CLI::App& app);
+void add_sweep(CLI::App& app);    // cmd_sweep.cpp
+void add_results(CLI::App& app);  // cmd_results.cpp
+void add_report(CLI::App& app);   // cmd_results.cpp
 
 }  // namespace vexp::cli

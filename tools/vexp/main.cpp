@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   add_info(app);
   add_predict(app);
   add_export(app);
+  add_sweep(app);
+  add_results(app);
+  add_report(app);
   try {
     try {
       app.parse(argc, argv);

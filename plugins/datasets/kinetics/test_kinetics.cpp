@@ -356,8 +356,13 @@ TEST(KineticsDataset, BadFilesAreSkippedCountedOrFatal) {
 TEST(KineticsDataset, MissingRootOrListFailsEarlyPointingToTheDocs) {
   const vexp::PluginDecl* decl = vexp::testing::host().find("dataset", "kinetics");
   ASSERT_NE(decl, nullptr);
+  ASSERT_TRUE(decl->check_data);
+  // Facts come from the parameters alone (planning works without data) ...
+  EXPECT_EQ(decl->dataset_facts(vexp::testing::params("dataset", "kinetics", {{"root", "/nonexistent/k400"}})).classes,
+            400);
+  // ... while check_data, which vexp run calls before anything starts, names what is missing.
   auto facts = [&](std::map<std::string, Value> g) {
-    return decl->dataset_facts(vexp::testing::params("dataset", "kinetics", std::move(g)));
+    decl->check_data(vexp::testing::params("dataset", "kinetics", std::move(g)));
   };
   try {
     facts({{"root", "/nonexistent/k400"}});
@@ -373,8 +378,10 @@ TEST(KineticsDataset, MissingRootOrListFailsEarlyPointingToTheDocs) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("nope.txt"), std::string::npos);
   }
-  auto ok = facts({{"root", f.root.string()}, {"train_list", "mm.txt"}, {"val_list", "mm.txt"}, {"frames", 4}});
-  EXPECT_EQ(ok.clip, (vexp::dsl::Shape{4, 3, 224, 224}));
+  std::map<std::string, Value> good{{"root", f.root.string()}, {"train_list", "mm.txt"}, {"val_list", "mm.txt"}, {"frames", 4}};
+  EXPECT_NO_THROW(facts(good));
+  EXPECT_EQ(decl->dataset_facts(vexp::testing::params("dataset", "kinetics", good)).clip,
+            (vexp::dsl::Shape{4, 3, 224, 224}));
   // A malformed line names file:line.
   std::ofstream(f.root / "broken.txt") << f.videos[0] << " 0\n" << f.videos[1] << " notalabel\n";
   try {

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# End-to-end tests of vexp sweep / results / report and of the TensorBoard files
+# of vexp run. Usage: sweep_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
+set -uo pipefail
+name=$1 vexp=$2 src=$3 build=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_sweep_${name}_XXXX")
+bgpid=""
+cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+PY=/usr/bin/python3
+
+fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
+expect_rc() {
+  local want=$1; shift; [ "$1" = "--" ] && shift
+  "$@" >"$tmp/out" 2>&1; local rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
+}
+expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
+expect_no_out() { ! grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $1"; }; }
+no_crash() {
+  for bad in "terminate called" "Aborted" "core dumped" "Segmentation fault"; do expect_no_out "$bad"; done
+}
+# db_check DIR PYTHON: runs PYTHON with `rows` = the trials table as dicts (and `db`).
+db_check() {
+  $PY - "$1" "$2" <<'PY' || fail "sweep.db check failed"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1] + "/sweep.db")
+db.row_factory = sqlite3.Row
+rows = {r["id"]: dict(r) for r in db.execute("SELECT * FROM trials ORDER BY id")}
+meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+exec(sys.argv[2])
+PY
+}
+
+cd "$here"
+case "$name" in
+grid_and_derived)
+  expect_rc 0 -- "$vexp" sweep data/sweep_tiny.toml --dry-run
+  expect_out "4 trials, every recipe valid"
+  expect_out "trial 001  global_batch 8      lr 0.05       --set run.epochs=1 --set run.log_every=2 --set dist.batch_per_gpu=8 --set optim.lr=0.05"
+  expect_out "trial 004  global_batch 16     lr 0.1        --set run.epochs=1 --set run.log_every=2 --set dist.batch_per_gpu=16 --set optim.lr=0.1"
+  # grid (2) x list (3 points of two keys) with derived lr and weight decay
+  expect_rc 0 -- "$vexp" sweep data/sweep_derived.toml --dry-run
+  expect_out "6 trials, every recipe valid"
+  # batch 16 x accum 3 = 48 clips: lr = 0.1 * 48 / 256 = 0.01875; wd = max(1e-5, 1e-4/3)
+  expect_out "trial 006  global_batch 48     lr 0.01875    --set dist.batch_per_gpu=16 --set dist.accum_steps=3 --set schedule.warmup_epochs=1 --set optim.lr=0.01875 --set optim.weight_decay=3.333333333e-05"
+  expect_out "trial 002  global_batch 16     lr 0.00625    --set dist.batch_per_gpu=8 --set dist.accum_steps=2 --set schedule.warmup_epochs=0.5 --set optim.lr=0.00625 --set optim.weight_decay=5e-05"
+  # random axes: 2 grid points x 3 draws, reproducible, in range, linear scaling applied
+  expect_rc 0 -- "$vexp" sweep data/sweep_random.toml --dry-run
+  expect_out "6 trials, every recipe valid"
+  cp "$tmp/out" "$tmp/random1"
+  "$vexp" sweep data/sweep_random.toml --dry-run >"$tmp/random2" 2>&1
+  cmp -s "$tmp/random1" "$tmp/random2" || fail "random sweep is not reproducible"
+  $PY - "$tmp/random1" <<'PY' || fail "random axes / linear scaling wrong"
+import re, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("trial ")]
+assert len(lines) == 6, lines
+types = set()
+for l in lines:
+    b = int(re.search(r"global_batch (\d+)", l).group(1))
+    lr = float(re.search(r"--set optim\.lr=([0-9.e+-]+)", l).group(1))
+    base = lr * 8 / b                      # linear_scaling, reference_batch 8
+    assert 0.001 <= base <= 0.1 + 1e-9, (l, base)
+    types.add(re.search(r"schedule\.type=\"(\w+)\"", l).group(1))
+assert types <= {"cosine", "constant"}, types
+assert len({re.search(r"optim\.lr=([0-9.e+-]+)", l).group(1) for l in lines}) == 6
+PY
+  ;;
+bad_sweep)
+  expect_rc 2 -- "$vexp" sweep data/sweep_broken.toml --out "$tmp/s"
+  no_crash
+  expect_out "data/sweep_broken.toml:3:1: error: unknown key 'metrik' in [sweep] (did you mean 'metric'?)"
+  expect_rc 2 -- "$vexp" sweep data/sweep_broken.toml --out "$tmp/s"
+  [ -e "$tmp/s/sweep.db" ] && fail "an invalid sweep created sweep.db"
+  # without the unknown key: every trial is validated; errors point into the sweep file
+  sed '/metrik/d' data/sweep_broken.toml >"$here/data/.sweep_broken2.toml"
+  expect_rc 2 -- "$vexp" sweep data/.sweep_broken2.toml --out "$tmp/s"
+  rm -f "$here/data/.sweep_broken2.toml"
+  expect_out "data/.sweep_broken2.toml:6:14: error: trial 2 (optim.momentum=1.5): 'momentum' in [optim]: must be in [0, 0.999999], got 1.5"
+  expect_out "data/.sweep_broken2.toml:13:1: error: trial 1: derived 'optim.weight_decay': in expression \"\${nope} * 2\" at character 1: unknown variable 'nope'"
+  expect_out "no trial was started"
+  [ -e "$tmp/s/sweep.db" ] && fail "an invalid sweep created sweep.db"
+  expect_rc 2 -- "$vexp" sweep does_not_exist.toml
+  expect_out "does_not_exist.toml"
+  no_crash
+  ;;
+run_results_report)
+  expect_rc 0 -- "$vexp" sweep data/sweep_tiny.toml --out "$tmp/s" --jobs 2
+  no_crash
+  expect_out "4 trials: 4 done; metric top1 (max)"
+  expect_out "best trial"
+  db_check "$tmp/s" '
+assert len(rows) == 4, rows
+for r in rows.values():
+    assert r["status"] == "done" and r["attempts"] == 1 and r["exit_code"] == 0, r
+    m = json.loads(r["metrics"]); assert 0 <= m["top1"] <= 1 and m["clips_per_s"] > 0, m
+    assert r["metric"] == m["top1"] and r["wall_s"] > 0 and r["finished_at"] >= r["started_at"], r
+    assert r["run_dir"].endswith("/trials/%03d" % r["id"]), r
+    assert json.loads(r["params"])["optim.lr"] in (0.05, 0.1), r
+assert [rows[i]["global_batch"] for i in (1,2,3,4)] == [8, 8, 16, 16], rows
+assert meta["metric"] == "top1" and meta["direction"] == "max" and len(meta["sweep_hash"]) == 16, meta
+assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+'
+  for i in 001 002 003 004; do
+    for f in log.txt summary.json resolved.toml metrics.jsonl; do [ -s "$tmp/s/trials/$i/$f" ] || fail "trial $i lacks $f"; done
+    grep -q "run.threads=1" "$tmp/s/trials/$i/log.txt" || fail "trial $i did not get 1 thread (2 cores / 2 jobs)"
+  done
+  expect_rc 0 -- "$vexp" results "$tmp/s" --json
+  $PY - "$tmp/out" <<'PY' || fail "bad results --json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = j["trials"]; assert len(t) == 4 and j["metric"] == "top1"
+vals = [x["metric"] for x in t]; assert vals == sorted(vals, reverse=True), vals
+PY
+  expect_rc 0 -- "$vexp" results "$tmp/s" --csv --sort clips_per_s
+  $PY - "$tmp/out" <<'PY' || fail "bad results --csv"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 4 and {"trial","status","optim.lr","dist.batch_per_gpu","top1","clips_per_s"} <= set(rows[0]), rows[0]
+c = [float(r["clips_per_s"]) for r in rows]; assert c == sorted(c, reverse=True), c
+PY
+  expect_rc 0 -- "$vexp" results "$tmp/s" --sort id
+  expect_out "trial status"
+  expect_rc 2 -- "$vexp" results "$tmp/s" --sort bogus
+  expect_out "--sort 'bogus'"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --best-recipe "$tmp/best.toml"
+  head -1 "$tmp/best.toml" | grep -q "^# best trial 00[1-4] of sweep 'sweep_tiny': top1 = " || fail "best recipe header"
+  expect_rc 0 -- "$vexp" check "$tmp/best.toml"
+  [ -s "$tmp/s/best_recipe.toml" ] || fail "sweep wrote no best_recipe.toml"
+  for p in heatmap curves throughput linear_scaling; do
+    [ -s "$tmp/s/report/$p.png" ] || fail "missing report/$p.png"
+    head -c 8 "$tmp/s/report/$p.png" | od -An -c | grep -q "P   N   G" || fail "$p.png is not a PNG"
+  done
+  rm -rf "$tmp/s/report"
+  expect_rc 0 -- "$vexp" report "$tmp/s" --out "$tmp/r"
+  [ "$(ls "$tmp/r"/*.png | wc -l)" -eq 4 ] || fail "vexp report did not write 4 plots"
+  expect_rc 1 -- "$vexp" results "$tmp/nowhere"
+  expect_out "is not a sweep directory"
+  # the same command again: nothing to run, every trial kept
+  expect_rc 0 -- "$vexp" sweep data/sweep_tiny.toml --out "$tmp/s" --jobs 2 --no-report
+  expect_out "resuming sweep"; expect_out "0 trials to run"
+  db_check "$tmp/s" 'assert all(r["attempts"] == 1 and r["status"] == "done" for r in rows.values()), rows'
+  # a changed definition is refused
+  sed 's/grid = \[0.05, 0.1\]/grid = [0.05, 0.2]/' data/sweep_tiny.toml >"$tmp/changed.toml"
+  sed -i 's#base = "tiny.toml"#base = "'"$here"'/data/tiny.toml"#' "$tmp/changed.toml"
+  expect_rc 1 -- "$vexp" sweep "$tmp/changed.toml" --out "$tmp/s"
+  expect_out "holds another sweep"
+  db_check "$tmp/s" 'assert len(rows) == 4 and all(r["status"] == "done" for r in rows.values())'
+  # a moved sweep directory still reports (trials found under DIR/trials/NNN)
+  mv "$tmp/s" "$tmp/moved"
+  expect_rc 0 -- "$vexp" results "$tmp/moved" --best-recipe "$tmp/best2.toml"
+  cmp -s "$tmp/best.toml" "$tmp/best2.toml" || fail "best recipe differs after moving the sweep"
+  expect_rc 0 -- "$vexp" report "$tmp/moved"
+  [ -s "$tmp/moved/report/curves.png" ] || fail "no curves after moving the sweep"
+  ;;
+failures)
+  # trial 1 trains, trial 2 diverges (lr 100, no clipping), trial 3 fails (batch 64 > 48 clips)
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --jobs 2
+  no_crash
+  expect_out "1 trial(s) failed"
+  expect_out "3 trials: 1 done, 1 diverged, 1 failed"
+  db_check "$tmp/s" '
+assert rows[1]["status"] == "done" and rows[1]["exit_code"] == 0, rows[1]
+assert rows[2]["status"] == "diverged" and rows[2]["exit_code"] == 3 and "diverged" in rows[2]["message"], rows[2]
+assert rows[2]["metric"] is None
+assert rows[3]["status"] == "failed" and rows[3]["exit_code"] == 1, rows[3]
+assert "fewer than one global batch" in rows[3]["message"], rows[3]
+'
+  grep -q "loss became" "$tmp/s/trials/002/log.txt" || fail "trial 2 log lacks the divergence"
+  expect_rc 0 -- "$vexp" results "$tmp/s"
+  expect_out "diverged"
+  # rerun: failed and diverged trials are kept; --retry-failed reruns the failed one only
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --no-report
+  expect_out "0 trials to run"
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --retry-failed --no-report
+  expect_out "1 trials to run"
+  db_check "$tmp/s" '
+assert [rows[i]["attempts"] for i in (1,2,3)] == [1, 1, 2], rows
+assert rows[3]["status"] == "failed"
+'
+  [ -d "$tmp/s/trials/003.attempt-1" ] || fail "the first attempt of trial 3 was not kept aside"
+  ;;
+kill_resume)
+  # 4 trials, one at a time; SIGKILL the sweep while trial 2 runs, then resume.
+  cat >"$tmp/k.toml" <<TOML
+[sweep]
+name = "kill"
+base = "$here/data/tiny.toml"
+[sweep.set]
+"run.epochs" = 3
+"run.log_every" = 1
+"data.params.train_clips" = 96
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.01, 0.02, 0.03, 0.04]
+TOML
+  "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --jobs 1 >"$tmp/first.log" 2>&1 &
+  bgpid=$!
+  for _ in $(seq 1 6000); do   # up to 10 minutes on a loaded machine
+    [ -s "$tmp/s/trials/002/checkpoints/epoch_0001.pt" ] && break
+    kill -0 $bgpid 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -s "$tmp/s/trials/002/checkpoints/epoch_0001.pt" ] || { cat "$tmp/first.log" >&2; fail "trial 2 never checkpointed"; }
+  kill -9 $bgpid; wait $bgpid 2>/dev/null; bgpid=""
+  sleep 0.5
+  pgrep -f "$tmp/s/trials" >/dev/null && fail "a trial outlived the killed sweep"
+  db_check "$tmp/s" '
+assert rows[1]["status"] == "done" and rows[2]["status"] == "running", rows
+assert rows[3]["status"] == "pending" and rows[4]["status"] == "pending", rows
+'
+  stamp=$(stat -c %Y.%N "$tmp/s/trials/001/summary.json")
+  expect_rc 0 -- "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --jobs 1 --no-report
+  expect_out "trial 002 was interrupted: running it again"
+  expect_out "3 trials to run"
+  expect_out "resuming its last checkpoint"
+  expect_no_out "trial 001 started"
+  [ "$(stat -c %Y.%N "$tmp/s/trials/001/summary.json")" = "$stamp" ] || fail "trial 1 ran again"
+  db_check "$tmp/s" '
+assert all(r["status"] == "done" for r in rows.values()), rows
+assert [rows[i]["attempts"] for i in (1,2,3,4)] == [1, 2, 1, 1], rows
+import os
+for i in (1,2,3,4):
+    d = rows[i]["run_dir"]
+    s = json.load(open(d + "/summary.json")); assert s["epochs"] == 3 and s["steps"] == 36, s
+    evals = [json.loads(l) for l in open(d + "/metrics.jsonl") if "\"eval\"" in l]
+    assert [e["epoch"] for e in evals] == [1, 2, 3], (i, evals)
+'
+  grep -q "resuming" "$tmp/s/trials/002/log.txt" || fail "trial 2 did not resume from its checkpoint"
+  ;;
+tensorboard)
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run" --set run.log_every=2
+  ev=$(ls "$tmp/run"/events.out.tfevents.* 2>/dev/null | head -1)
+  [ -n "$ev" ] || fail "no events.out.tfevents file"
+  $PY "$here/tfevents_check.py" "$ev" train/loss train/lr train/clips_per_s time/data_s time/compute_s \
+      time/comm_s val/top1 val/top5 val/loss >"$tmp/tb.json" || fail "event file does not decode"
+  $PY - "$tmp/tb.json" "$tmp/run/metrics.jsonl" <<'PY' || fail "event values differ from metrics.jsonl"
+import json, sys
+tb = json.load(open(sys.argv[1]))["scalars"]
+lines = [json.loads(l) for l in open(sys.argv[2])]
+steps = [l for l in lines if l["type"] == "step"]
+evals = [l for l in lines if l["type"] == "eval"]
+assert [s for s, _ in tb["train/loss"]] == [l["global_step"] for l in steps]
+for (s, v), l in zip(tb["train/loss"], steps):
+    assert abs(v - l["loss"]) <= 1e-5 * max(1, abs(l["loss"])), (v, l)
+assert [round(v, 5) for _, v in tb["val/top1"]] == [round(e["top1"], 5) for e in evals]
+PY
+  # a corrupted byte is caught by the CRC check
+  cp "$ev" "$tmp/bad"; printf '\x55' | dd of="$tmp/bad" bs=1 seek=40 conv=notrunc 2>/dev/null
+  $PY "$here/tfevents_check.py" "$tmp/bad" >/dev/null 2>"$tmp/out" && fail "a corrupted event file passed"
+  expect_out "CRC"
+  # a resumed run starts a second event file
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --stop-after 1
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --resume
+  [ "$(ls "$tmp/run2"/events.out.tfevents.* | wc -l)" -eq 2 ] || fail "expected 2 event files after a resume"
+  ;;
+prune)
+  expect_rc 0 -- "$vexp" sweep data/sweep_prune.toml --out "$tmp/s" --jobs 1 --no-report
+  no_crash
+  expect_out "2 trials: 1 done, 1 pruned; metric val_loss (min)"
+  db_check "$tmp/s" '
+assert rows[1]["status"] == "done", rows[1]
+p = rows[2]
+assert p["status"] == "pruned" and p["metric"] is None, p
+assert "pruned after epoch 1: val_loss" in p["message"] and "median 1.38" in p["message"], p
+assert "1" in json.loads(p["metrics"])["evals"], p
+'
+  [ -e "$tmp/s/trials/002/summary.json" ] && fail "the pruned trial ran to the end"
+  ;;
+quickstart_check)
+  expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run
+  expect_out "9 trials, every recipe valid"
+  ;;
+*) fail "unknown test" ;;
+esac
+echo "PASS [$name]"
