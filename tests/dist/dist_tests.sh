@@ -79,6 +79,12 @@ dry_run_paper)
   expect_out "decay:             cosine over steps 95..950 to 0"
   expect_out "gradient traffic:  24327632 parameters, 97.31 MB per step per rank (fp32 wire), 4 bucket(s)"
   expect_out "training clips:    240436"
+  # The I3D counterparts plan the same world with 32-frame clips.
+  for v in 311:28043472 333:33433808; do
+    expect_rc 0 -- "$vexp" run "$src/recipes/paper/i3d${v%%:*}_k400_1536.toml" --dry-run
+    expect_out "global batch:      12288 clips, 393216 frames"
+    expect_out "gradient traffic:  ${v##*:} parameters"
+  done
   expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_6144_accum4.toml" --dry-run --nproc 1536
   expect_out "accumulation:      4 micro-batch(es) of 8 clips per GPU per step"
   expect_out "global batch:      49152 clips, 393216 frames"
