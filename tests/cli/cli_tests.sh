@@ -131,6 +131,28 @@ graph)
   expect_rc 0 -- "$vexp" graph "$src/recipes/quickstart/tsm_motion.toml" --dot
   expect_out "digraph model"; expect_out '"features" -> "head"'
   ;;
+predict_video_views)
+  # vexp predict on a video goes through the recipe's own test pipeline (kinetics),
+  # every view: 10 crops (with flips) are averaged, and the result differs from 1 crop.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  export VEXP_MOTION_DATA="$tmp/motion"
+  expect_rc 0 -- "$vexp" run data/tiny_video.toml --out "$tmp/run"
+  ckpt=$(ls "$tmp/run/checkpoints/"*.pt | tail -1)
+  video="$tmp/motion/$(head -1 "$tmp/motion/val_list.txt" | cut -d' ' -f1)"
+  expect_rc 0 -- "$vexp" predict data/tiny_video.toml --weights "$ckpt" --input "$video" --logits "$tmp/one.json"
+  expect_out "clip 0:"
+  expect_rc 0 -- "$vexp" predict data/tiny_video.toml --weights "$ckpt" --input "$video" --logits "$tmp/three.json" \
+    --set data.params.test_crops=10
+  $PY - "$tmp/one.json" "$tmp/three.json" <<'PY' || fail "10-crop prediction does not differ from 1-crop"
+import json, sys
+a, b = (json.load(open(f))["logits"] for f in sys.argv[1:3])
+assert len(a) == 1 and len(b) == 1, (len(a), len(b))   # views averaged into one clip
+assert max(abs(x - y) for x, y in zip(a[0], b[0])) > 0, (a, b)
+PY
+  printf 'not a video' > "$tmp/bad.mp4"
+  expect_rc 1 -- "$vexp" predict data/tiny_video.toml --weights "$ckpt" --input "$tmp/bad.mp4"
+  expect_out "bad.mp4"; no_crash
+  ;;
 data_video_run)
   # The quickstart through real mp4 files: make-synthetic, check, one epoch.
   expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 48 --val-clips 16

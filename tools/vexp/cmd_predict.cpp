@@ -14,6 +14,7 @@
 #include "model_session.hpp"
 #include "torch_save.hpp"
 #include "video_input.hpp"
+#include "vexp/dataset.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -37,6 +38,45 @@ std::vector<std::string> read_labels(const std::string& path) {
     names.push_back(line);
   }
   return names;
+}
+
+// The recipe's test pipeline for one video: the kinetics dataset plugin, given a
+// one-line list naming the file, samples, crops and normalises it exactly as
+// evaluation does, every view (test_clips x test_crops). Returns [views, T, C, H, W].
+// `clip` ([T, 3, H, W] with H == W) and `short_side` (> 0) override the recipe's
+// frames, input_size and scale_size, as --clip and --short-side say.
+at::Tensor recipe_test_views(const Session& s, const std::string& video, const dsl::Shape& clip, int64_t short_side) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(video, ec);
+  if (ec || !fs::is_regular_file(abs)) throw Exit{kExitFailure, "cannot read video '" + video + "': no such file"};
+  const fs::path dir = fs::temp_directory_path() / ("vexp_predict_" + std::to_string(::getpid()));
+  fs::create_directories(dir, ec);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{dir};
+  std::ofstream(dir / "predict.txt") << abs.string() << " 0\n";
+  dsl::Params p = s.plan->dataset_params;
+  p.values()["root"] = dsl::Value(dir.string());
+  p.values()["train_list"] = dsl::Value("predict.txt");
+  p.values()["val_list"] = dsl::Value("predict.txt");
+  p.values()["format"] = dsl::Value("mmaction");
+  p.values()["label_map"] = dsl::Value("");
+  p.values()["strict"] = dsl::Value(true);  // a bad file is an error here, not a skipped sample
+  p.values()["frames"] = dsl::Value(clip[0]);
+  p.values()["input_size"] = dsl::Value(clip[2]);
+  if (short_side > 0) p.values()["scale_size"] = dsl::Value(short_side);
+  try {
+    auto data = s.host.make<Dataset>("dataset", "kinetics", p);
+    std::vector<at::Tensor> views;
+    for (int64_t v = 0; v < data->views(Split::Val); ++v) views.push_back(data->get_view(Split::Val, 0, v, 0).clip);
+    return at::stack(views);
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, "cannot use video '" + video + "': " + e.what()};
+  }
 }
 
 }  // namespace
@@ -89,20 +129,32 @@ void add_predict(CLI::App& app) {
       m.clip = dsl::Shape(clips.sizes().begin() + 1, clips.sizes().end());
     }
     Session s;
+    int64_t view_count = 1;
     if (!open_model_session(s, *args, m)) throw Exit{kExitInvalid, ""};
     dsl::Shape clip = clip_shape(s);
     if (!tensor_input) {
-      if (clip.size() != 4 || clip[1] != 3)
-        throw Exit{kExitInvalid, "'" + args->path + "': video input needs the dataset's clip shape [T, 3, H, W]"};
-      ClipSampling cs;
-      cs.frames = clip[0];
-      cs.height = clip[2];
-      cs.width = clip[3];
-      cs.short_side = *short_side > 0 ? *short_side : (clip[2] * 256 + 111) / 224;
-      try {
-        clips = decode_clip(*input, cs).unsqueeze(0);
-      } catch (const std::exception& e) {
-        throw Exit{kExitFailure, e.what()};
+      if (clip.size() == 4 && clip[2] == clip[3] && s.plan->dataset == "kinetics" &&
+          s.host.find("dataset", "kinetics")) {
+        // The recipe's own test pipeline, every view; --clip without --short-side keeps
+        // the usual 256/224 ratio of resize to crop.
+        const int64_t side = *short_side > 0 ? *short_side : (m.clip ? (clip[2] * 256 + 223) / 224 : 0);
+        clips = recipe_test_views(s, *input, clip, side);
+        view_count = clips.size(0);
+      } else {
+        // Other datasets have no video pipeline: TSN segment centres, short-side
+        // resize, centre crop, ImageNet normalisation.
+        if (clip.size() != 4 || clip[1] != 3)
+          throw Exit{kExitInvalid, "'" + args->path + "': video input needs the dataset's clip shape [T, 3, H, W]"};
+        ClipSampling cs;
+        cs.frames = clip[0];
+        cs.height = clip[2];
+        cs.width = clip[3];
+        cs.short_side = *short_side > 0 ? *short_side : (clip[2] * 256 + 111) / 224;
+        try {
+          clips = decode_clip(*input, cs).unsqueeze(0);
+        } catch (const std::exception& e) {
+          throw Exit{kExitFailure, e.what()};
+        }
       }
     }
     auto model = build_model(s);
@@ -121,6 +173,8 @@ void add_predict(CLI::App& app) {
       }
     }
     if (logits.dim() != 2) throw Exit{kExitFailure, "the model's output is not [N, classes] logits"};
+    // Several test views of one video (clips x crops): scores averaged, as in evaluation.
+    if (view_count > 1) logits = logits.mean(0, /*keepdim=*/true);
     std::vector<std::string> names;
     std::string label_file = *labels;
     if (label_file.empty() && s.plan->dataset_params.has("label_map") &&
