@@ -17,7 +17,7 @@ DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<ds
   std::vector<std::string> problems;
   s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
   std::string note;
-  const std::string path = std::string(VEXP_SOURCE_DIR) + "/recipes/paper/" + recipe;
+  const std::string path = std::string(VEXP_SOURCE_DIR) + "/recipes/" + recipe;
   bool ok = open_recipe_for_planning(s, path, sets, note);
   for (const auto& d : s.diags.sorted())
     if (d.severity == dsl::Severity::Error) ADD_FAILURE() << d.str();

@@ -69,7 +69,7 @@ cd "$here"
 R=data/tiny_dist.toml
 case "$name" in
 dry_run_paper)
-  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_1536.toml" --dry-run
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --dry-run
   expect_out "world size:        1536 GPUs (ranks launched: 1)"
   expect_out "emulation:         1536 GPUs on 1 rank(s), 1536 micro-batches per rank per step"
   expect_out "global batch:      12288 clips, 98304 frames"
@@ -81,19 +81,19 @@ dry_run_paper)
   expect_out "training clips:    240436"
   # The I3D counterparts plan the same world with 32-frame clips.
   for v in 311:28043472 333:33433808; do
-    expect_rc 0 -- "$vexp" run "$src/recipes/paper/i3d${v%%:*}_k400_1536.toml" --dry-run
+    expect_rc 0 -- "$vexp" run "$src/recipes/i3d${v%%:*}_k400_1536.toml" --dry-run
     expect_out "global batch:      12288 clips, 393216 frames"
     expect_out "gradient traffic:  ${v##*:} parameters"
   done
-  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_6144_accum4.toml" --dry-run --nproc 1536
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_6144_accum4.toml" --dry-run --nproc 1536
   expect_out "accumulation:      4 micro-batch(es) of 8 clips per GPU per step"
   expect_out "global batch:      49152 clips, 393216 frames"
   expect_out "learning rate:     7.68 (base_lr 0.02 at 128 clips, linear scaling x384)"
-  expect_rc 0 -- "$vexp" run "$src/recipes/paper/tsm_k400_8gpu.toml" --dry-run
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_8gpu.toml" --dry-run
   expect_out "decay:             step, x0.1 at steps [75120, 150240]"
   expect_out "learning rate:     0.01 (base_lr"
   # Geometry errors are one sentence and exit 2.
-  expect_rc 2 -- "$vexp" run "$src/recipes/paper/tsm_k400_1536.toml" --dry-run --nproc 7
+  expect_rc 2 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --dry-run --nproc 7
   expect_out "dist.world_size = 1536 is not a multiple of the 7 ranks launched"
   no_crash
   ;;

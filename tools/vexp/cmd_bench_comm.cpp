@@ -58,7 +58,7 @@ void add_bench_comm(CLI::App& app) {
     bench->require_subcommand(1);
   }
   auto* cmd = bench->add_subcommand("comm", "Bucketed gradient allreduce vs flat MPI allreduce; weak scaling (run under mpirun)");
-  auto recipe = std::make_shared<std::string>("recipes/paper/tsm_k400_1536.toml");
+  auto recipe = std::make_shared<std::string>("recipes/tsm_k400_1536.toml");
   auto step_recipe = std::make_shared<std::string>("recipes/quickstart/tsm_motion.toml");
   auto reps = std::make_shared<int>(10);
   auto steps = std::make_shared<int>(10);
