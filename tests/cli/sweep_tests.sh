@@ -268,6 +268,18 @@ assert "1" in json.loads(p["metrics"])["evals"], p
 '
   [ -e "$tmp/s/trials/002/summary.json" ] && fail "the pruned trial ran to the end"
   ;;
+ranks_per_trial)
+  # Multi-rank trials: each is `mpirun -np 2 vexp run` on the MPI backend; a world
+  # that 2 ranks cannot split is refused before anything starts.
+  expect_rc 2 -- "$vexp" sweep data/sweep_tiny.toml --ranks-per-trial 2 --out "$tmp/bad"
+  expect_out "is not a multiple of --ranks-per-trial 2"
+  [ ! -e "$tmp/bad" ] || fail "a refused sweep created its directory"
+  expect_rc 0 -- "$vexp" sweep data/sweep_ranks.toml --ranks-per-trial 2 --jobs 1 --out "$tmp/r2" --no-report
+  expect_out "2 trials: 2 done"
+  for t in 001 002; do
+    grep -q '"ranks":2' "$tmp/r2/trials/$t/metrics.jsonl" || fail "trial $t did not run on 2 ranks"
+  done
+  ;;
 quickstart_check)
   expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run
   expect_out "9 trials, every recipe valid"

@@ -168,6 +168,17 @@ void add_sweep(CLI::App& app) {
       throw Exit{kExitInvalid, a->path + ": " + std::to_string(n) + (n == 1 ? " error" : " errors") +
                                    (def ? "; no trial was started" : "")};
     }
+    // A trial of R ranks runs a world of dist.world_size GPUs: R must divide it.
+    for (const auto& t : trials) {
+      if (t.world_size % a->ranks != 0)
+        d.error(dsl::Loc{a->path, 0, 0}, "trial " + std::to_string(t.id) + ": dist.world_size = " +
+                                             std::to_string(t.world_size) + " is not a multiple of --ranks-per-trial " +
+                                             std::to_string(a->ranks) + " (set dist.world_size in [sweep.set] or an axis)");
+    }
+    if (d.has_errors()) {
+      for (const auto& diag : d.sorted()) std::cerr << diag.str() << "\n";
+      throw Exit{kExitInvalid, a->path + ": " + std::to_string(d.error_count()) + " errors; no trial was started"};
+    }
     std::cout << a->path << ": " << trials.size() << " trials, every recipe valid\n";
     if (a->dry_run) {
       print_trials(trials);
@@ -258,6 +269,11 @@ void add_sweep(CLI::App& app) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
 
+    std::string base_backend = "local";
+    {
+      s.diags = dsl::Diagnostics{};
+      if (open_recipe(s, def->base, {}, false) && s.plan) base_backend = s.plan->comm;
+    }
     std::map<pid_t, Running> running;
     std::vector<bool> busy(static_cast<size_t>(jobs), false);
     size_t next = 0;
@@ -268,6 +284,9 @@ void add_sweep(CLI::App& app) {
       std::vector<dsl::Override> ov;
       for (const auto& p : row.overrides) ov.push_back({p[0].get<std::string>(), p[1].get<std::string>()});
       ov.push_back({"run.threads", std::to_string(threads)});
+      // A multi-rank trial needs a multi-rank backend: a recipe written for one
+      // process ("local") runs on MPI, as `vexp run --nproc` does.
+      if (ranks > 1 && base_backend == "local") ov.push_back({"dist.backend", "\"mpi\""});
       // An interrupted attempt: continue it when it has a checkpoint of this very
       // recipe; otherwise move it aside and start afresh.
       bool resume = false;

@@ -558,6 +558,7 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
     }
     const dsl::Params& dist = s.plan->dist;
     t.global_batch = dist.i64("world_size") * dist.i64("batch_per_gpu") * dist.i64("accum_steps");
+    t.world_size = dist.i64("world_size");
     t.lr = s.plan->optim.f64("lr");
     t.recipe_hash = dsl::recipe_hash(s.plan->resolved);
     trials.push_back(std::move(t));

@@ -66,6 +66,7 @@ struct Trial {
   nlohmann::json params = nlohmann::json::object();   // axis and derived values by key
   std::vector<dsl::Override> overrides;  // everything passed to `vexp run --set`
   int64_t global_batch = 0;
+  int64_t world_size = 1;                // dist.world_size of the trial's recipe
   double lr = 0;
   std::string recipe_hash;
 };
