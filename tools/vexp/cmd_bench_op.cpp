@@ -52,21 +52,30 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return s;
 }
 
-// Median seconds of `reps` calls after two untimed ones; `sync` waits for the
-// device (a one-element copy to the host), a no-op on the CPU.
-double median_time(int64_t reps, const std::function<void()>& f, const std::function<void()>& sync) {
-  f();
-  f();
+// Median seconds of each function over `reps` rounds after two untimed ones.
+// The functions are interleaved round by round, so that a machine shared with
+// other work slows them alike; `sync` waits for the device (a one-element copy
+// to the host), a no-op on the CPU.
+std::vector<double> median_times(int64_t reps, const std::vector<std::function<void()>>& fs,
+                                 const std::function<void()>& sync) {
+  for (int w = 0; w < 2; ++w)
+    for (const auto& f : fs) f();
   sync();
-  std::vector<double> t;
+  std::vector<std::vector<double>> t(fs.size());
   for (int64_t i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    f();
-    sync();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    for (size_t k = 0; k < fs.size(); ++k) {
+      auto t0 = Clock::now();
+      fs[k]();
+      sync();
+      t[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  std::vector<double> out;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v[v.size() / 2]);
+  }
+  return out;
 }
 
 void run_bench_op(const BenchOpArgs& a) {
@@ -108,18 +117,24 @@ void run_bench_op(const BenchOpArgs& a) {
 
   double t_copy = 0, t_clone = 0, t_fwd = 0, t_fwd_bwd = 0;
   try {
-    t_copy = median_time(a.reps, [&] { buffer.copy_(x); }, sync);
-    t_clone = median_time(a.reps, [&] { at::Tensor c = x.clone(fmt); }, sync);
-    {
-      at::NoGradGuard ng;
-      t_fwd = median_time(a.reps, [&] { at::Tensor y = layer->forward({x}, ctx); }, sync);
-    }
     at::Tensor xg = x.detach().requires_grad_(true);
-    t_fwd_bwd = median_time(a.reps, [&] {
-      xg.mutable_grad() = at::Tensor();
-      at::Tensor y = layer->forward({xg}, ctx);
-      y.backward(grad_out);
-    }, sync);
+    const std::vector<double> t = median_times(
+        a.reps,
+        {[&] { buffer.copy_(x); }, [&] { at::Tensor c = x.clone(fmt); },
+         [&] {
+           at::NoGradGuard ng;
+           at::Tensor y = layer->forward({x}, ctx);
+         },
+         [&] {
+           xg.mutable_grad() = at::Tensor();
+           at::Tensor y = layer->forward({xg}, ctx);
+           y.backward(grad_out);
+         }},
+        sync);
+    t_copy = t[0];
+    t_clone = t[1];
+    t_fwd = t[2];
+    t_fwd_bwd = t[3];
     // The result is checked, so a fast wrong operator cannot pass unnoticed.
     at::NoGradGuard ng;
     at::Tensor y = layer->forward({x}, ctx);
