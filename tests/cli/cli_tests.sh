@@ -239,6 +239,8 @@ PY
   expect_rc 0 -- "$vexp" bench train $k --synthetic --steps 1 --warmup 0 --set run.threads=1 \
     --set data.params.frames=2 --set data.params.input_size=32 --set dist.batch_per_gpu=1
   no_crash; expect_out "1 clips x [2, 3, 32, 32]"; expect_out "synthetic data"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --channels-last --steps 1 --warmup 0
+  no_crash; expect_out "synthetic data, channels-last"
   expect_rc 2 -- "$vexp" bench train data/tiny.toml --steps 0
   expect_rc 2 -- "$vexp" bench train "$tmp/none.toml" --synthetic
   no_crash; expect_out "none.toml"

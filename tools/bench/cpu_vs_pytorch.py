@@ -149,7 +149,7 @@ def run_measured(cmd, env=None):
     return json.loads(out), ru.ru_maxrss / 1024.0
 
 
-def vexp_train(a, name, env_extra=None):
+def vexp_train(a, name, env_extra=None, extra_args=()):
     # I3D runs at its recipe's own clip length (32 frames) unless --i3d-frames says
     # otherwise: the paper compares TSM 8f with I3D 32f per clip.
     i3d = name.startswith("i3d")
@@ -160,6 +160,7 @@ def vexp_train(a, name, env_extra=None):
            "--set", "dist.batch_per_gpu=%d" % a.clips, "--set", "data.params.input_size=%d" % a.size]
     if frames:
         cmd += ["--set", "data.params.frames=%d" % frames]
+    cmd += list(extra_args)
     env = dict(os.environ, **(env_extra or {}))
     r, rss = run_measured(cmd, env)
     return {"frames": r["clip"][0], "step": r["phases"]["step"]["median_ms"], "forward": r["phases"]["forward"]["median_ms"],
@@ -217,6 +218,7 @@ def main():
         add("vexp tsn", vexp_train(a, "tsn"))
         add("pytorch tsn", torch_train(a, "tsn"))
         add("vexp tsm (glibc malloc)", vexp_train(a, "tsm", {"VEXP_MALLOC_TUNING": "0"}))
+        add("vexp tsm channels-last", vexp_train(a, "tsm", extra_args=["--channels-last"]))
         if not a.no_i3d and rnd < a.i3d_rounds:
             add("vexp i3d 3x3x3", vexp_train(a, "i3d333"))
             add("vexp i3d 3x1x1", vexp_train(a, "i3d311"))
@@ -239,6 +241,7 @@ def main():
         ("vexp TSN step / PyTorch TSN step", med["vexp tsn"]["step"] / med["pytorch tsn"]["step"], ""),
         ("vexp TSM step / vexp TSN step", med["vexp tsm"]["step"] / med["vexp tsn"]["step"], "<= 1.02"),
         ("PyTorch TSM step / PyTorch TSN step", med["pytorch tsm"]["step"] / med["pytorch tsn"]["step"], ""),
+        ("vexp TSM channels-last / PyTorch TSM", med["vexp tsm channels-last"]["step"] / med["pytorch tsm"]["step"], ""),
         ("vexp TSM, glibc malloc / tuned", med["vexp tsm (glibc malloc)"]["step"] / med["vexp tsm"]["step"], ""),
         ("shift fwd GB/s / copy GB/s (vexp)", op["forward_vs_copy"], ">= 0.8"),
         ("shift fwd+bwd / 2 copies (vexp)", op["forward_backward_vs_copy"], ""),
