@@ -240,6 +240,46 @@ data_extract_frames)
   expect_rc 1 -- "$vexp" data extract-frames "$tmp/bad_list.txt" --out "$tmp/f2"
   no_crash; expect_out "missing.mp4"
   ;;
+bench_train)
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --steps 3 --warmup 1
+  no_crash; expect_out "median of 3 steps after 1 warm-up"; expect_out "clips/s"; expect_out "backward"; expect_out "dataset data"
+  "$vexp" bench train data/tiny.toml --synthetic --steps 2 --warmup 0 --json >"$tmp/t.json" || fail "bench train --json"
+  $PY - "$tmp/t.json" <<'PY' || fail "bench train json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["synthetic"] and r["clips_per_step"] == 8 and r["clip"] == [4, 1, 16, 16], r
+ph = r["phases"]
+assert len(ph["step"]["samples_ms"]) == 2 and all(x > 0 for x in ph["step"]["samples_ms"]), ph
+parts = sum(ph[k]["median_ms"] for k in ("data", "forward", "backward", "optimizer", "comm"))
+assert ph["forward"]["median_ms"] > 0 and ph["backward"]["median_ms"] > 0 and ph["optimizer"]["median_ms"] > 0, ph
+assert parts <= ph["step"]["median_ms"] * 1.5 + 1, (parts, ph)
+assert abs(r["clips_per_s"] - 8 / (ph["step"]["median_ms"] / 1e3)) < 1e-6 * r["clips_per_s"] + 1e-9, r
+assert r["frames_per_s"] == r["clips_per_s"] * 4 and r["peak_rss_mb"] > 0, r
+PY
+  # A Kinetics recipe without its data: --synthetic feeds clips of its shape.
+  k=../../recipes/kinetics400/tsm_r50_8f.toml
+  expect_rc 0 -- "$vexp" bench train $k --synthetic --steps 1 --warmup 0 --set run.threads=1 \
+    --set data.params.frames=2 --set data.params.input_size=32 --set dist.batch_per_gpu=1
+  no_crash; expect_out "1 clips x [2, 3, 32, 32]"; expect_out "synthetic data"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --channels-last --steps 1 --warmup 0
+  no_crash; expect_out "synthetic data, channels-last"
+  expect_rc 2 -- "$vexp" bench train data/tiny.toml --steps 0
+  expect_rc 2 -- "$vexp" bench train "$tmp/none.toml" --synthetic
+  no_crash; expect_out "none.toml"
+  ;;
+bench_op)
+  expect_rc 0 -- "$vexp" bench op temporal_shift --shape 8x16x8x8 --frames 4 --reps 3 --threads 1
+  no_crash; expect_out "copy into a reused buffer"; expect_out "shift forward + backward"; expect_out "goal >= 0.8"
+  "$vexp" bench op temporal_shift --shape 4x8x4x4 --frames 2 --reps 2 --dtype bfloat16 --channels-last --json >"$tmp/o.json" || fail "bench op --json"
+  $PY -c "import json; r=json.load(open('$tmp/o.json')); assert r['shape']==[4,8,4,4] and r['dtype']=='bfloat16' and r['forward']['gb_per_s']>0 and r['copy']['gb_per_s']>0, r" || fail "bench op json"
+  expect_rc 2 -- "$vexp" bench op temporal_shift --shape 6x8x4x4 --frames 4
+  no_crash; expect_out "not a multiple of --frames 4"
+  expect_rc 2 -- "$vexp" bench op temporal_shift --shape 4x8x4
+  expect_out "expected four sizes"
+  expect_rc 2 -- "$vexp" bench op conv
+  expect_rc 1 -- "$vexp" bench op temporal_shift --shape 8x16x8x8 --frames 4 --device nosuch
+  no_crash; expect_out "--device nosuch"
+  ;;
 bench_data)
   "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"
   export VEXP_MOTION_DATA="$tmp/m"

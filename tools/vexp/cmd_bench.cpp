@@ -8,6 +8,8 @@ void add_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (print measured figures)");
   bench->require_subcommand(1);
   add_bench_data(*bench);
+  add_bench_train(*bench);
+  add_bench_op(*bench);
 }
 
 }  // namespace vexp::cli

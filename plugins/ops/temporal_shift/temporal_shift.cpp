@@ -19,6 +19,12 @@
 #include "vexp/layer.hpp"
 #include "vexp/registrar.hpp"
 
+#ifdef VEXP_TEMPORAL_SHIFT_CUDA
+#include <ATen/cuda/CUDAContext.h>
+
+#include "temporal_shift_cuda.hpp"
+#endif
+
 namespace {
 
 enum class ShiftMode : int64_t { Bidirectional = 0, Left = 1, Right = 2 };
@@ -146,8 +152,41 @@ void shift_nhwc(const char* src, char* dst, int64_t rows, int64_t pixels_per_row
   });
 }
 
+#ifdef VEXP_TEMPORAL_SHIFT_CUDA
+// CUDA tensors: the same one-pass shift as a kernel (temporal_shift_cuda.cu) on
+// the current stream.
+at::Tensor shift_cuda(const at::Tensor& input, const ShiftPlan& plan) {
+  at::Tensor x = input;
+  const bool channels_last = !x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
+  if (!channels_last) x = x.contiguous();
+  at::Tensor out = at::empty_like(x, channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  if (x.numel() == 0) return out;
+  vexp::cuda::ShiftGeometry g;
+  g.rows = x.size(0);
+  g.frames = plan.frames;
+  g.channels = plan.channels;
+  g.pixels = x.size(2) * x.size(3);
+  g.element_bytes = static_cast<int64_t>(x.element_size());
+  g.channels_last = channels_last;
+  g.first_end = plan.first_end;
+  g.second_end = plan.second_end;
+  g.first_offset = static_cast<int>(plan.first_offset);
+  g.second_offset = static_cast<int>(plan.second_offset);
+  const char* error = nullptr;
+  if (vexp::cuda::temporal_shift(x.data_ptr(), out.data_ptr(), g, at::cuda::getCurrentCUDAStream().stream(), &error))
+    throw std::runtime_error(std::string("temporal_shift: CUDA kernel launch failed: ") + (error ? error : "?"));
+  return out;
+}
+#endif
+
 // One pass: output allocated uninitialised, every byte written exactly once.
 at::Tensor shift(const at::Tensor& input, const ShiftPlan& plan) {
+#ifdef VEXP_TEMPORAL_SHIFT_CUDA
+  if (input.is_cuda()) return shift_cuda(input, plan);
+#endif
+  if (!input.device().is_cpu())
+    throw std::runtime_error("temporal_shift: tensors on " + input.device().str() +
+                             " need a CUDA build of vexp (-DVEXP_CUDA=ON); this build shifts CPU tensors only");
   at::Tensor x = input;
   bool channels_last = false;
   if (!x.is_contiguous()) {

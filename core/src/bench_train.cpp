@@ -1,0 +1,173 @@
+#include "bench_train.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include "graph.hpp"
+#include "loader.hpp"
+#include "optimizer.hpp"
+#include "reducer.hpp"
+#include "vexp/comm.hpp"
+#include "vexp/dataset.hpp"
+
+namespace vexp {
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The trainer's parameter groups: decay / no decay (biases, BatchNorm), fc_lr5.
+std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& o, std::vector<at::Tensor>& all) {
+  const double wd = o.f64("weight_decay");
+  std::set<std::string> fc;
+  if (o.flag("fc_lr5"))
+    for (auto& n : model.parameter_names_of_op("classifier")) fc.insert(n);
+  ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
+  ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
+  for (const auto& p : model.named_parameters(true)) {
+    if (!p.value().requires_grad()) continue;
+    all.push_back(p.value());
+    ParamGroup* g = &decay;
+    if (fc.count(p.key())) g = p.value().dim() > 1 ? &fc_w : &fc_b;
+    else if (o.flag("no_decay_bn_bias") && p.value().dim() <= 1) g = &no_decay;
+    g->names.push_back(p.key());
+    g->params.push_back(p.value());
+  }
+  std::vector<ParamGroup> groups;
+  for (auto* g : {&decay, &no_decay, &fc_w, &fc_b})
+    if (!g->params.empty()) groups.push_back(*g);
+  return groups;
+}
+}  // namespace
+
+double PhaseTimes::median() const {
+  if (samples.empty()) return 0;
+  std::vector<double> v = samples;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
+  if (opt.steps < 1) throw std::invalid_argument("bench train: --steps must be >= 1");
+  if (opt.warmup < 0) throw std::invalid_argument("bench train: --warmup must be >= 0");
+  const dsl::RecipePlan& plan = *s.plan;
+  BenchTrainResult r;
+  int64_t threads = plan.run.i64("threads");
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(threads));
+  r.threads = threads;
+
+  const auto& clip = plan.data_facts.clip;
+  if (clip.size() != 4) throw std::runtime_error("bench train: the dataset does not give a clip shape [T, C, H, W]");
+  r.clip = clip;
+  r.frames_per_clip = clip[0];
+  const int64_t per_gpu = plan.dist.i64("batch_per_gpu");
+  r.clips_per_step = per_gpu;
+  const uint64_t seed = static_cast<uint64_t>(plan.run.i64("seed"));
+  at::manual_seed(seed);
+
+  auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
+  r.ranks = comm->size();
+  auto model = std::make_shared<ModelGraph>(plan, s.host);
+  model->train();
+  if (opt.channels_last) {
+    at::NoGradGuard ng;
+    for (auto& p : model->parameters(true))
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  r.params = model->parameter_count();
+  std::vector<at::Tensor> all;
+  Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.f64("momentum"), plan.optim.flag("nesterov"));
+  if (plan.optim.flag("lars")) sgd.set_lars(plan.optim.f64("lars_eta"));
+  const double lr = plan.optim.f64("lr");
+
+  std::unique_ptr<Reducer> reducer;
+  if (r.ranks > 1) {
+    ReducerOptions ro;
+    ro.bucket_mb = plan.dist.f64("bucket_mb");
+    ro.compression = plan.dist.str("compression");
+    reducer = std::make_unique<Reducer>(all, comm, ro);
+  }
+
+  const int64_t total = opt.warmup + opt.steps;
+  // Data: random clips made up front (two, used in turn), or the dataset's
+  // training split through the loader, as many batches as the steps need.
+  std::shared_ptr<Dataset> data;
+  std::unique_ptr<Loader> loader;
+  std::vector<Batch> fake;
+  if (opt.synthetic) {
+    const int64_t classes = std::max<int64_t>(2, plan.data_facts.classes);
+    for (int i = 0; i < 2; ++i)
+      fake.push_back({at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]}),
+                      at::randint(0, classes, {per_gpu}, at::kLong)});
+  } else {
+    data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+    const int64_t n = data->size(Split::Train);
+    if (n < 1) throw std::runtime_error("bench train: the training split is empty");
+    std::vector<std::vector<int64_t>> batches;
+    for (int64_t b = 0; b < total; ++b) {
+      batches.emplace_back();
+      for (int64_t i = 0; i < per_gpu; ++i) batches.back().push_back((b * per_gpu + i) % n);
+    }
+    LoaderOptions lo;
+    lo.seed = seed;
+    lo.workers = plan.data.i64("workers");
+    lo.prefetch = plan.data.i64("prefetch");
+    loader = std::make_unique<Loader>(*data, std::move(batches), lo);
+  }
+
+  for (int64_t i = 0; i < total; ++i) {
+    const bool timed = i >= opt.warmup;
+    const auto t_step = Clock::now();
+    Batch b;
+    if (opt.synthetic) {
+      b = fake[static_cast<size_t>(i % 2)];
+    } else if (!loader->next(b)) {
+      throw std::logic_error("bench train: the loader ran out of batches");
+    }
+    const double t_data = since(t_step);
+    auto t0 = Clock::now();
+    at::Tensor loss = at::cross_entropy_loss(model->forward(b.clips), b.labels);
+    const double lv = loss.item<double>();
+    const double t_fwd = since(t0);
+    if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
+    t0 = Clock::now();
+    if (reducer) reducer->prepare(true);
+    loss.backward();
+    const double t_bwd = since(t0);
+    t0 = Clock::now();
+    if (reducer) reducer->finish();
+    const double t_comm = since(t0);
+    t0 = Clock::now();
+    sgd.step(lr);
+    sgd.zero_grad();
+    const double t_opt = since(t0);
+    const double t_all = since(t_step);
+    r.final_loss = lv;
+    if (!timed) continue;
+    r.step.samples.push_back(t_all);
+    r.data.samples.push_back(t_data);
+    r.forward.samples.push_back(t_fwd);
+    r.backward.samples.push_back(t_bwd);
+    r.comm.samples.push_back(t_comm);
+    r.optimizer.samples.push_back(t_opt);
+  }
+  const double step = r.step.median();
+  r.clips_per_s = step > 0 ? static_cast<double>(per_gpu * r.ranks) / step : 0;
+  r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  r.peak_rss_kb = ru.ru_maxrss;
+  return r;
+}
+
+}  // namespace vexp

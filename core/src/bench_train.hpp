@@ -1,0 +1,42 @@
+// `vexp bench train`: the throughput of the recipe's training step, split into
+// data, forward, backward, optimizer and communication time. Built from the
+// trainer's pieces (ModelGraph, Sgd, Loader, Reducer) without its bookkeeping
+// (no run directory, checkpoints, evaluation or schedule: the lr is optim.lr).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "session.hpp"
+
+namespace vexp {
+
+struct BenchTrainOptions {
+  int64_t steps = 10;      // timed steps (the median is reported)
+  int64_t warmup = 2;      // untimed steps first
+  bool synthetic = false;  // random clips of the recipe's shape instead of the dataset
+  bool channels_last = false;  // model weights and input in channels-last layout
+};
+
+// One phase's times over the timed steps (seconds).
+struct PhaseTimes {
+  std::vector<double> samples;
+  double median() const;
+};
+
+struct BenchTrainResult {
+  int64_t threads = 0, ranks = 1, clips_per_step = 0, frames_per_clip = 0;
+  std::vector<int64_t> clip;  // [T, C, H, W]
+  int64_t params = 0;
+  PhaseTimes step, data, forward, backward, optimizer, comm;
+  double clips_per_s = 0, frames_per_s = 0;  // from the median step
+  int64_t peak_rss_kb = 0;                    // of this process, after the steps
+  double final_loss = 0;
+};
+
+// `s` is an opened recipe (plugins loaded, plan valid). Without `synthetic` the
+// recipe's dataset is read through the loader (data.workers / data.prefetch).
+BenchTrainResult bench_train(Session& s, const BenchTrainOptions& options);
+
+}  // namespace vexp
