@@ -296,26 +296,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
 
   // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
   const dsl::Params& o = plan.optim;
-  const double wd = o.f64("weight_decay");
-  std::set<std::string> fc_params;
-  if (o.flag("fc_lr5")) {
-    for (auto& n : model->parameter_names_of_op("classifier")) fc_params.insert(n);
-  }
-  ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
-  ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
   std::vector<at::Tensor> all_params;
-  for (const auto& p : model->named_parameters(true)) {
-    if (!p.value().requires_grad()) continue;
-    all_params.push_back(p.value());
-    ParamGroup* g = &decay;
-    if (fc_params.count(p.key())) g = p.value().dim() > 1 ? &fc_w : &fc_b;
-    else if (o.flag("no_decay_bn_bias") && p.value().dim() <= 1) g = &no_decay;
-    g->names.push_back(p.key());
-    g->params.push_back(p.value());
-  }
-  std::vector<ParamGroup> groups;
-  for (auto* g : {&decay, &no_decay, &fc_w, &fc_b})
-    if (!g->params.empty()) groups.push_back(*g);
+  std::vector<ParamGroup> groups = param_groups(*model, o, all_params);
   Sgd sgd(groups, o.f64("momentum"), o.flag("nesterov"));
   if (o.flag("lars")) sgd.set_lars(o.f64("lars_eta"));
 
