@@ -41,15 +41,7 @@ int64_t first_int(const dsl::Params& p, std::initializer_list<const char*> names
 
 bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
                               std::string& note) {
-  dsl::LoadOptions opts;
-  opts.overrides = overrides;
-  s.recipe = dsl::load_recipe(path, opts, s.diags);
-  if (!s.recipe) return false;
-  for (const auto& dir : dsl::plugin_paths(*s.recipe)) {
-    std::vector<std::string> problems;
-    s.host.load_directory(dir, problems);
-    for (auto& p : problems) s.diags.error(dsl::Loc{path, 0, 0}, p);
-  }
+  if (!load_recipe_and_plugins(s, path, overrides)) return false;
   const dsl::Value* data = s.recipe->root.is_table() ? s.recipe->root.find("data") : nullptr;
   const dsl::Value* dataset = data && data->is_table() ? data->find("dataset") : nullptr;
   if (dataset && dataset->is_string() && !s.host.find("dataset", dataset->as_string())) {

@@ -26,6 +26,10 @@ void load_plugins(Session& s);
 
 // Loads and validates `path` (plugins must be loaded already). Returns true when
 // the recipe is valid; diagnostics are in s.diags either way.
+// Loads `path` (overrides applied) into s.recipe and the plugin folders its
+// [plugins] paths name into s.host; false when no recipe could be loaded.
+bool load_recipe_and_plugins(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides);
+
 // `require_data`: missing data is an error (vexp run) rather than a warning.
 bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
                  bool require_data = true);

@@ -74,15 +74,7 @@ bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) 
   load_plugins(s);
   report_plugin_problems(s);
   try {
-    dsl::LoadOptions opts;
-    opts.overrides = overrides;
-    s.recipe = dsl::load_recipe(args.path, opts, s.diags);
-    if (s.recipe) {
-      for (const auto& dir : dsl::plugin_paths(*s.recipe)) {
-        std::vector<std::string> problems;
-        s.host.load_directory(dir, problems);
-        for (auto& p : problems) s.diags.error(dsl::Loc{args.path, 0, 0}, p);
-      }
+    if (load_recipe_and_plugins(s, args.path, overrides)) {
       std::string dataset;
       if (dsl::Value* data = s.recipe->root.find("data")) {
         if (const dsl::Value* d = data->find("dataset"); d && d->is_string()) dataset = d->as_string();
