@@ -7,18 +7,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_cli_${name}_XXXX")
 trap 'rm -rf "$tmp"' EXIT
 PY=/usr/bin/python3
 
-fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
-# expect_rc CODE -- cmd...: runs cmd, stdout+stderr to $tmp/out, checks exit code.
-expect_rc() {
-  local want=$1; shift; [ "$1" = "--" ] && shift
-  "$@" >"$tmp/out" 2>&1; local rc=$?
-  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
-}
-expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
-expect_no_out() { ! grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $1"; }; }
-no_crash() {  # never an abort, terminate or core dump
-  for bad in "terminate called" "Aborted" "core dumped" "Segmentation fault"; do expect_no_out "$bad"; done
-}
+source "$here/testlib.sh"
 
 cd "$here"
 case "$name" in

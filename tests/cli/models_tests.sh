@@ -7,16 +7,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_models_${name}_XXXX")
 trap 'rm -rf "$tmp"' EXIT
 PY=/usr/bin/python3
-fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
-expect_rc() {
-  local want=$1; shift; [ "$1" = "--" ] && shift
-  "$@" >"$tmp/out" 2>&1; local rc=$?
-  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
-  for bad in "terminate called" "Aborted" "core dumped" "Segmentation fault"; do
-    ! grep -qF -- "$bad" "$tmp/out" || { cat "$tmp/out" >&2; fail "crash: $bad"; }
-  done
-}
-expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
+CHECK_CRASH_EVERY_RUN=1  # every run here is also checked for crashes
+source "$here/testlib.sh"
 quick=$src/recipes/quickstart/tsm_motion.toml
 k400=$src/recipes/kinetics400
 

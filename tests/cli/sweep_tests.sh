@@ -10,17 +10,7 @@ cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 PY=/usr/bin/python3
 
-fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
-expect_rc() {
-  local want=$1; shift; [ "$1" = "--" ] && shift
-  "$@" >"$tmp/out" 2>&1; local rc=$?
-  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
-}
-expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
-expect_no_out() { ! grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $1"; }; }
-no_crash() {
-  for bad in "terminate called" "Aborted" "core dumped" "Segmentation fault"; do expect_no_out "$bad"; done
-}
+source "$here/testlib.sh"
 # db_check DIR PYTHON: runs PYTHON with `rows` = the trials table as dicts (and `db`).
 db_check() {
   $PY - "$1" "$2" <<'PY' || fail "sweep.db check failed"
