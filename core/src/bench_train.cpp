@@ -73,6 +73,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     ReducerOptions ro;
     ro.bucket_mb = plan.dist.f64("bucket_mb");
     ro.compression = plan.dist.str("compression");
+    ro.prescaled = true;  // as in the trainer: the loss carries 1/ranks
     reducer = std::make_unique<Reducer>(all, comm, ro);
   }
 
@@ -120,7 +121,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
     t0 = Clock::now();
     if (reducer) reducer->prepare(true);
-    loss.backward();
+    (reducer ? loss * (1.0 / static_cast<double>(r.ranks)) : loss).backward();
     const double t_bwd = since(t0);
     t0 = Clock::now();
     if (reducer) reducer->finish();

@@ -2,7 +2,12 @@
 
 #include <stdexcept>
 
+#include <functional>
+
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 namespace vexp {
 
@@ -16,17 +21,33 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
 }
 }  // namespace
 
+namespace {
+// Runs after a parameter's AccumulateGrad node has written .grad.
+struct ReadyHook final : torch::autograd::FunctionPostHook {
+  std::function<void()> fn;
+  explicit ReadyHook(std::function<void()> f) : fn(std::move(f)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    fn();
+    return outputs;
+  }
+};
+}  // namespace
+
 Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, ReducerOptions options)
-    : params_(std::move(params)), comm_(std::move(comm)) {
+    : params_(std::move(params)), comm_(std::move(comm)), prescaled_(options.prescaled) {
   if (!comm_) throw std::invalid_argument("reducer: no communicator");
   at::ScalarType wire = at::kFloat;
   if (options.compression == "fp16") wire = at::kHalf;
   else if (options.compression == "bf16") wire = at::kBFloat16;
   else if (options.compression != "none")
     throw std::invalid_argument("reducer: unknown compression '" + options.compression + "' (none, fp16, bf16)");
-  for (const auto& p : params_)
+  for (const auto& p : params_) {
     if (p.scalar_type() != at::kFloat)
       throw std::invalid_argument("reducer: parameters must be float32, got " + std::string(c10::toString(p.scalar_type())));
+    if (!p.is_leaf() || !p.requires_grad())
+      throw std::invalid_argument("reducer: parameters must be leaf tensors that require grad");
+  }
   const double limit = options.bucket_mb * 1024.0 * 1024.0;
   const int64_t elem = wire == at::kFloat ? 4 : 2;
   where_.resize(params_.size());
@@ -35,7 +56,8 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, Red
   int64_t cur_elems = 0;
   auto close = [&] {
     if (cur.members.empty()) return;
-    cur.buffer = at::zeros({cur_elems}, at::TensorOptions().dtype(wire));
+    cur.buffer = at::zeros({cur_elems}, params_[cur.members.front()].options().dtype(wire));
+    cur.views = wire == at::kFloat;
     buckets_.push_back(std::move(cur));
     cur = Bucket{};
     cur_elems = 0;
@@ -49,18 +71,31 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, Red
   }
   close();
   seen_.assign(params_.size(), false);
+
+  // Each parameter's slice of its bucket, with the parameter's own strides when
+  // it is dense (channels-last weights keep channels-last gradients).
+  at::NoGradGuard no_grad;
+  views_.resize(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
-    hook_ids_.push_back(params_[k].register_hook([this, k](const at::Tensor& g) { on_grad(k, g); }));
+    const auto [bi, slot] = where_[k];
+    const Bucket& b = buckets_[bi];
+    at::Tensor& p = params_[k];
+    const int64_t off = b.offsets[slot];
+    views_[k] = p.is_non_overlapping_and_dense() ? b.buffer.as_strided(p.sizes(), p.strides(), off)
+                                                 : b.buffer.narrow(0, off, p.numel()).view(p.sizes());
+    if (!b.views) continue;
+    if (p.grad().defined()) views_[k].copy_(p.grad());
+    p.mutable_grad() = views_[k];
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[k]));
+    if (!accumulators_.back()) throw std::invalid_argument("reducer: a parameter has no gradient accumulator");
+    hook_keys_.push_back(accumulators_.back()->add_post_hook(std::make_unique<ReadyHook>([this, k] { on_ready(k); })));
   }
 }
 
 Reducer::~Reducer() {
-  for (size_t k = 0; k < params_.size(); ++k) {
-    try {
-      params_[k].remove_hook(hook_ids_[k]);
-    } catch (...) {
-    }
-  }
+  for (size_t k = 0; k < accumulators_.size(); ++k) accumulators_[k]->del_post_hook(hook_keys_[k]);
   for (auto& b : buckets_)
     if (b.work) {
       try {
@@ -74,6 +109,11 @@ std::vector<std::vector<size_t>> Reducer::bucket_members() const {
   std::vector<std::vector<size_t>> out;
   for (const auto& b : buckets_) out.push_back(b.members);
   return out;
+}
+
+bool Reducer::grad_is_bucket_view(size_t k) const {
+  const at::Tensor& g = params_.at(k).grad();
+  return buckets_[where_[k].first].views && g.defined() && g.is_same(views_[k]);
 }
 
 void Reducer::prepare(bool sync) {
@@ -91,21 +131,29 @@ void Reducer::prepare(bool sync) {
   stats_.buckets = static_cast<int64_t>(buckets_.size());
 }
 
-void Reducer::on_grad(size_t k, const at::Tensor& grad) {
+void Reducer::pack(size_t k) {
+  at::NoGradGuard no_grad;
+  at::Tensor& p = params_[k];
+  const at::Tensor& g = p.grad();
+  if (buckets_[where_[k].first].views) {
+    if (g.defined() && g.is_same(views_[k])) return;  // autograd wrote into the bucket
+    ++stats_.rebound;
+    if (g.defined()) views_[k].copy_(g);
+    else views_[k].zero_();
+    p.mutable_grad() = views_[k];
+  } else if (g.defined()) {
+    views_[k].copy_(g);  // cast to the wire format
+  } else {
+    views_[k].zero_();
+  }
+}
+
+void Reducer::on_ready(size_t k) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!sync_ || seen_[k]) return;
   seen_[k] = true;
-  at::NoGradGuard no_grad;
-  auto [bi, slot] = where_[k];
-  Bucket& b = buckets_[bi];
-  const at::Tensor& acc = params_[k].grad();
-  at::Tensor view = b.buffer.narrow(0, b.offsets[slot], params_[k].numel());
-  if (acc.defined() && b.buffer.scalar_type() == at::kFloat) {
-    view.copy_(acc.reshape({-1}));  // no temporary for .grad + grad
-    view.add_(grad.reshape({-1}));
-  } else {
-    view.copy_((acc.defined() ? acc + grad : grad).reshape({-1}));
-  }
+  pack(k);
+  Bucket& b = buckets_[where_[k].first];
   if (--b.pending == 0) launch_ready(true);
 }
 
@@ -129,12 +177,8 @@ void Reducer::finish() {
   for (size_t k = 0; k < params_.size(); ++k) {
     if (seen_[k]) continue;
     seen_[k] = true;
-    auto [bi, slot] = where_[k];
-    Bucket& b = buckets_[bi];
-    at::Tensor view = b.buffer.narrow(0, b.offsets[slot], params_[k].numel());
-    if (params_[k].grad().defined()) view.copy_(params_[k].grad().reshape({-1}));
-    else view.zero_();
-    --b.pending;
+    pack(k);
+    --buckets_[where_[k].first].pending;
   }
   launch_ready(false);
   const auto t0 = Clock::now();
@@ -142,12 +186,16 @@ void Reducer::finish() {
   stats_.wait_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double inv = 1.0 / static_cast<double>(comm_->size());
   for (auto& b : buckets_) {
-    const at::Tensor flat = b.buffer.scalar_type() == at::kFloat ? b.buffer : b.buffer.to(at::kFloat);
+    if (b.views) {
+      if (!prescaled_) b.buffer.mul_(inv);
+      continue;
+    }
     for (size_t s = 0; s < b.members.size(); ++s) {
-      at::Tensor& p = params_[b.members[s]];
-      at::Tensor g = flat.narrow(0, b.offsets[s], p.numel()).view(p.sizes());
-      if (p.grad().defined() && p.grad().is_contiguous()) at::mul_out(p.mutable_grad(), g, inv);  // one pass
-      else p.mutable_grad() = g.mul(inv);
+      const size_t k = b.members[s];
+      at::Tensor& p = params_[k];
+      if (!p.grad().defined()) p.mutable_grad() = at::empty_like(p);
+      if (prescaled_) p.mutable_grad().copy_(views_[k]);
+      else at::mul_out(p.mutable_grad(), views_[k].to(at::kFloat), inv);
     }
   }
   sync_ = false;

@@ -1,15 +1,28 @@
 // Data-parallel gradient reducer (what DistributedDataParallel does, on vexp's
-// Comm): gradients are packed into buckets of ~bucket_mb in reverse registration
-// order (the order backward produces them); a hook on every parameter copies its
-// gradient into its bucket, and the bucket's allreduce is launched as soon as all
-// of its gradients are in — while backward goes on computing earlier layers.
+// Comm): gradients live in buckets of ~bucket_mb, laid out in reverse
+// registration order (the order backward produces them). With the fp32 wire
+// format every parameter's .grad *is* a view into its bucket (DDP's
+// gradient_as_bucket_view): autograd accumulates straight into the bucket, a
+// post-hook on each parameter's gradient accumulator counts it in, and the
+// bucket's allreduce is launched as soon as all of its gradients are in — while
+// backward goes on computing earlier layers. Nothing is copied in or out.
+// With fp16/bf16 compression the hook casts the accumulated gradient into the
+// bucket and finish() casts the result back.
 // Buckets are launched in index order on every rank (collectives must match).
-// After backward, finish() waits and writes the averaged gradients back.
+//
+// Averaging: by default finish() divides the summed gradients by the world size
+// (one pass over the buckets). A caller that already scaled its loss by
+// 1/world_size (the trainer does: it folds 1/ranks into its 1/micro-batches
+// loss scale) sets `prescaled` and saves that pass.
 //
 // Accumulation (no_sync semantics): prepare(false) before the backward of every
 // micro-batch but the last; its hooks do nothing and gradients accumulate in
-// .grad as usual. prepare(true) before the last: each hook packs .grad + the
-// incoming gradient, i.e. the full accumulated gradient.
+// .grad (the bucket views) as usual. prepare(true) before the last: each hook
+// then sees the full accumulated gradient.
+//
+// .grad tensors stay bound to the buckets as long as callers zero them in place
+// (Sgd::zero_grad does). A gradient that was replaced (set to none, or rebound by
+// someone else) is copied back into its bucket and rebound when its hook runs.
 #pragma once
 
 #include <chrono>
@@ -24,11 +37,16 @@
 
 #include "vexp/comm.hpp"
 
+namespace torch::autograd {
+struct Node;
+}
+
 namespace vexp {
 
 struct ReducerOptions {
   double bucket_mb = 25;
   std::string compression = "none";  // none | fp16 | bf16: wire format
+  bool prescaled = false;            // gradients already divided by the world size
 };
 
 class Reducer {
@@ -40,9 +58,10 @@ class Reducer {
     std::vector<Clock::time_point> launch;  // per bucket, in launch order
     Clock::time_point backward_end;         // when finish() was called
     double wait_s = 0;                      // time finish() waited for communication
+    int64_t rebound = 0;                    // gradients found detached from their bucket (copied back)
   };
 
-  // `params`: trainable parameters in registration order.
+  // `params`: trainable parameters in registration order (leaves requiring grad).
   Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, ReducerOptions options);
   ~Reducer();
   Reducer(const Reducer&) = delete;
@@ -53,25 +72,32 @@ class Reducer {
   const StepStats& last_step() const { return stats_; }
   // Parameter indices (registration order) of each bucket.
   std::vector<std::vector<size_t>> bucket_members() const;
+  // True when parameter k's .grad is a view into its bucket (fp32 wire).
+  bool grad_is_bucket_view(size_t k) const;
 
  private:
   struct Bucket {
     std::vector<size_t> members;
     std::vector<int64_t> offsets;
     at::Tensor buffer;  // flat, wire dtype
+    bool views = false; // members' .grad are views of `buffer`
     size_t pending = 0;
     bool launched = false;
     std::shared_ptr<Work> work;
   };
-  void on_grad(size_t index, const at::Tensor& grad);
+  void on_ready(size_t index);
+  void pack(size_t index);  // the gradient of parameter `index` into its bucket
   void launch_ready(bool from_hook);
 
   std::vector<at::Tensor> params_;
-  std::vector<unsigned> hook_ids_;
+  std::vector<at::Tensor> views_;  // per parameter: its slice of its bucket, shaped and strided like it
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
   std::vector<std::pair<size_t, size_t>> where_;  // param -> (bucket, slot)
   std::vector<bool> seen_;
   std::vector<Bucket> buckets_;
   std::shared_ptr<Comm> comm_;
+  bool prescaled_ = false;
   size_t next_launch_ = 0;
   bool sync_ = false;
   std::mutex mu_;

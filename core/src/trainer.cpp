@@ -372,6 +372,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
     ReducerOptions ro;
     ro.bucket_mb = plan.dist.f64("bucket_mb");
     ro.compression = plan.dist.str("compression");
+    ro.prescaled = true;  // the loss below carries 1/ranks
     reducer = std::make_unique<Reducer>(all_params, comm, ro);
   }
 
@@ -433,7 +434,10 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         }
         loss_sum += lv;
         if (reducer) reducer->prepare(m == micro - 1);  // only the last backward communicates
-        (micro > 1 ? loss / static_cast<double>(micro) : loss).backward();
+        // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
+        // allreduce (summed by the reducer, which then needs no averaging pass).
+        const double loss_scale = 1.0 / static_cast<double>(micro * ranks);
+        (loss_scale != 1.0 ? loss * loss_scale : loss).backward();
         compute_s += seconds_since(t1);
       }
       int64_t buckets = 0, overlapped = 0;

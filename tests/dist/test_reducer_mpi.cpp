@@ -154,6 +154,60 @@ TEST(Reducer, HalfPrecisionWire) {
   }
 }
 
+TEST(Reducer, GradientsAreBucketViewsAndNothingIsCopied) {
+  Chain net(4, 64);
+  vexp::ReducerOptions o;
+  o.bucket_mb = 0.02;  // one layer per bucket
+  o.prescaled = true;  // the caller scales the loss by 1/size
+  vexp::Reducer reducer(net.weights, g_comm, o);
+  for (size_t k = 0; k < net.weights.size(); ++k) EXPECT_TRUE(reducer.grad_is_bucket_view(k)) << k;
+  reducer.prepare(false);
+  net.loss(21 + g_comm->rank()).backward();
+  auto want = flat_average(net.grads());
+  net.zero();  // in place: the views survive
+  for (int step = 0; step < 2; ++step) {
+    reducer.prepare(true);
+    (net.loss(21 + g_comm->rank()) * (1.0 / g_comm->size())).backward();
+    reducer.finish();
+    EXPECT_LE(max_diff(net.grads(), want), 1e-6) << "step " << step;
+    EXPECT_EQ(reducer.last_step().rebound, 0) << "autograd did not accumulate into the buckets";
+    for (size_t k = 0; k < net.weights.size(); ++k) EXPECT_TRUE(reducer.grad_is_bucket_view(k)) << k;
+    net.zero();
+  }
+  // A gradient set to none (or replaced) is copied back into its bucket and rebound.
+  net.weights[1].mutable_grad().reset();
+  reducer.prepare(true);
+  (net.loss(21 + g_comm->rank()) * (1.0 / g_comm->size())).backward();
+  reducer.finish();
+  EXPECT_EQ(reducer.last_step().rebound, 1);
+  EXPECT_TRUE(reducer.grad_is_bucket_view(1));
+  EXPECT_LE(max_diff(net.grads(), want), 1e-6);
+}
+
+TEST(Reducer, ChannelsLastGradientsKeepTheirLayout) {
+  at::manual_seed(5);
+  at::Tensor w = at::randn({8, 4, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).set_requires_grad(true);
+  at::Tensor b = at::randn({8}).set_requires_grad(true);
+  vexp::Reducer reducer({w, b}, g_comm, vexp::ReducerOptions{});
+  EXPECT_EQ(w.grad().strides(), w.strides());
+  auto loss = [&] {
+    at::manual_seed(40 + g_comm->rank());
+    at::Tensor x = at::randn({2, 4, 6, 6});
+    return at::conv2d(x, w, b).pow(2).mean();
+  };
+  reducer.prepare(false);
+  loss().backward();
+  auto want = flat_average({w.grad().clone(), b.grad().clone()});
+  w.mutable_grad().zero_();
+  b.mutable_grad().zero_();
+  reducer.prepare(true);
+  loss().backward();
+  reducer.finish();
+  EXPECT_LE(max_diff({w.grad(), b.grad()}, want), 1e-6);
+  EXPECT_TRUE(reducer.grad_is_bucket_view(0));
+  EXPECT_EQ(w.grad().strides(), w.strides());
+}
+
 TEST(Reducer, BroadcastAndModelCheck) {
   at::Tensor w = at::full({3}, float(g_comm->rank() + 1));
   vexp::broadcast_from_rank0(*g_comm, {w});

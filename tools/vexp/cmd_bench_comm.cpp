@@ -107,12 +107,16 @@ void add_bench_comm(CLI::App& app) {
     std::vector<double> t_flat, t_bucket, t_local;
     ReducerOptions ro;
     ro.bucket_mb = s.plan->dist.f64("bucket_mb");
+    ro.prescaled = true;
     Reducer reducer(params, comm, ro);
     // "Backward" of a loss touching every parameter: gradients appear in reverse order.
+    // As in the trainer, the loss carries 1/ranks, so the reducer sums and needs no
+    // averaging pass (the flat allreduce does not average either).
+    const double inv_ranks = 1.0 / static_cast<double>(comm->size());
     auto loss_of = [&] {
       at::Tensor l = at::zeros({});
       for (auto& p : params) l = l + p.sum();
-      return l;
+      return l * inv_ranks;
     };
     for (int i = 0; i < *reps + 1; ++i) {
       comm->barrier();
@@ -162,6 +166,7 @@ void add_bench_comm(CLI::App& app) {
     auto step = [&](bool distributed) {
       for (auto& p : mp) if (p.grad().defined()) p.mutable_grad().zero_();
       at::Tensor loss = at::cross_entropy_loss(model.forward(x), y);
+      if (distributed) loss = loss * inv_ranks;
       if (distributed) step_reducer.prepare(true);
       else step_reducer.prepare(false);
       loss.backward();

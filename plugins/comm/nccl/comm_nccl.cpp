@@ -1,5 +1,7 @@
 // comm/nccl: collectives with NCCL on CUDA tensors (CPU tensors are staged
-// through device memory). Built only with -DVEXP_CUDA=ON.
+// through device memory). Needs only the CUDA runtime and NCCL, not a CUDA
+// libtorch: the default build compiles it (outside the plugin folder) wherever
+// nvcc and NCCL are found, and a test loads it; -DVEXP_CUDA=ON installs it.
 //
 // Bootstrap: under an MPI launcher (mpirun, srun --mpi=pmix, jsrun) and when
 // built with MPI, rank/size come from MPI and rank 0's ncclUniqueId is
@@ -94,6 +96,12 @@ class NcclWork final : public vexp::Work {
 class NcclComm final : public vexp::Comm {
  public:
   explicit NcclComm(const vexp::Params& p) : timeout_s_(p.f64("timeout_s")) {
+    int devices = 0;
+    const cudaError_t probe = cudaGetDeviceCount(&devices);
+    if (probe != cudaSuccess || devices == 0)
+      throw std::runtime_error(std::string("comm nccl: no CUDA device visible (") +
+                               (probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices") +
+                               "); use dist.backend = \"mpi\" on CPU machines");
     ncclUniqueId id;
     bool via_mpi = false;
 #ifdef VEXP_NCCL_WITH_MPI
@@ -118,9 +126,6 @@ class NcclComm final : public vexp::Comm {
       if (size_ > 1) id = file_rendezvous(p.str("rendezvous"));
       else nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     }
-    int devices = 0;
-    cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-    if (devices == 0) throw std::runtime_error("comm nccl: no CUDA device visible");
     device_ = env_int({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}, 0) % devices;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
