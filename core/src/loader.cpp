@@ -47,11 +47,14 @@ std::vector<std::vector<int64_t>> DistributedSampler::epoch_batches(int64_t epoc
   return out;
 }
 
-Batch stack_samples(std::vector<Sample>& samples) {
+Batch stack_samples(std::vector<Sample>& samples, bool pinned) {
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<int64_t> sizes{n};
   sizes.insert(sizes.end(), samples[0].clip.sizes().begin(), samples[0].clip.sizes().end());
-  Batch b{at::empty(sizes, samples[0].clip.options()), at::empty({n}, at::kLong)};
+  // Pinned: allocated by the CUDA host allocator (page-locked), so the trainer's
+  // copy to the device can be asynchronous; one copy, not a stack and a pin.
+  const at::TensorOptions clip_opts = samples[0].clip.options().device(at::kCPU).pinned_memory(pinned);
+  Batch b{at::empty(sizes, clip_opts), at::empty({n}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned))};
   auto* labels = b.labels.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (!samples[i].clip.sizes().equals(samples[0].clip.sizes()))
@@ -66,11 +69,14 @@ struct Loader::Slot {
   const std::vector<int64_t>* indices = nullptr;
   std::vector<Sample> samples;
   size_t claimed = 0, done = 0;
+  bool ready = false;  // `batch` assembled
+  Batch batch;
 };
 
 Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches, LoaderOptions opt)
     : data_(data), batches_(std::move(batches)), opt_(opt) {
   opt_.prefetch = std::max<int64_t>(1, opt_.prefetch);
+  pinned_ = opt_.pin_memory && at::globalContext().hasCUDA();
   for (int64_t i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -129,17 +135,28 @@ void Loader::work() {
       return;
     }
     slot->samples[item] = std::move(s);
-    if (++slot->done == slot->indices->size()) ready_.notify_all();
+    if (++slot->done < slot->indices->size()) continue;
+    // The last sample of a batch: this thread stacks it (into pinned memory when
+    // CUDA is present), so the consumer only takes it.
+    lock.unlock();
+    Batch b;
+    try {
+      b = stack_samples(slot->samples, pinned_);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    if (err) {
+      if (!error_) error_ = err;
+      ready_.notify_all();
+      room_.notify_all();
+      return;
+    }
+    slot->batch = std::move(b);
+    slot->samples.clear();
+    slot->ready = true;
+    ready_.notify_all();
   }
-}
-
-Batch Loader::assemble(Slot& s) {
-  Batch b = stack_samples(s.samples);
-  if (opt_.pin_memory && at::globalContext().hasCUDA()) {
-    b.clips = b.clips.pin_memory();
-    b.labels = b.labels.pin_memory();
-  }
-  return b;
 }
 
 bool Loader::next(Batch& out) {
@@ -149,23 +166,21 @@ bool Loader::next(Batch& out) {
     Slot s;
     s.indices = &batches_[delivered_++];
     for (int64_t i : *s.indices) s.samples.push_back(data_.get_view(opt_.split, i, opt_.view, opt_.seed));
-    out = assemble(s);
+    out = stack_samples(s.samples, pinned_);
     wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return true;
   }
   std::shared_ptr<Slot> s;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] {
-      return error_ || (!open_.empty() && open_.front()->done == open_.front()->indices->size());
-    });
+    ready_.wait(lock, [&] { return error_ || (!open_.empty() && open_.front()->ready); });
     if (error_) std::rethrow_exception(error_);
     s = open_.front();
     open_.pop_front();
     ++delivered_;
   }
   room_.notify_all();
-  out = assemble(*s);
+  out = std::move(s->batch);
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }

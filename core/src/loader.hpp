@@ -46,7 +46,9 @@ struct LoaderOptions {
   int64_t view = 0;       // test view
   int64_t workers = 2;    // decode threads; 0: decode in the caller's thread
   int64_t prefetch = 4;   // ready or in-progress batches ahead of the consumer
-  bool pin_memory = true; // when CUDA is present
+  // Batches in page-locked (pinned) host memory when CUDA is present, so a
+  // `to(cuda, non_blocking = true)` copy overlaps compute; no effect without CUDA.
+  bool pin_memory = true;
 };
 
 // Produces the batches in the given order; samples are decoded in parallel
@@ -62,12 +64,13 @@ class Loader {
   bool next(Batch& out);
   // Seconds next() spent waiting for data so far.
   double wait_s() const { return wait_s_; }
+  // Whether batches come in pinned host memory (pin_memory and CUDA present).
+  bool pinned() const { return pinned_; }
 
  private:
   struct Slot;
   void work();
   bool claim(std::shared_ptr<Slot>& slot, size_t& item);
-  Batch assemble(Slot& s);
 
   const Dataset& data_;
   std::vector<std::vector<int64_t>> batches_;
@@ -81,9 +84,11 @@ class Loader {
   std::exception_ptr error_;
   std::vector<std::thread> threads_;
   double wait_s_ = 0;
+  bool pinned_ = false;  // pin_memory and CUDA present
 };
 
-// Stacks samples into a batch (every clip must have the first one's shape).
-Batch stack_samples(std::vector<Sample>& samples);
+// Stacks samples into a batch (every clip must have the first one's shape), in
+// pinned host memory when `pinned` (needs CUDA).
+Batch stack_samples(std::vector<Sample>& samples, bool pinned = false);
 
 }  // namespace vexp

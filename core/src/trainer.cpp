@@ -399,10 +399,16 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   int64_t end_epoch = epochs;
   if (opt.stop_after_epochs > 0) end_epoch = std::min(epochs, start_epoch + opt.stop_after_epochs);
 
-  for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
+  // An epoch's loader starts when the previous epoch's last batch was taken, so
+  // its first batches decode during that step, evaluation and checkpointing.
+  auto epoch_loader = [&](int64_t epoch) {
     LoaderOptions train_lo = loader_opts;
     train_lo.seed = mix_seed(seed, static_cast<uint64_t>(epoch));
-    Loader loader(*data, sampler.epoch_batches(epoch), train_lo);
+    return std::make_unique<Loader>(*data, sampler.epoch_batches(epoch), train_lo);
+  };
+  std::unique_ptr<Loader> upcoming;
+  for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
+    std::unique_ptr<Loader> loader = upcoming ? std::move(upcoming) : epoch_loader(epoch);
     const auto epoch_start = Clock::now();
     double epoch_data = 0, epoch_compute = 0, epoch_comm = 0, loss_avg = 0;
     int64_t loss_n = 0;
@@ -417,8 +423,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         at::manual_seed(mix_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)), gpu));
         auto t0 = Clock::now();
         Batch b;
-        if (!loader.next(b)) throw std::logic_error("loader ran out of batches");
+        if (!loader->next(b)) throw std::logic_error("loader ran out of batches");
         data_s += seconds_since(t0);
+        if (step + 1 == steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch) upcoming = epoch_loader(epoch + 1);
         auto t1 = Clock::now();
         at::Tensor logits = model->forward(b.clips);
         at::Tensor loss = at::cross_entropy_loss(logits, b.labels);

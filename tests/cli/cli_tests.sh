@@ -273,9 +273,9 @@ bench_data)
   "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"
   export VEXP_MOTION_DATA="$tmp/m"
   expect_rc 0 -- "$vexp" bench data data/tiny_video.toml --threads 1,2
-  expect_out "threads 1: 8 clips"; expect_out "threads 2: 8 clips"; expect_out "per thread"
+  expect_out "threads 1: 8 clips"; expect_out "threads 2: 8 clips"; expect_out "per thread"; expect_out "per CPU second"
   "$vexp" bench data data/tiny_video.toml --split train --json >"$tmp/b.json" || fail "bench --json"
-  $PY -c "import json; r=json.load(open('$tmp/b.json')); assert r['results'][0]['clips']==8 and r['results'][0]['clips_per_s']>0, r" || fail "bench json"
+  $PY -c "import json; r=json.load(open('$tmp/b.json')); assert r['results'][0]['clips']==8 and r['results'][0]['clips_per_s']>0 and r['results'][0]['cpu_seconds']>0, r" || fail "bench json"
   expect_rc 2 -- "$vexp" bench
   ;;
 run_tiny)

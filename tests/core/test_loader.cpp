@@ -151,4 +151,27 @@ TEST(Loader, PrefetchIsBoundedAndDestructionMidEpochIsClean) {
   SUCCEED();
 }
 
+TEST(Loader, BatchesArePinnedExactlyWhenCudaIsPresentAndAsked) {
+  FakeData d(12);
+  std::vector<std::vector<int64_t>> batches{{0, 1, 2}, {3, 4, 5}};
+  for (bool pin : {false, true})
+    for (int w : {0, 2}) {
+      vexp::LoaderOptions o;
+      o.workers = w;
+      o.pin_memory = pin;
+      vexp::Loader l(d, batches, o);
+      EXPECT_EQ(l.pinned(), pin && at::globalContext().hasCUDA());
+      vexp::Batch b;
+      int n = 0;
+      while (l.next(b)) {
+        EXPECT_EQ(b.clips.is_pinned(), l.pinned());
+        EXPECT_EQ(b.labels.is_pinned(), l.pinned());
+        EXPECT_EQ(b.clips.size(0), 3);
+        EXPECT_EQ(b.labels[2].item<int64_t>(), batches[n][2] % 10);
+        ++n;
+      }
+      EXPECT_EQ(n, 2);
+    }
+}
+
 }  // namespace

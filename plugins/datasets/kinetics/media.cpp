@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -217,6 +218,15 @@ void VideoReader::read(const std::vector<int64_t>& indices, Rect crop, int out_w
     }
   };
 
+  // Wanted frames whose packet was not sent yet. Once every one was sent, the
+  // decoder holds all they need (references precede in decoding order): drain
+  // it instead of decoding the packets its reordering delay would take first.
+  std::set<int64_t> unsent;
+  auto reset_unsent = [&] {
+    unsent.clear();
+    for (const auto& w : wanted) unsent.insert(w.first);
+  };
+  reset_unsent();
   bool flushed = false;
   while (!wanted.empty()) {
     // Jump ahead when the next wanted frame lies behind a keyframe we have not reached.
@@ -224,6 +234,7 @@ void VideoReader::read(const std::vector<int64_t>& indices, Rect crop, int out_w
     if (last_frame_pts != INT64_MIN && next_key > last_frame_pts && !flushed) {
       seek(next_key);
       last_frame_pts = INT64_MIN;
+      reset_unsent();
     }
     int rc = av_read_frame(m.fmt, m.pkt);
     if (rc == AVERROR_EOF) {
@@ -239,12 +250,22 @@ void VideoReader::read(const std::vector<int64_t>& indices, Rect crop, int out_w
       continue;
     }
     const int64_t t = m.pkt->pts;
+    // The next timed packet after the last wanted one: drain (a packet without a
+    // timestamp may be the second field of the last frame and is sent first).
+    if (unsent.empty() && t != AV_NOPTS_VALUE) {
+      av_packet_unref(m.pkt);
+      flushed = true;
+      avcodec_send_packet(m.codec, nullptr);
+      take_frames();
+      break;
+    }
     const bool needed = t == AV_NOPTS_VALUE || wanted.count(t) || (m.pkt->flags & AV_PKT_FLAG_KEY);
     m.codec->skip_frame = needed ? AVDISCARD_DEFAULT : AVDISCARD_NONREF;
     rc = avcodec_send_packet(m.codec, m.pkt);
     av_packet_unref(m.pkt);
     if (rc < 0 && rc != AVERROR(EAGAIN) && rc != AVERROR_INVALIDDATA)
       fail(path_, "cannot decode: " + av_error(rc));
+    if (t != AV_NOPTS_VALUE) unsent.erase(t);
     take_frames();
   }
   m.codec->skip_frame = AVDISCARD_DEFAULT;

@@ -6,8 +6,11 @@
 // frame rate alike. Reading a set of frames seeks to the keyframe before the
 // first one, decodes forward, skips decoding non-reference frames that are not
 // wanted, seeks ahead again when the next wanted frame lies past another
-// keyframe, and converts only the wanted frames, cropping and scaling in one
-// swscale call straight to the output size.
+// keyframe, drains the decoder as soon as the last wanted frame's packet is in
+// (rather than decoding the packets of its reordering delay), and converts only
+// the wanted frames, cropping and scaling in one swscale call straight to the
+// output size. What remains is the decoding of the frames the wanted ones depend
+// on: see docs/data.md, "Benchmark".
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,8 @@ class VideoReader {
   // pixels (channels 1: gray, 3: RGB) at out + k * out_w * out_h * channels.
   void read(const std::vector<int64_t>& indices, Rect crop, int out_w, int out_h, int channels, uint8_t* out);
 
-  // Frames decoded by the last read (wanted or not; for tests and benchmarks).
+  // Frames the decoder produced in the last read, wanted or not (skipped
+  // non-reference frames are not decoded and not counted; for tests and benchmarks).
   int64_t decoded_frames() const { return decoded_; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,64 @@ TEST(KineticsDecode, SkipsDecodingUnneededFrames) {
   std::vector<uint8_t> buf(8 * 16 * 16);
   r.read(tsn_test(250, 8), {0, 0, 64, 48}, 16, 16, 1, buf.data());
   EXPECT_LT(r.decoded_frames(), 250) << "keyframe seeks and non-reference skipping";
+}
+
+// Picture types (I, P, B) of every frame in presentation order, from ffprobe.
+std::string picture_types(const fs::path& video) {
+  fs::path out = video.string() + ".types";
+  sh("ffprobe -v error -select_streams v:0 -show_frames -show_entries frame=pict_type -of csv=p=0 -o " +
+     out.string() + " " + video.string());
+  std::ifstream in(out);
+  std::string types, line;
+  while (std::getline(in, line))  // "I", "B", ... (side data may follow after a comma)
+    if (!line.empty() && (line[0] == 'I' || line[0] == 'P' || line[0] == 'B')) types += line[0];
+  return types;
+}
+
+// Reads `want` from `video` (64x48) and compares each frame with FFmpeg's own decoding.
+void expect_same_as_ffmpeg(const fs::path& video, vexp::media::VideoReader& r, const std::vector<int64_t>& want) {
+  auto all = ffmpeg_frames(video);
+  const size_t fb = 64 * 48;
+  std::vector<uint8_t> got(want.size() * fb);
+  r.read(want, {0, 0, 64, 48}, 64, 48, 1, got.data());
+  ASSERT_EQ(static_cast<size_t>(r.frames()) * fb, all.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    int maxdiff = 0;
+    for (size_t i = 0; i < fb; ++i)
+      maxdiff = std::max(maxdiff, std::abs(int(got[k * fb + i]) - int(all[want[k] * fb + i])));
+    EXPECT_LE(maxdiff, 1) << video << " frame " << want[k];
+  }
+}
+
+TEST(KineticsDecode, NonReferenceFramesThatAreNotSampledAreNotDecoded) {
+  // One keyframe for the whole clip and plain (non-reference) B-frames: reaching the
+  // last TSN frame needs every I/P frame before it but none of the B-frames in
+  // between except the sampled ones.
+  fs::path v = make_video("nonref.mp4", 200, 300, "", "-x264-params b-pyramid=none:b-adapt=0:scenecut=0");
+  const std::string types = picture_types(v);
+  vexp::media::VideoReader r(v.string());
+  ASSERT_EQ(static_cast<int64_t>(types.size()), r.frames());
+  const std::vector<int64_t> want = tsn_test(r.frames(), 8);
+  const int64_t last = *std::max_element(want.begin(), want.end());
+  int64_t skippable = 0;  // B-frames up to the last sampled one that are not sampled
+  for (int64_t k = 0; k <= last; ++k)
+    skippable += types[k] == 'B' && std::find(want.begin(), want.end(), k) == want.end();
+  ASSERT_GT(skippable, last / 2) << "the test video should be mostly B-frames: " << types;
+  expect_same_as_ffmpeg(v, r, want);
+  // The decoder outputs each frame once its successor in decoding order arrives:
+  // at most the reference frame after `last` comes on top.
+  EXPECT_LE(r.decoded_frames(), last + 1 - skippable + 1) << "frames decoded for " << types;
+  EXPECT_GE(r.decoded_frames(), last + 1 - skippable) << "every needed frame is decoded once";
+}
+
+TEST(KineticsDecode, PyramidBFramesStayFrameExactWhileSkipping) {
+  // x264's default B-pyramid: some B-frames are references, others are not.
+  fs::path v = make_video("pyramid.mp4", 120, 300, "", "-bf 3 -x264-params b-pyramid=normal:scenecut=0");
+  vexp::media::VideoReader r(v.string());
+  const std::vector<int64_t> want = tsn_test(r.frames(), 8);
+  expect_same_as_ffmpeg(v, r, want);
+  const int64_t last = *std::max_element(want.begin(), want.end());
+  EXPECT_LT(r.decoded_frames(), last + 1) << "some unsampled B-frames before the last sampled frame are skipped";
 }
 
 // Writes list files for a small dataset of generated videos.
