@@ -46,11 +46,12 @@ step() {
   local l; l=$(left)
   [ "$limit" -gt "$l" ] && limit=$l
   if [ "$dry" = 1 ]; then { printf '[dry] %s (limit %ss):' "$name" "$limit"; printf ' %q' "$@"; echo; } >&3; return 0; fi
-  if [ "$limit" -le 5 ]; then echo "== $name: skipped, the time budget is spent"; return 1; fi
+  # Status lines go to fd 3 (the terminal): stdout may be a result file.
+  if [ "$limit" -le 5 ]; then echo "== $name: skipped, the time budget is spent" >&3; return 1; fi
   timeout --signal=TERM --kill-after=5 "$limit" "$@"
   local rc=$?
-  [ $rc -eq 124 ] && echo "== $name: stopped after its ${limit} s limit"
-  [ $rc -ne 0 ] && echo "== $name: failed ($rc)"
+  [ $rc -eq 124 ] && echo "== $name: stopped after its ${limit} s limit" >&3
+  [ $rc -ne 0 ] && echo "== $name: failed ($rc)" >&3
   return $rc
 }
 
@@ -61,6 +62,11 @@ else
   "$py" -c 'import torch; assert torch.cuda.is_available(), "no CUDA device visible to PyTorch"; print("torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name(0), "x", torch.cuda.device_count())' || exit 1
   prefix=$("$py" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
   gpus=$("$py" -c 'import torch; print(torch.cuda.device_count())')
+  # comm/nccl needs nccl.h and libnccl: a pip-installed PyTorch has them in nvidia-nccl.
+  if [ -z "${NCCL_HOME:-}" ] && [ ! -e /usr/include/nccl.h ]; then
+    NCCL_HOME=$("$py" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null) && export NCCL_HOME \
+      && echo "NCCL_HOME=$NCCL_HOME (from the nvidia-nccl wheel)"
+  fi
 fi
 jobs=$(nproc)
 
