@@ -35,7 +35,8 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, Red
   int64_t cur_elems = 0;
   auto close = [&] {
     if (cur.members.empty()) return;
-    cur.buffer = at::zeros({cur_elems}, at::TensorOptions().dtype(wire));
+    // On the gradients' device: comm/nccl reduces GPU buffers in place.
+    cur.buffer = at::zeros({cur_elems}, at::TensorOptions().dtype(wire).device(params_.front().device()));
     buckets_.push_back(std::move(cur));
     cur = Bucket{};
     cur_elems = 0;
