@@ -15,6 +15,7 @@
 #include "graph.hpp"
 #include "loader.hpp"
 #include "optimizer.hpp"
+#include "precision.hpp"
 #include "reducer.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
@@ -55,8 +56,23 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
 
   auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
   r.ranks = comm->size();
+  const bool device_from_cli = !opt.device.empty(), precision_from_cli = !opt.precision.empty();
+  const c10::Device device = resolve_device(device_from_cli ? opt.device : plan.run.str("device"),
+                                            device_from_cli ? "--device" : run_setting_where(plan.run, "device", ""));
+  Precision precision;
+  try {
+    precision = parse_precision(precision_from_cli ? opt.precision : plan.run.str("precision"));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--precision: ") + e.what());
+  }
+  check_precision(precision, device,
+                  precision_from_cli ? "--precision" : run_setting_where(plan.run, "precision", ""));
+  r.device = device.str();
+  r.precision = precision_name(precision);
+  GradScaler scaler(precision == Precision::Fp16);
   auto model = std::make_shared<ModelGraph>(plan, s.host);
   model->train();
+  if (!device.is_cpu()) model->to(device);
   if (opt.channels_last) {
     at::NoGradGuard ng;
     for (auto& p : model->parameters(true))
@@ -85,9 +101,12 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   std::vector<Batch> fake;
   if (opt.synthetic) {
     const int64_t classes = std::max<int64_t>(2, plan.data_facts.classes);
-    for (int i = 0; i < 2; ++i)
-      fake.push_back({at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]}),
-                      at::randint(0, classes, {per_gpu}, at::kLong)});
+    // Made on the host (pinned for a GPU) and copied every step, as real batches are.
+    for (int i = 0; i < 2; ++i) {
+      Batch b{at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]}), at::randint(0, classes, {per_gpu}, at::kLong)};
+      if (device.is_cuda()) b = {b.clips.pin_memory(), b.labels.pin_memory()};
+      fake.push_back(b);
+    }
   } else {
     data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
     const int64_t n = data->size(Split::Train);
@@ -101,34 +120,57 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     lo.seed = seed;
     lo.workers = plan.data.i64("workers");
     lo.prefetch = plan.data.i64("prefetch");
+    lo.pin_memory = device.is_cuda();
     loader = std::make_unique<Loader>(*data, std::move(batches), lo);
   }
 
-  for (int64_t i = 0; i < total; ++i) {
-    const bool timed = i >= opt.warmup;
-    const auto t_step = Clock::now();
+  // As in the trainer: the next batch is put to the device (its copy in flight)
+  // before the current one computes. Phases end with a device sync, so that
+  // each is charged its own GPU time.
+  DeviceFeeder feeder(device);
+  int64_t fetched = 0;
+  auto fetch_next = [&] {
+    if (fetched >= total) return;
     Batch b;
     if (opt.synthetic) {
-      b = fake[static_cast<size_t>(i % 2)];
+      b = fake[static_cast<size_t>(fetched % 2)];
     } else if (!loader->next(b)) {
       throw std::logic_error("bench train: the loader ran out of batches");
     }
+    ++fetched;
+    feeder.put(std::move(b));
+  };
+  fetch_next();
+  for (int64_t i = 0; i < total; ++i) {
+    const bool timed = i >= opt.warmup;
+    const auto t_step = Clock::now();
+    Batch b = feeder.take();
+    fetch_next();
     const double t_data = since(t_step);
     auto t0 = Clock::now();
-    at::Tensor loss = at::cross_entropy_loss(model->forward(b.clips), b.labels);
+    at::Tensor loss;
+    {
+      AutocastScope autocast(device.type(), precision);
+      loss = at::cross_entropy_loss(model->forward(b.clips).to(at::kFloat), b.labels);
+    }
     const double lv = loss.item<double>();
     const double t_fwd = since(t0);
     if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
     t0 = Clock::now();
     if (reducer) reducer->prepare(true);
-    (reducer ? loss * (1.0 / static_cast<double>(r.ranks)) : loss).backward();
+    scaler.scale_loss(reducer ? loss * (1.0 / static_cast<double>(r.ranks)) : loss).backward();
+    device_sync(device);
     const double t_bwd = since(t0);
     t0 = Clock::now();
     if (reducer) reducer->finish();
+    device_sync(device);
     const double t_comm = since(t0);
     t0 = Clock::now();
-    sgd.step(lr);
+    const bool finite = scaler.unscale(all);
+    if (finite) sgd.step(lr);
+    scaler.update(finite);
     sgd.zero_grad();
+    device_sync(device);
     const double t_opt = since(t0);
     const double t_all = since(t_step);
     r.final_loss = lv;
@@ -143,6 +185,8 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   const double step = r.step.median();
   r.clips_per_s = step > 0 ? static_cast<double>(per_gpu * r.ranks) / step : 0;
   r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
+  r.loss_scale = scaler.enabled() ? scaler.scale() : 0;
+  r.skipped_steps = scaler.skipped_steps();
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   r.peak_rss_kb = ru.ru_maxrss;

@@ -24,6 +24,7 @@
 #include "graph.hpp"
 #include "loader.hpp"
 #include "optimizer.hpp"
+#include "precision.hpp"
 #include "schedule.hpp"
 #include "tensorboard.hpp"
 #include "vexp/comm.hpp"
@@ -61,7 +62,8 @@ struct EvalResult {
   int64_t clips = 0;
 };
 
-EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes, const LoaderOptions& lo) {
+EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes, const LoaderOptions& lo,
+                    const c10::Device& device, Precision precision) {
   model.eval();
   at::NoGradGuard no_grad;
   EvalResult r;
@@ -83,9 +85,17 @@ EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64
     o.seed = 0;
     o.view = v;
     Loader loader(data, batches, o);
-    Batch b;
-    for (size_t i = 0; loader.next(b); ++i) {
-      at::Tensor logits = model.forward(b.clips);
+    DeviceFeeder feeder(device);
+    Batch next;
+    if (loader.next(next)) feeder.put(std::move(next));
+    for (size_t i = 0; !feeder.empty(); ++i) {
+      Batch b = feeder.take();
+      if (loader.next(next)) feeder.put(std::move(next));  // its copy overlaps this forward
+      at::Tensor logits;
+      {
+        AutocastScope autocast(device.type(), precision);
+        logits = model.forward(b.clips).to(at::kFloat);
+      }
       logit_sum[i] = v == 0 ? logits : logit_sum[i] + logits;
       labels[i] = b.labels;
     }
@@ -251,6 +261,12 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(threads));
 
+  // Device and arithmetic: checked before the run directory is touched.
+  const c10::Device device = resolve_device(run.str("device"), run_setting_where(run, "device", opt.recipe_path));
+  const Precision precision = parse_precision(run.str("precision"));
+  check_precision(precision, device, run_setting_where(run, "precision", opt.recipe_path));
+  GradScaler scaler(precision == Precision::Fp16);
+
   std::string name = run.str("name");
   if (name.empty()) name = fs::path(opt.recipe_path).stem().string();
   fs::path out = run_dir_of(plan, opt);
@@ -293,6 +309,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   model->train();
   const int64_t params_count = model->parameter_count();
   const double macs = plan.data_facts.clip.empty() ? 0.0 : model->macs_per_clip(plan.data_facts.clip);
+  // Parameters and buffers move in place (set_data), so tensors taken from the
+  // model below are the device's; checkpoints hold CPU copies.
+  if (!device.is_cpu()) model->to(device);
 
   // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
   const dsl::Params& o = plan.optim;
@@ -322,6 +341,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   LoaderOptions loader_opts;
   loader_opts.workers = plan.data.i64("workers");
   loader_opts.prefetch = plan.data.i64("prefetch");
+  loader_opts.pin_memory = device.is_cuda();  // pinned host memory: asynchronous copies to the GPU
 
   // Resume.
   int64_t start_epoch = 0, global_step = 0;
@@ -345,7 +365,10 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       auto it = c.model.find(b.key());
       if (it != c.model.end()) b.value().copy_(it->second);
     }
-    for (auto& [k, v] : c.optimizer) sgd.state()[k] = v.clone();
+    for (auto& [k, v] : c.optimizer) sgd.state()[k] = v.to(v.options().device(device), false, /*copy=*/true);
+    if (meta.contains("grad_scale"))
+      scaler.restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
+                     meta.value("skipped_steps", int64_t(0)));
     start_epoch = meta.at("epoch").get<int64_t>();
     global_step = meta.at("global_step").get<int64_t>();
     train_time = meta.value("train_time_s", 0.0);
@@ -377,7 +400,10 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   }
 
   if (writer) log_info("run '" + out.string() + "': " + std::to_string(params_count) + " parameters, " +
-           std::to_string(macs / 1e6) + " M MACs per clip, " + std::to_string(threads) + " threads, global batch " +
+           std::to_string(macs / 1e6) + " M MACs per clip, " +
+           (device.is_cpu() ? std::to_string(threads) + " threads" : device.str()) +
+           (precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(precision) + " autocast") +
+           ", global batch " +
            std::to_string(global_batch) + ", " + std::to_string(steps_per_epoch) + " steps per epoch");
 
   std::ofstream metrics;
@@ -409,6 +435,17 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   std::unique_ptr<Loader> upcoming;
   for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
     std::unique_ptr<Loader> loader = upcoming ? std::move(upcoming) : epoch_loader(epoch);
+    // One batch ahead: on a GPU its host->device copy overlaps the step before it.
+    DeviceFeeder feeder(device);
+    double fetch_s = 0;
+    auto fetch_next = [&] {
+      const auto t = Clock::now();
+      Batch nb;
+      if (loader->next(nb)) feeder.put(std::move(nb));
+      fetch_s = seconds_since(t);
+    };
+    fetch_next();
+    double pending_data_s = fetch_s;
     const auto epoch_start = Clock::now();
     double epoch_data = 0, epoch_compute = 0, epoch_comm = 0, loss_avg = 0;
     int64_t loss_n = 0;
@@ -421,14 +458,19 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         // an emulated world draws what rank g of a real one does.
         const uint64_t gpu = static_cast<uint64_t>(comm->rank() * micro + m);
         at::manual_seed(mix_seed(mix_seed(seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)), gpu));
-        auto t0 = Clock::now();
-        Batch b;
-        if (!loader->next(b)) throw std::logic_error("loader ran out of batches");
-        data_s += seconds_since(t0);
+        if (feeder.empty()) throw std::logic_error("loader ran out of batches");
+        Batch b = feeder.take();
+        fetch_next();  // the next micro-batch is on its way while this one computes
+        data_s += pending_data_s;
+        pending_data_s = fetch_s;
         if (step + 1 == steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch) upcoming = epoch_loader(epoch + 1);
         auto t1 = Clock::now();
-        at::Tensor logits = model->forward(b.clips);
-        at::Tensor loss = at::cross_entropy_loss(logits, b.labels);
+        at::Tensor loss;
+        {
+          AutocastScope autocast(device.type(), precision);
+          at::Tensor logits = model->forward(b.clips);
+          loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
+        }
         const double lv = loss.item<double>();
         if (!std::isfinite(lv)) {
           progress.end_bar();
@@ -444,7 +486,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
         // allreduce (summed by the reducer, which then needs no averaging pass).
         const double loss_scale = 1.0 / static_cast<double>(micro * ranks);
-        (loss_scale != 1.0 ? loss * loss_scale : loss).backward();
+        scaler.scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
         compute_s += seconds_since(t1);
       }
       int64_t buckets = 0, overlapped = 0;
@@ -459,9 +501,14 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         loss_sum = l.item<double>();
       }
       auto t3 = Clock::now();
-      if (o.f64("clip_grad_norm") > 0) clip_grad_norm(all_params, o.f64("clip_grad_norm"));
+      // fp16: gradients back to their true size; a step with an inf / NaN among
+      // them is skipped and the loss scale backs off (every rank sees the same
+      // reduced gradients, so every rank decides alike).
+      const bool finite = scaler.unscale(all_params);
+      if (finite && o.f64("clip_grad_norm") > 0) clip_grad_norm(all_params, o.f64("clip_grad_norm"));
       const double lr = sched.at(global_step);
-      sgd.step(lr);
+      if (finite) sgd.step(lr);
+      scaler.update(finite);
       sgd.zero_grad();
       compute_s += seconds_since(t3);
       ++global_step;
@@ -481,10 +528,15 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       progress.step(epoch + 1, epochs, step + 1, steps_per_epoch, loss_avg / static_cast<double>(loss_n), lr,
                     clips_per_s, eta);
       if ((step + 1) % run.i64("log_every") == 0 || step + 1 == steps_per_epoch) {
-        emit({{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", global_step},
-              {"loss", loss_avg / static_cast<double>(loss_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
-              {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
-              {"ranks", ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}});
+        json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", global_step},
+                  {"loss", loss_avg / static_cast<double>(loss_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
+                  {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
+                  {"ranks", ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}};
+        if (scaler.enabled()) {
+          line["loss_scale"] = scaler.scale();
+          line["skipped_steps"] = scaler.skipped_steps();
+        }
+        emit(line);
         loss_avg = 0;
         loss_n = 0;
       }
@@ -492,7 +544,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
     const int64_t done_epochs = epoch + 1;
     const bool last_epoch = done_epochs == epochs;
     if ((eval_every > 0 && done_epochs % eval_every == 0) || last_epoch) {
-      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts);
+      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts, device, precision);
       have_eval = true;
       emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", global_step}, {"top1", last_eval.top1},
             {"top5", last_eval.top5}, {"val_loss", last_eval.loss}});
@@ -512,6 +564,11 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       c.optimizer = sgd.state();
       json meta{{"epoch", done_epochs}, {"global_step", global_step}, {"recipe_hash", recipe_hash},
                 {"train_time_s", train_time}, {"train_clips", train_clips}};
+      if (scaler.enabled()) {
+        meta["grad_scale"] = scaler.scale();
+        meta["grad_scale_good_steps"] = scaler.good_steps();
+        meta["skipped_steps"] = scaler.skipped_steps();
+      }
       c.meta_json = meta.dump();
       save_checkpoint((ckpt_dir / checkpoint_name(done_epochs)).string(), c);
     }
@@ -521,7 +578,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   r.run_dir = out.string();
   r.rank = comm->rank();
   r.finished = end_epoch == epochs;
-  if (r.finished && !have_eval) last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts);
+  if (r.finished && !have_eval)
+    last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts, device, precision);
   r.top1 = last_eval.top1;
   r.top5 = last_eval.top5;
   r.val_loss = last_eval.loss;
@@ -537,6 +595,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
                  {"train_s", train_time}, {"params", r.params}, {"flops_per_clip", r.flops_per_clip},
                  {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
                  {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash},
+                 {"device", device.str()}, {"precision", precision_name(precision)},
+                 {"skipped_steps", scaler.skipped_steps()},
                  {"skipped_samples", data->skipped_samples()}};
     write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
   }

@@ -27,6 +27,10 @@ Schema run_section() {
   s.text("progress", "auto", "Progress display").one_of({"auto", "bar", "plain", "none"});
   s.text("out", "", "Run directory; defaults to runs/<name>");
   s.integer("eval_batch", 0, "Clips per evaluation batch; 0: batch_per_gpu").at_least(0);
+  s.text("device", "cpu", "Where the model trains: cpu, cuda (each rank on its local GPU), or auto (cuda when "
+                          "available)").one_of({"cpu", "cuda", "auto"});
+  s.text("precision", "fp32", "Training arithmetic: fp32, or bf16 / fp16 autocast (fp16 with dynamic loss "
+                              "scaling; CUDA only)").one_of({"fp32", "bf16", "fp16"});
   return s;
 }
 

@@ -133,6 +133,8 @@ def torch_worker(args):
             phases["optimizer"].append(t3 - t2)
     r = {k: statistics.median(v) * 1e3 for k, v in phases.items()}
     r["clips_per_s"] = args.clips * 1e3 / r["step"]
+    if cuda:
+        r["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20
     print(json.dumps(r))
 
 

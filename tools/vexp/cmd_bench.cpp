@@ -10,6 +10,7 @@ void add_bench(CLI::App& app) {
   add_bench_data(*bench);
   add_bench_train(*bench);
   add_bench_op(*bench);
+  add_bench_allreduce(*bench);
 }
 
 }  // namespace vexp::cli

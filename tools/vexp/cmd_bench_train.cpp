@@ -1,4 +1,4 @@
-// vexp bench train RECIPE [--steps N] [--warmup W] [--synthetic] [--channels-last] [--json]
+// vexp bench train RECIPE [--steps N] [--warmup W] [--synthetic] [--channels-last] [--device D] [--precision P] [--json]
 // Training-step throughput of a recipe, median of N steps after W warm-up steps,
 // split into data, forward, backward, optimizer and communication time.
 #include <cstdio>
@@ -66,25 +66,33 @@ void run_bench_train(const BenchTrainArgs& a) {
                         return v;
                       }()}};
     nlohmann::json out{{"recipe", a.recipe.path}, {"synthetic", a.options.synthetic},
-                       {"channels_last", a.options.channels_last}, {"threads", r.threads}, {"ranks", r.ranks},
+                       {"channels_last", a.options.channels_last}, {"device", r.device},
+                       {"precision", r.precision}, {"threads", r.threads}, {"ranks", r.ranks},
                        {"clips_per_step", r.clips_per_step}, {"clip", r.clip}, {"params", r.params},
                        {"steps", a.options.steps}, {"warmup", a.options.warmup}, {"clips_per_s", r.clips_per_s},
                        {"frames_per_s", r.frames_per_s}, {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
                        {"final_loss", r.final_loss}, {"phases", phases}};
+    if (r.precision == "fp16") {
+      out["loss_scale"] = r.loss_scale;
+      out["skipped_steps"] = r.skipped_steps;
+    }
     std::cout << out.dump(2) << "\n";
     return;
   }
   std::printf("bench train %s: %lld clips x [%lld, %lld, %lld, %lld] per step, %lld threads, %lld rank(s), "
-              "%.1f M parameters, %s data%s\n",
+              "%.1f M parameters, %s data%s, %s %s\n",
               a.recipe.path.c_str(), (long long)r.clips_per_step, (long long)r.clip[0], (long long)r.clip[1],
               (long long)r.clip[2], (long long)r.clip[3], (long long)r.threads, (long long)r.ranks, r.params / 1e6,
-              a.options.synthetic ? "synthetic" : "dataset", a.options.channels_last ? ", channels-last" : "");
+              a.options.synthetic ? "synthetic" : "dataset", a.options.channels_last ? ", channels-last" : "",
+              r.device.c_str(), r.precision.c_str());
   std::printf("median of %lld steps after %lld warm-up: step %.1f ms = %.2f clips/s = %.1f frames/s\n",
               (long long)a.options.steps, (long long)a.options.warmup, ms(r.step), r.clips_per_s, r.frames_per_s);
   std::printf("  data      %9.1f ms\n  forward   %9.1f ms\n  backward  %9.1f ms\n  optimizer %9.1f ms\n"
               "  comm      %9.1f ms\n",
               ms(r.data), ms(r.forward), ms(r.backward), ms(r.optimizer), ms(r.comm));
   std::printf("peak RSS %.0f MB\n", static_cast<double>(r.peak_rss_kb) / 1024.0);
+  if (r.precision == "fp16")
+    std::printf("loss scale %g, %lld step(s) skipped on inf/NaN gradients\n", r.loss_scale, (long long)r.skipped_steps);
 }
 }  // namespace
 
@@ -96,6 +104,10 @@ void add_bench_train(CLI::App& bench) {
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first")->check(CLI::Range(0, 100000));
   cmd->add_flag("--synthetic", a->options.synthetic, "Random clips of the recipe's shape instead of its dataset");
   cmd->add_flag("--channels-last", a->options.channels_last, "Convolution weights (and so activations) channels-last");
+  cmd->add_option("--device", a->options.device, "cpu, cuda or auto (default: the recipe's run.device)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--precision", a->options.precision, "fp32, bf16 or fp16 autocast (default: the recipe's run.precision)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a] { run_bench_train(*a); });
 }

@@ -47,6 +47,7 @@ void add_bench(CLI::App& app);
 void add_bench_data(CLI::App& bench);  // `vexp bench data`, registered by add_bench
 void add_bench_train(CLI::App& bench);  // `vexp bench train` (cmd_bench_train.cpp)
 void add_bench_op(CLI::App& bench);     // `vexp bench op` (cmd_bench_op.cpp)
+void add_bench_allreduce(CLI::App& bench);  // `vexp bench allreduce` (cmd_bench_allreduce.cpp)
 void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if needed)
 void add_info(CLI::App& app);
 void add_predict(CLI::App& app);

@@ -84,6 +84,32 @@ TEST(TemporalShift, MatchesOfficialSlicingForwardAndBackward) {
   EXPECT_EQ(cases, 3 * 5 * 3 * 3 * 2 - 3 * 3 * 2);  // C = 7 has no fold_div 8
 }
 
+// Inputs large enough to be split across threads (the CPU shift hands planes /
+// pixels to ATen's intra-op threads in chunks of >= 64 KiB), with 2 and 3 threads
+// (uneven chunks that end inside a channel run), NCHW and channels-last.
+TEST(TemporalShift, InputsSplitAcrossThreadsMatchTheReference) {
+  const int saved = at::get_num_threads();
+  torch::manual_seed(1);
+  for (int threads : {2, 3}) {
+    at::set_num_threads(threads);
+    for (bool channels_last : {false, true}) {
+      auto layer = make_shift(4, 8, "bidirectional");
+      at::Tensor x = torch::randn({5 * 4, 61, 23, 19});  // 1220 planes, 8740 pixels: not multiples of 2 or 3
+      if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+      x.requires_grad_(true);
+      at::Tensor y = run(*layer, x);
+      at::Tensor x_ref = x.detach().contiguous().requires_grad_();
+      at::Tensor y_ref = reference_shift(x_ref, 4, 8, "bidirectional");
+      ASSERT_TRUE(torch::equal(y, y_ref)) << threads << " threads, channels_last " << channels_last;
+      at::Tensor g = torch::randn_like(y_ref);
+      y.backward(g);
+      y_ref.backward(g);
+      ASSERT_TRUE(torch::equal(x.grad(), x_ref.grad())) << threads << " threads, channels_last " << channels_last;
+    }
+  }
+  at::set_num_threads(saved);
+}
+
 // Documented clipping: fold_div = 1 moves every channel to t+1 (bidirectional, left)
 // or t-1 (right); fold_div = 2 with odd C leaves only the last channel in place.
 TEST(TemporalShift, FoldDivOneAndTwoClipToTheChannels) {
