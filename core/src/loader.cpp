@@ -112,6 +112,12 @@ bool Loader::claim(std::shared_ptr<Slot>& slot, size_t& item) {
   return false;
 }
 
+void Loader::fail_locked(std::exception_ptr err) {
+  if (!error_) error_ = err;
+  ready_.notify_all();
+  room_.notify_all();
+}
+
 void Loader::work() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -128,12 +134,7 @@ void Loader::work() {
       err = std::current_exception();
     }
     lock.lock();
-    if (err) {
-      if (!error_) error_ = err;
-      ready_.notify_all();
-      room_.notify_all();
-      return;
-    }
+    if (err) return fail_locked(err);
     slot->samples[item] = std::move(s);
     if (++slot->done < slot->indices->size()) continue;
     // The last sample of a batch: this thread stacks it (into pinned memory when
@@ -146,12 +147,7 @@ void Loader::work() {
       err = std::current_exception();
     }
     lock.lock();
-    if (err) {
-      if (!error_) error_ = err;
-      ready_.notify_all();
-      room_.notify_all();
-      return;
-    }
+    if (err) return fail_locked(err);
     slot->batch = std::move(b);
     slot->samples.clear();
     slot->ready = true;

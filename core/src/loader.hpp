@@ -71,6 +71,7 @@ class Loader {
   struct Slot;
   void work();
   bool claim(std::shared_ptr<Slot>& slot, size_t& item);
+  void fail_locked(std::exception_ptr err);  // first error wins; wakes everyone (mu_ held)
 
   const Dataset& data_;
   std::vector<std::vector<int64_t>> batches_;

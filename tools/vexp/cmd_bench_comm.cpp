@@ -35,10 +35,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-struct Opened {
-  Session s;
-};
-
 void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
   load_plugins(s);
   std::string note;

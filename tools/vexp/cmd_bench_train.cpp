@@ -24,12 +24,7 @@ void run_bench_train(const BenchTrainArgs& a) {
   Session s;
   if (a.options.synthetic) {
     // No data needed: the clip shape comes from the dataset's parameters.
-    std::vector<dsl::Override> overrides;
-    for (const auto& text : a.recipe.sets) {
-      auto o = dsl::parse_override(text);
-      if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
-      overrides.push_back(*o);
-    }
+    const std::vector<dsl::Override> overrides = parse_sets(a.recipe.sets);
     load_plugins(s);
     report_plugin_problems(s);
     std::string note;

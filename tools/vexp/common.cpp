@@ -13,13 +13,18 @@ void report_plugin_problems(const Session& s) {
   for (const auto& p : s.plugin_problems) std::cerr << "vexp: warning: " << p << "\n";
 }
 
-bool open_session(Session& s, const RecipeArgs& args) {
+std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets) {
   std::vector<dsl::Override> overrides;
-  for (const auto& text : args.sets) {
+  for (const auto& text : sets) {
     auto o = dsl::parse_override(text);
     if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
     overrides.push_back(*o);
   }
+  return overrides;
+}
+
+bool open_session(Session& s, const RecipeArgs& args) {
+  const std::vector<dsl::Override> overrides = parse_sets(args.sets);
   load_plugins(s);
   report_plugin_problems(s);
   bool ok = false;

@@ -29,6 +29,9 @@ struct RecipeArgs {
   void add_to(CLI::App* app);
 };
 
+// The --set KEY=VALUE texts as overrides; Exit (invalid) naming the first bad one.
+std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets);
+
 // Loads plugins and the recipe; prints diagnostics to stderr. Returns true when
 // valid. Plugin folders that failed to load are printed as warnings.
 bool open_session(Session& s, const RecipeArgs& args);

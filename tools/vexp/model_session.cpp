@@ -65,12 +65,7 @@ dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
 
 bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) {
   if (!m.clip && m.classes <= 0) return open_session(s, args);
-  std::vector<dsl::Override> overrides;
-  for (const auto& text : args.sets) {
-    auto o = dsl::parse_override(text);
-    if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
-    overrides.push_back(*o);
-  }
+  const std::vector<dsl::Override> overrides = parse_sets(args.sets);
   load_plugins(s);
   report_plugin_problems(s);
   try {

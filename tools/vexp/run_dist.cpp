@@ -12,16 +12,6 @@
 namespace vexp::cli {
 
 namespace {
-std::vector<dsl::Override> parse_sets(const RecipeArgs& args) {
-  std::vector<dsl::Override> overrides;
-  for (const auto& text : args.sets) {
-    auto o = dsl::parse_override(text);
-    if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
-    overrides.push_back(*o);
-  }
-  return overrides;
-}
-
 bool under_launcher() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_ID"})
     if (std::getenv(v)) return true;
@@ -31,7 +21,7 @@ bool under_launcher() {
 
 void print_dry_run(const RecipeArgs& args, int nproc) {
   Session s;
-  auto overrides = parse_sets(args);
+  auto overrides = parse_sets(args.sets);
   load_plugins(s);
   report_plugin_problems(s);
   std::string note;
