@@ -92,9 +92,10 @@ TEST(TemporalShift, InputsSplitAcrossThreadsMatchTheReference) {
   torch::manual_seed(1);
   for (int threads : {2, 3}) {
     at::set_num_threads(threads);
-    for (bool channels_last : {false, true}) {
+    for (bool channels_last : {false, true})
+    for (int64_t C : {61, 64}) {  // channels-last: the block path and the fixed 32-byte path
       auto layer = make_shift(4, 8, "bidirectional");
-      at::Tensor x = torch::randn({5 * 4, 61, 23, 19});  // 1220 planes, 8740 pixels: not multiples of 2 or 3
+      at::Tensor x = torch::randn({5 * 4, C, 23, 19});  // 8740 pixels (1220 planes at C = 61): not multiples of 2 or 3
       if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
       x.requires_grad_(true);
       at::Tensor y = run(*layer, x);
@@ -128,6 +129,14 @@ TEST(TemporalShift, FoldDivOneAndTwoClipToTheChannels) {
   EXPECT_TRUE(torch::equal(z[1][0], torch::zeros_like(x[1][0])));
   EXPECT_TRUE(torch::equal(z[0][1], torch::zeros_like(x[0][1])));
   EXPECT_TRUE(torch::equal(z.index({Slice(), 2}), x.index({Slice(), 2})));  // channel 2 stays
+
+  // The same clipping in channels-last (no channel left in place at fold_div = 1).
+  at::Tensor xl = torch::randn({6, 8, 3, 2});
+  for (int64_t fold_div : {1, 2})
+    for (const std::string& mode : kModes)
+      EXPECT_TRUE(torch::equal(run(*make_shift(3, fold_div, mode), xl.contiguous(at::MemoryFormat::ChannelsLast)),
+                               reference_shift(xl, 3, fold_div, mode)))
+          << "fold_div " << fold_div << " " << mode;
 }
 
 TEST(TemporalShift, EveryDtypeIsCopiedExactly) {
@@ -140,17 +149,22 @@ TEST(TemporalShift, EveryDtypeIsCopiedExactly) {
       at::Tensor y = run(*make_shift(T, 8, mode), x);
       EXPECT_EQ(y.scalar_type(), dtype);
       EXPECT_TRUE(torch::equal(y, reference_shift(x, T, 8, mode))) << c10::toString(dtype) << " " << mode;
+      // Channels-last: moved runs of 2 x element size bytes (2 to 16).
+      at::Tensor cl = run(*make_shift(T, 8, mode), x.contiguous(at::MemoryFormat::ChannelsLast));
+      EXPECT_TRUE(torch::equal(cl, reference_shift(x, T, 8, mode))) << c10::toString(dtype) << " " << mode << " NHWC";
     }
   }
 }
 
 // channels_last input: same values, output stays channels_last (no layout
 // conversion), and gradients match too. Other strides are made contiguous.
+// C = 16, 32, 64 give moved runs of 16, 32 and 64 bytes (the kernel's
+// fixed-size path); C = 9 and 72 runs of 8 and 72 bytes (its block path).
 TEST(TemporalShift, ChannelsLastAndStridedInputsGiveTheSameValues) {
   torch::manual_seed(2);
   const int64_t T = 3;
   for (const std::string& mode : kModes)
-    for (int64_t C : {9, 16}) {
+    for (int64_t C : {9, 16, 32, 64, 72}) {
       at::Tensor base = torch::randn({2 * T, C, 5, 3});
       at::Tensor expected = reference_shift(base, T, 4, mode);
       auto layer = make_shift(T, 4, mode);
