@@ -73,11 +73,14 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   auto model = std::make_shared<ModelGraph>(plan, s.host);
   model->train();
   if (!device.is_cpu()) model->to(device);
-  if (opt.channels_last) {
-    at::NoGradGuard ng;
-    for (auto& p : model->parameters(true))
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  MemoryFormat memory_format;
+  try {
+    memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.str("memory_format") : opt.memory_format);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
+  r.memory_format = memory_format_name(memory_format);
+  apply_memory_format(model->parameters(true), memory_format);
   r.params = model->parameter_count();
   std::vector<at::Tensor> all;
   Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.f64("momentum"), plan.optim.flag("nesterov"));

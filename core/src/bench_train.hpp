@@ -16,7 +16,7 @@ struct BenchTrainOptions {
   int64_t steps = 10;      // timed steps (the median is reported)
   int64_t warmup = 2;      // untimed steps first
   bool synthetic = false;  // random clips of the recipe's shape instead of the dataset
-  bool channels_last = false;  // model weights and input in channels-last layout
+  std::string memory_format;   // auto | channels_last | contiguous; empty: the recipe's run.memory_format
   std::string device;          // cpu | cuda | auto; empty: the recipe's run.device
   std::string precision;       // fp32 | bf16 | fp16; empty: the recipe's run.precision
 };
@@ -35,7 +35,7 @@ struct BenchTrainResult {
   double clips_per_s = 0, frames_per_s = 0;  // from the median step
   int64_t peak_rss_kb = 0;                    // of this process, after the steps
   double final_loss = 0;
-  std::string device, precision;              // what ran
+  std::string device, precision, memory_format;  // what ran
   double loss_scale = 0;                      // fp16: the scale after the steps
   int64_t skipped_steps = 0;                  // fp16: steps skipped on inf / NaN gradients
 };

@@ -35,6 +35,25 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
+MemoryFormat parse_memory_format(const std::string& text) {
+  if (text == "contiguous") return MemoryFormat::Contiguous;
+  if (text == "channels_last" || text == "auto") return MemoryFormat::ChannelsLast;
+  throw std::invalid_argument("memory format '" + text + "' is not one of auto, channels_last, contiguous");
+}
+
+const char* memory_format_name(MemoryFormat f) {
+  return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous";
+}
+
+void apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f) {
+  if (f == MemoryFormat::Contiguous) return;
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : params) {
+    at::Tensor t = p;  // shares the TensorImpl: set_data swaps the parameter's storage
+    if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
 bool cuda_available() {
   return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
 }

@@ -43,6 +43,26 @@ std::string run_setting_where(const dsl::Params& run, const std::string& key, co
 // autocast runs bf16); throws std::runtime_error naming `where` otherwise.
 void check_precision(Precision p, const c10::Device& device, const std::string& where);
 
+// The layout of convolution weights ([run] memory_format), which sets the layout
+// of the activations: libtorch's convolutions return channels-last when their
+// weight is channels-last, and batch norm, ReLU, pooling, the residual adds and
+// the temporal shift keep it.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+
+// "contiguous" | "channels_last" | "auto" (channels_last: 11-16 % faster TSM and
+// TSN steps on the CPU with oneDNN, docs/benchmarks.md; the tensor-core layout on
+// CUDA). Throws std::invalid_argument otherwise.
+MemoryFormat parse_memory_format(const std::string& text);
+const char* memory_format_name(MemoryFormat f);
+
+// Re-lays out `params` in place (set_data: every holder of the parameter sees the
+// new tensor): 4-D weights channels-last. 5-D (conv3d) weights stay as they are:
+// libtorch 1.13's CPU conv3d returns NCHW outputs whatever the weight, and
+// channels-last-3d through the I3D plugins has not run on a GPU yet. A no-op for
+// MemoryFormat::Contiguous. Values are unchanged; checkpoints hold contiguous
+// copies either way.
+void apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f);
+
 // Autocast for the enclosed forward pass (torch.autocast's C++ equivalent):
 // convolutions, matmuls and linear layers run in bf16 / fp16, precision-sensitive
 // ops in fp32; the weights stay fp32. A no-op for Precision::Fp32. The cache of

@@ -269,6 +269,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   const c10::Device device = resolve_device(run.str("device"), run_setting_where(run, "device", opt.recipe_path));
   const Precision precision = parse_precision(run.str("precision"));
   check_precision(precision, device, run_setting_where(run, "precision", opt.recipe_path));
+  const MemoryFormat memory_format = parse_memory_format(run.str("memory_format"));
   GradScaler scaler(precision == Precision::Fp16);
 
   std::string name = run.str("name");
@@ -316,6 +317,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   // Parameters and buffers move in place (set_data), so tensors taken from the
   // model below are the device's; checkpoints hold CPU copies.
   if (!device.is_cpu()) model->to(device);
+  apply_memory_format(model->parameters(true), memory_format);
 
   // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
   const dsl::Params& o = plan.optim;
@@ -407,7 +409,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
            std::to_string(macs / 1e6) + " M MACs per clip, " +
            (device.is_cpu() ? std::to_string(threads) + " threads" : device.str()) +
            (precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(precision) + " autocast") +
-           ", global batch " +
+           ", " + memory_format_name(memory_format) + ", global batch " +
            std::to_string(global_batch) + ", " + std::to_string(steps_per_epoch) + " steps per epoch");
 
   std::ofstream metrics;
@@ -600,7 +602,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
                  {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
                  {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash},
                  {"device", device.str()}, {"precision", precision_name(precision)},
-                 {"skipped_steps", scaler.skipped_steps()},
+                 {"memory_format", memory_format_name(memory_format)}, {"skipped_steps", scaler.skipped_steps()},
                  {"skipped_samples", data->skipped_samples()}};
     write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
   }

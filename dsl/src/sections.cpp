@@ -31,6 +31,9 @@ Schema run_section() {
                           "available)").one_of({"cpu", "cuda", "auto"});
   s.text("precision", "fp32", "Training arithmetic: fp32, or bf16 / fp16 autocast (fp16 with dynamic loss "
                               "scaling; CUDA only)").one_of({"fp32", "bf16", "fp16"});
+  s.text("memory_format", "auto", "Layout of convolution weights and so of activations: channels_last (NHWC), "
+                                  "contiguous (NCHW), or auto (channels_last: faster with oneDNN on CPUs and "
+                                  "with tensor cores on GPUs)").one_of({"auto", "channels_last", "contiguous"});
   return s;
 }
 

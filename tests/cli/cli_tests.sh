@@ -252,6 +252,16 @@ PY
   no_crash; expect_out "1 clips x [2, 3, 32, 32]"; expect_out "synthetic data"
   expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --channels-last --steps 1 --warmup 0
   no_crash; expect_out "synthetic data, channels-last"
+  # --memory-format overrides [run] memory_format (auto: channels-last);
+  # --channels-last is its shorthand, and the two together are refused.
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --memory-format contiguous --steps 1 --warmup 0
+  expect_out "synthetic data, contiguous"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --set run.memory_format=contiguous --steps 1 --warmup 0
+  expect_out "synthetic data, contiguous"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml --synthetic --steps 1 --warmup 0 --json
+  expect_out '"memory_format": "channels_last"'
+  expect_rc 2 -- "$vexp" bench train data/tiny.toml --synthetic --memory-format contiguous --channels-last
+  expect_out "--memory-format excludes --channels-last"
   "$vexp" bench train data/tiny.toml --synthetic --precision bf16 --steps 2 --warmup 1 --json >"$tmp/b.json" \
     || fail "bench train --precision bf16"
   $PY -c "import json, math; r=json.load(open('$tmp/b.json')); assert r['precision']=='bf16' and r['device']=='cpu' and r['clips_per_s']>0 and math.isfinite(r['final_loss']), r" \
@@ -426,6 +436,41 @@ PY
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --set run.precision=bf16 --stop-after 1
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --set run.precision=bf16 --resume
   expect_out "top-1"
+  ;;
+run_memory_format)
+  # [run] memory_format: auto (the default) trains channels-last, contiguous
+  # NCHW; the same weights and data give the same losses up to float rounding,
+  # and the checkpoints hold plain contiguous tensors either way.
+  for f in auto contiguous; do
+    "$vexp" run data/tiny.toml --out "$tmp/$f" --set run.memory_format=$f --set run.log_every=1 \
+      --set run.progress=none >"$tmp/out_$f" 2>&1 || { cat "$tmp/out_$f" >&2; fail "run with memory_format $f"; }
+  done
+  grep -q ", channels_last, global batch" "$tmp/out_auto" || fail "auto did not train channels-last: $(cat "$tmp/out_auto")"
+  grep -q ", contiguous, global batch" "$tmp/out_contiguous" || fail "contiguous run did not say so"
+  $PY - "$tmp/auto" "$tmp/contiguous" <<'PY' || fail "channels-last run"
+import json, sys, torch
+def steps(d):
+    return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if json.loads(l)["type"] == "step"]
+a, c = steps(sys.argv[1]), steps(sys.argv[2])
+assert json.load(open(sys.argv[1] + "/summary.json"))["memory_format"] == "channels_last"
+assert json.load(open(sys.argv[2] + "/summary.json"))["memory_format"] == "contiguous"
+assert len(a) == len(c) == 12, (len(a), len(c))
+for x, y in zip(a[:4], c[:4]):
+    assert abs(x - y) <= 1e-4 * abs(y), (a[:4], c[:4])   # float rounding only
+m = torch.load(sys.argv[1] + "/checkpoints/epoch_0002.pt")["model"]
+w = m["features.conv1.weight"]
+assert w.dim() == 4 and w.is_contiguous(), w.stride()
+PY
+  # A channels-last checkpoint resumes, and loads into a contiguous run.
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --stop-after 1
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume
+  expect_out "top-1"
+  # A bad value names the recipe line and column, and nothing is written.
+  printf 'extends = "%s/data/tiny.toml"\n\n[run]\nmemory_format = "nhwc"\n' "$here" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" run "$tmp/bad.toml" --out "$tmp/bad"
+  expect_out "bad.toml:4:1: error: 'memory_format' in [run]"
+  [ ! -e "$tmp/bad" ] || fail "an invalid memory_format created a run directory"
+  no_crash
   ;;
 run_device_errors)
   # CUDA asked for where there is none: one line naming the recipe line and key,

@@ -165,3 +165,46 @@ TEST(DeviceFeeder, CpuPassesBatchesThroughInOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+// [run] memory_format: 4-D weights become channels-last in place (the same
+// parameter objects, same values), a convolution's output and the weight's
+// gradient follow, and other tensors (1-D, 2-D, 5-D on the CPU) are untouched.
+TEST(MemoryFormat, ChannelsLastRelaysOutConvWeightsInPlace) {
+  EXPECT_EQ(vexp::parse_memory_format("auto"), vexp::MemoryFormat::ChannelsLast);
+  EXPECT_EQ(vexp::parse_memory_format("channels_last"), vexp::MemoryFormat::ChannelsLast);
+  EXPECT_EQ(vexp::parse_memory_format("contiguous"), vexp::MemoryFormat::Contiguous);
+  EXPECT_THROW(vexp::parse_memory_format("nhwc"), std::invalid_argument);
+  EXPECT_STREQ(vexp::memory_format_name(vexp::MemoryFormat::ChannelsLast), "channels_last");
+
+  at::manual_seed(3);
+  at::Tensor w = at::randn({8, 3, 3, 3}).requires_grad_(true);
+  at::Tensor b = at::randn({8}).requires_grad_(true);
+  at::Tensor fc = at::randn({4, 8}).requires_grad_(true);
+  at::Tensor w3 = at::randn({8, 3, 3, 3, 3}).requires_grad_(true);
+  const at::Tensor w_before = w.detach().clone(), w3_before = w3.detach().clone();
+  at::Tensor alias = w;  // what an optimizer built earlier would hold
+
+  vexp::apply_memory_format({w, b, fc, w3}, vexp::MemoryFormat::Contiguous);
+  EXPECT_TRUE(w.is_contiguous());
+  vexp::apply_memory_format({w, b, fc, w3}, vexp::MemoryFormat::ChannelsLast);
+  EXPECT_FALSE(w.is_contiguous());
+  EXPECT_TRUE(w.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(alias.is_contiguous(at::MemoryFormat::ChannelsLast));  // in place: every holder sees it
+  EXPECT_TRUE(at::equal(w, w_before));
+  EXPECT_TRUE(w.requires_grad() && w.is_leaf());
+  EXPECT_TRUE(b.is_contiguous() && fc.is_contiguous());
+  EXPECT_TRUE(w3.is_contiguous());  // 5-D weights stay as they are
+  EXPECT_TRUE(at::equal(w3, w3_before));
+
+  at::Tensor x = at::randn({2, 3, 9, 9});
+  at::Tensor y = at::conv2d(x, w, b, 1, 1);
+  EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
+  at::Tensor y_ref = at::conv2d(x, w_before, b.detach(), 1, 1);
+  EXPECT_TRUE(at::allclose(y, y_ref, 1e-5, 1e-5));
+  y.sum().backward();
+  EXPECT_TRUE(w.grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+}  // namespace

@@ -105,7 +105,7 @@ def torch_worker(args):
     cuda = dev.type == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     model = VideoNet(args.torch_worker == "tsm").to(dev)
-    if cuda:
+    if cuda or args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
@@ -170,10 +170,10 @@ def vexp_train(a, name, env_extra=None, extra_args=()):
             "rss_mb": rss}
 
 
-def torch_train(a, name):
+def torch_train(a, name, channels_last=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", name, "--threads", str(a.threads),
            "--clips", str(a.clips), "--frames", str(a.frames), "--size", str(a.size), "--steps", str(a.steps),
-           "--warmup", str(a.warmup)]
+           "--warmup", str(a.warmup)] + (["--channels-last"] if channels_last else [])
     r, rss = run_measured(cmd)
     r["rss_mb"] = rss
     return r
@@ -198,6 +198,7 @@ def main():
     ap.add_argument("--torch-worker", choices=["tsm", "tsn", "shift"], help=argparse.SUPPRESS)
     ap.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help=argparse.SUPPRESS)
+    ap.add_argument("--channels-last", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--shift-shape", type=int, nargs=4, default=[16, 256, 56, 56], help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_worker:
@@ -215,20 +216,25 @@ def main():
           (a.clips, a.frames, a.size, a.threads, a.steps, a.warmup, a.rounds), flush=True)
     for rnd in range(a.rounds):
         print("round %d" % (rnd + 1), flush=True)
+        # vexp as a user runs it: the recipes' [run] memory_format = "auto" (channels-last).
         add("vexp tsm", vexp_train(a, "tsm"))
         add("pytorch tsm", torch_train(a, "tsm"))
         add("vexp tsn", vexp_train(a, "tsn"))
         add("pytorch tsn", torch_train(a, "tsn"))
+        add("pytorch tsm channels-last", torch_train(a, "tsm", channels_last=True))
         add("vexp tsm (glibc malloc)", vexp_train(a, "tsm", {"VEXP_MALLOC_TUNING": "0"}))
-        add("vexp tsm channels-last", vexp_train(a, "tsm", extra_args=["--channels-last"]))
+        add("vexp tsm contiguous", vexp_train(a, "tsm", extra_args=["--memory-format", "contiguous"]))
+        add("vexp tsn contiguous", vexp_train(a, "tsn", extra_args=["--memory-format", "contiguous"]))
         if not a.no_i3d and rnd < a.i3d_rounds:
             add("vexp i3d 3x3x3", vexp_train(a, "i3d333"))
             add("vexp i3d 3x1x1", vexp_train(a, "i3d311"))
 
     # The shift operator alone, vexp and the reference's slice assignments.
     shape = "%dx%dx%dx%d" % tuple(a.shift_shape)
-    op, _ = run_measured([a.vexp, "bench", "op", "temporal_shift", "--shape", shape, "--frames", str(a.frames),
-                          "--threads", str(a.threads), "--reps", str(a.reps), "--json"])
+    op_cmd = [a.vexp, "bench", "op", "temporal_shift", "--shape", shape, "--frames", str(a.frames),
+              "--threads", str(a.threads), "--reps", str(a.reps), "--json"]
+    op, _ = run_measured(op_cmd)
+    op_cl, _ = run_measured(op_cmd + ["--channels-last"])
     ref_op, _ = run_measured([sys.executable, os.path.abspath(__file__), "--torch-worker", "shift", "--threads",
                               str(a.threads), "--frames", str(a.frames), "--reps", str(a.reps), "--shift-shape"] +
                              [str(v) for v in a.shift_shape])
@@ -238,15 +244,22 @@ def main():
     print("\nmedians over rounds (ms / step):")
     for k, v in med.items():
         print("  %-22s %8.1f ms  (%.2f clips/s)  peak RSS %6.0f MB" % (k, v["step"], a.clips * 1e3 / v["step"], peak[k]))
+    # The strongest reference: PyTorch in whichever layout was faster here.
+    best_torch = min(med["pytorch tsm"]["step"], med["pytorch tsm channels-last"]["step"])
     ratios = [
         ("vexp TSM step / PyTorch TSM step", med["vexp tsm"]["step"] / med["pytorch tsm"]["step"], "<= 0.9"),
+        ("vexp TSM / PyTorch TSM, faster layout", med["vexp tsm"]["step"] / best_torch, "<= 0.9"),
         ("vexp TSN step / PyTorch TSN step", med["vexp tsn"]["step"] / med["pytorch tsn"]["step"], ""),
         ("vexp TSM step / vexp TSN step", med["vexp tsm"]["step"] / med["vexp tsn"]["step"], "<= 1.02"),
         ("PyTorch TSM step / PyTorch TSN step", med["pytorch tsm"]["step"] / med["pytorch tsn"]["step"], ""),
-        ("vexp TSM channels-last / PyTorch TSM", med["vexp tsm channels-last"]["step"] / med["pytorch tsm"]["step"], ""),
+        ("vexp TSM contiguous / TSN contiguous", med["vexp tsm contiguous"]["step"] / med["vexp tsn contiguous"]["step"], ""),
+        ("vexp TSM contiguous / channels-last", med["vexp tsm contiguous"]["step"] / med["vexp tsm"]["step"], ""),
+        ("PyTorch TSM channels-last / NCHW", med["pytorch tsm channels-last"]["step"] / med["pytorch tsm"]["step"], ""),
         ("vexp TSM, glibc malloc / tuned", med["vexp tsm (glibc malloc)"]["step"] / med["vexp tsm"]["step"], ""),
         ("shift fwd GB/s / copy GB/s (vexp)", op["forward_vs_copy"], ">= 0.8"),
         ("shift fwd+bwd / 2 copies (vexp)", op["forward_backward_vs_copy"], ""),
+        ("shift fwd / copy, channels-last (vexp)", op_cl["forward_vs_copy"], ">= 0.8"),
+        ("shift fwd+bwd / 2 copies, chan.-last", op_cl["forward_backward_vs_copy"], ""),
         ("shift fwd GB/s / copy GB/s (PyTorch)", ref_op["copy_ms"] / ref_op["forward_ms"], ""),
         ("peak RSS vexp TSM / PyTorch TSM", peak["vexp tsm"] / peak["pytorch tsm"], "<= 1.0"),
     ]
@@ -266,7 +279,7 @@ def main():
            ref_op["forward_backward_ms"]))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"args": vars(a), "runs": runs, "medians": med, "peak_rss_mb": peak, "op": op,
+            json.dump({"args": vars(a), "runs": runs, "medians": med, "peak_rss_mb": peak, "op": op, "op_channels_last": op_cl,
                        "reference_op": ref_op, "ratios": {n: v for n, v, _ in ratios}}, f, indent=2)
 
 

@@ -61,7 +61,8 @@ void run_bench_train(const BenchTrainArgs& a) {
                         return v;
                       }()}};
     nlohmann::json out{{"recipe", a.recipe.path}, {"synthetic", a.options.synthetic},
-                       {"channels_last", a.options.channels_last}, {"device", r.device},
+                       {"memory_format", r.memory_format}, {"channels_last", r.memory_format == "channels_last"},
+                       {"device", r.device},
                        {"precision", r.precision}, {"threads", r.threads}, {"ranks", r.ranks},
                        {"clips_per_step", r.clips_per_step}, {"clip", r.clip}, {"params", r.params},
                        {"steps", a.options.steps}, {"warmup", a.options.warmup}, {"clips_per_s", r.clips_per_s},
@@ -78,7 +79,7 @@ void run_bench_train(const BenchTrainArgs& a) {
               "%.1f M parameters, %s data%s, %s %s\n",
               a.recipe.path.c_str(), (long long)r.clips_per_step, (long long)r.clip[0], (long long)r.clip[1],
               (long long)r.clip[2], (long long)r.clip[3], (long long)r.threads, (long long)r.ranks, r.params / 1e6,
-              a.options.synthetic ? "synthetic" : "dataset", a.options.channels_last ? ", channels-last" : "",
+              a.options.synthetic ? "synthetic" : "dataset", r.memory_format == "channels_last" ? ", channels-last" : ", contiguous",
               r.device.c_str(), r.precision.c_str());
   std::printf("median of %lld steps after %lld warm-up: step %.1f ms = %.2f clips/s = %.1f frames/s\n",
               (long long)a.options.steps, (long long)a.options.warmup, ms(r.step), r.clips_per_s, r.frames_per_s);
@@ -98,7 +99,13 @@ void add_bench_train(CLI::App& bench) {
   cmd->add_option("--steps", a->options.steps, "Timed steps (the median is reported)")->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", a->options.warmup, "Untimed steps first")->check(CLI::Range(0, 100000));
   cmd->add_flag("--synthetic", a->options.synthetic, "Random clips of the recipe's shape instead of its dataset");
-  cmd->add_flag("--channels-last", a->options.channels_last, "Convolution weights (and so activations) channels-last");
+  auto* fmt = cmd->add_option("--memory-format", a->options.memory_format,
+                              "Layout of convolution weights and activations: auto, channels_last or contiguous "
+                              "(default: the recipe's run.memory_format)")
+                  ->check(CLI::IsMember({"auto", "channels_last", "contiguous"}));
+  cmd->add_flag_callback("--channels-last", [a] { a->options.memory_format = "channels_last"; },
+                         "Same as --memory-format channels_last")
+      ->excludes(fmt);
   cmd->add_option("--device", a->options.device, "cpu, cuda or auto (default: the recipe's run.device)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--precision", a->options.precision, "fp32, bf16 or fp16 autocast (default: the recipe's run.precision)")
