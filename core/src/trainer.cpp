@@ -371,7 +371,14 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       auto it = c.model.find(b.key());
       if (it != c.model.end()) b.value().copy_(it->second);
     }
-    for (auto& [k, v] : c.optimizer) sgd.state()[k] = v.to(v.options().device(device), false, /*copy=*/true);
+    // Momentum buffers take their parameter's device and layout (checkpoints hold
+    // contiguous CPU copies; a channels-last weight wants a channels-last buffer).
+    const auto params = model->named_parameters(true);
+    for (auto& [k, v] : c.optimizer) {
+      const at::Tensor* p = params.find(k);
+      sgd.state()[k] = p && p->sizes() == v.sizes() ? at::empty_like(*p).copy_(v)
+                                                   : v.to(v.options().device(device), false, /*copy=*/true);
+    }
     if (meta.contains("grad_scale"))
       scaler.restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
                      meta.value("skipped_steps", int64_t(0)));
