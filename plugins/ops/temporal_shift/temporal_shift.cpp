@@ -2,9 +2,11 @@
 // replaced by the same slice of the next or previous frame of its clip.
 //
 // The shift is pure data movement, so forward and backward are one pass over
-// memory each: every output plane (NCHW) or pixel's channel run (NHWC) is either
-// a memcpy of one source run or a memset to zero. Autograd through slice
-// assignments (the official Python code) costs several passes plus zero fills.
+// memory each: every output plane (NCHW) or pixel's channel run (NHWC) is a copy
+// of one source run or zeros (NHWC with long runs: a cache-sized block copied
+// whole, then its moved runs overwritten while in cache; see shift_nhwc).
+// Autograd through slice assignments (the official Python code) costs several
+// passes plus zero fills.
 #include <algorithm>
 #include <cstring>
 #ifdef _OPENMP
