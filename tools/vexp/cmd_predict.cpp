@@ -12,6 +12,7 @@
 
 #include "checkpoint.hpp"
 #include "model_session.hpp"
+#include "precision.hpp"
 #include "torch_save.hpp"
 #include "video_input.hpp"
 #include "vexp/dataset.hpp"
@@ -160,6 +161,7 @@ void add_predict(CLI::App& app) {
     auto model = build_model(s);
     WeightReport r = load_model_weights(*model, *weights, true);
     std::cerr << "vexp: " << r.summary(*weights, false) << "\n";
+    apply_memory_format(model->parameters(true), parse_memory_format(s.plan->run.str("memory_format")));
     model->eval();
     at::Tensor logits;
     {
