@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "../common/resnet_block.hpp"
 #include "resnet_plan.hpp"
 #include "vexp/flops.hpp"
 #include "vexp/layer.hpp"
@@ -18,33 +19,10 @@ namespace {
 
 namespace nn = torch::nn;
 
-// Multiply-adds in mmcv's get_model_complexity_info convention (the figures of
-// mmaction2's model zoo): conv MACs (+1 per output for a bias), BatchNorm 2 per
-// input element (affine), ReLU 1 per output element, max-pool 1 per input element.
-at::Tensor counted_conv(nn::Conv2d& conv, const at::Tensor& x, bool counting) {
-  at::Tensor y = conv->forward(x);
-  if (counting) {
-    const auto& o = conv->options;
-    const auto& k = o.kernel_size();
-    vexp::add_macs(vexp::conv_macs(y.numel(), o.in_channels() / o.groups(), k->at(0) * k->at(1)));
-    if (o.bias()) vexp::add_macs(static_cast<double>(y.numel()));
-  }
-  return y;
-}
-
-at::Tensor counted_bn(nn::BatchNorm2d& bn, const at::Tensor& x, bool counting) {
-  if (counting) vexp::add_macs((bn->options.affine() ? 2.0 : 1.0) * static_cast<double>(x.numel()));
-  return bn->forward(x);
-}
-
-at::Tensor counted_relu_(at::Tensor x, bool counting) {
-  if (counting) vexp::add_macs(static_cast<double>(x.numel()));
-  return x.relu_();
-}
-
-std::string shape_text(const at::Tensor& x) {
-  return vexp::dsl::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
-}
+using vexp_resnet_layout::counted_bn;
+using vexp_resnet_layout::counted_conv;
+using vexp_resnet_layout::counted_relu_;
+using vexp_resnet_layout::shape_text;
 
 nn::Conv2d make_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad) {
   nn::Conv2d conv(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(pad).bias(false));
@@ -53,64 +31,22 @@ nn::Conv2d make_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, in
 }
 
 // torchvision's BasicBlock (two 3x3 convs) or Bottleneck (1x1, 3x3 with stride, 1x1).
-class Block : public nn::Module {
- public:
-  Block(const BlockPlan& b, bool bottleneck, bool zero_init_residual)
-      : block_in_(b.prefix() + "block_in"),
-        residual_in_(b.prefix() + "residual_in"),
-        block_out_(b.prefix() + "block_out") {
-    if (bottleneck) {
-      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, 1, 1, 0));
-      bn1_ = register_module("bn1", nn::BatchNorm2d(b.mid_channels));
-      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.mid_channels, 3, b.stride, 1));
-      bn2_ = register_module("bn2", nn::BatchNorm2d(b.mid_channels));
-      conv3_ = register_module("conv3", make_conv(b.mid_channels, b.out_channels, 1, 1, 0));
-      bn3_ = register_module("bn3", nn::BatchNorm2d(b.out_channels));
-    } else {
-      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, 3, b.stride, 1));
-      bn1_ = register_module("bn1", nn::BatchNorm2d(b.mid_channels));
-      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.out_channels, 3, 1, 1));
-      bn2_ = register_module("bn2", nn::BatchNorm2d(b.out_channels));
-    }
-    if (b.downsample) {
-      down_conv_ = make_conv(b.in_channels, b.out_channels, 1, b.stride, 0);
-      down_bn_ = nn::BatchNorm2d(b.out_channels);
-      register_module("downsample", nn::Sequential(down_conv_, down_bn_));  // downsample.0, downsample.1
-    }
-    if (zero_init_residual) {
-      torch::NoGradGuard no_grad;
-      (bottleneck ? bn3_ : bn2_)->weight.zero_();
-    }
-  }
+using Block = vexp_resnet_layout::ResidualBlock<nn::Conv2d, nn::BatchNorm2d>;
 
-  void declare_points(vexp::InsertionPoints& points) {
-    points.declare(block_in_, this, "block_in");
-    points.declare(residual_in_, this, "residual_in");
-    points.declare(block_out_, this, "block_out");
+// The convs are made (and randomly initialised) in the order conv1, conv2, conv3, downsample.
+std::shared_ptr<Block> make_block(const BlockPlan& b, bool bottleneck, bool zero_init_residual) {
+  nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr}, down{nullptr};
+  if (bottleneck) {
+    conv1 = make_conv(b.in_channels, b.mid_channels, 1, 1, 0);
+    conv2 = make_conv(b.mid_channels, b.mid_channels, 3, b.stride, 1);
+    conv3 = make_conv(b.mid_channels, b.out_channels, 1, 1, 0);
+  } else {
+    conv1 = make_conv(b.in_channels, b.mid_channels, 3, b.stride, 1);
+    conv2 = make_conv(b.mid_channels, b.out_channels, 3, 1, 1);
   }
-
-  at::Tensor forward(at::Tensor x, const vexp::InsertionPoints& points, const vexp::ForwardContext& ctx) {
-    const bool counting = vexp::counting_macs();
-    x = points.apply(block_in_, x, ctx);
-    at::Tensor identity = x;
-    if (down_conv_) identity = counted_bn(down_bn_, counted_conv(down_conv_, x, counting), counting);
-    at::Tensor out = points.apply(residual_in_, x, ctx);
-    out = counted_relu_(counted_bn(bn1_, counted_conv(conv1_, out, counting), counting), counting);
-    out = counted_bn(bn2_, counted_conv(conv2_, out, counting), counting);
-    if (conv3_) {
-      out = counted_relu_(out, counting);
-      out = counted_bn(bn3_, counted_conv(conv3_, out, counting), counting);
-    }
-    out += identity;
-    out = counted_relu_(out, counting);
-    return points.apply(block_out_, out, ctx);
-  }
-
- private:
-  std::string block_in_, residual_in_, block_out_;
-  nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, down_conv_{nullptr};
-  nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr}, down_bn_{nullptr};
-};
+  if (b.downsample) down = make_conv(b.in_channels, b.out_channels, 1, b.stride, 0);
+  return std::make_shared<Block>(b, zero_init_residual, conv1, conv2, conv3, down);
+}
 
 class ResNet : public vexp::Layer {
  public:
@@ -124,7 +60,7 @@ class ResNet : public vexp::Layer {
     nn::ModuleList stages[4];
     for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), nn::ModuleList());
     for (const BlockPlan& b : plan_.blocks) {
-      auto block = std::make_shared<Block>(b, plan_.bottleneck, plan_.zero_init_residual);
+      auto block = make_block(b, plan_.bottleneck, plan_.zero_init_residual);
       stages[b.stage - 1]->push_back(block);  // named "0", "1", ...
       block->declare_points(points_);
       blocks_.push_back(std::move(block));

@@ -8,25 +8,9 @@ namespace vexp_resnet {
 
 using vexp::dsl::ShapeError;
 
-const char* const kPointKinds[3] = {"block_in", "residual_in", "block_out"};
-
-std::string BlockPlan::prefix() const {
-  return "layer" + std::to_string(stage) + "/block" + std::to_string(index) + "/";
-}
+std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
 namespace {
-
-std::vector<int> blocks_per_stage(int64_t depth) {
-  switch (depth) {
-    case 18: return {2, 2, 2, 2};
-    case 34: return {3, 4, 6, 3};
-    case 50: return {3, 4, 6, 3};
-    case 101: return {3, 4, 23, 3};
-    case 152: return {3, 8, 36, 3};
-    default:
-      throw std::invalid_argument("resnet: depth " + std::to_string(depth) + " is not one of 18, 34, 50, 101, 152");
-  }
-}
 
 // Shape with the spatial dims replaced by a conv/pool's output.
 void apply_window(Shape& s, int64_t kernel, int64_t stride, int64_t pad) {
@@ -59,24 +43,15 @@ Shape after_block(const BlockPlan& b, Shape s) {
 }
 
 void check_positive(const Shape& s, const Shape& input) {
-  for (size_t i = 2; i < s.size(); ++i)
-    if (s[i] == 0)
-      throw ShapeError("resnet: the input " + vexp::dsl::shape_str(input) + " is too small: a feature map would be empty");
+  vexp_resnet_layout::check_positive(s, input, "resnet: the input");
 }
 
 }  // namespace
 
-int64_t conv_out_size(int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
-  if (size < 0) return -1;
-  const int64_t span = size + 2 * pad - kernel;
-  if (span < 0) return 0;
-  return span / stride + 1;
-}
-
 Plan Plan::from(const vexp::dsl::Params& p) {
   Plan plan;
   plan.depth = p.i64("depth");
-  const std::vector<int> counts = blocks_per_stage(plan.depth);
+  const std::vector<int> counts = vexp_resnet_layout::blocks_per_stage(plan.depth, "resnet");
   plan.bottleneck = plan.depth >= 50;
   plan.in_channels = p.i64("in_channels");
   if (plan.in_channels < 1) throw std::invalid_argument("resnet: in_channels must be >= 1");
@@ -89,45 +64,21 @@ Plan Plan::from(const vexp::dsl::Params& p) {
   plan.zero_init_residual = p.flag("zero_init_residual");
 
   const int64_t base[4] = {64, 128, 256, 512};
-  for (int64_t b : base)
-    plan.stage_widths.push_back(std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(b) * width))));
+  int64_t widths[4];
+  for (int i = 0; i < 4; ++i)
+    widths[i] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(base[i]) * width)));
+  plan.stage_widths.assign(widths, widths + 4);
   plan.stem_channels = plan.stage_widths[0];
-
-  const int64_t expansion = plan.bottleneck ? 4 : 1;
-  int64_t channels = plan.stem_channels;
-  for (int stage = 1; stage <= 4; ++stage) {
-    const int64_t mid = plan.stage_widths[stage - 1];
-    for (int i = 0; i < counts[stage - 1]; ++i) {
-      BlockPlan b;
-      b.stage = stage;
-      b.index = i;
-      b.in_channels = channels;
-      b.mid_channels = mid;
-      b.out_channels = mid * expansion;
-      b.stride = (stage > 1 && i == 0) ? 2 : 1;
-      b.downsample = b.stride != 1 || b.in_channels != b.out_channels;
-      plan.blocks.push_back(b);
-      channels = b.out_channels;
-    }
-  }
-  plan.out_channels = channels;
+  plan.out_channels = vexp_resnet_layout::layout_blocks(counts, widths, plan.bottleneck, plan.stem_channels,
+                                                        plan.blocks, [](BlockPlan&) {});
   return plan;
 }
 
-std::vector<std::string> insertion_points(const Plan& plan) {
-  std::vector<std::string> names;
-  names.reserve(plan.blocks.size() * 3);
-  for (const BlockPlan& b : plan.blocks)
-    for (const char* kind : kPointKinds) names.push_back(b.prefix() + kind);
-  return names;
-}
+std::vector<std::string> insertion_points(const Plan& plan) { return vexp_resnet_layout::insertion_points(plan.blocks); }
 
 std::string unknown_point_message(const Plan& plan, const std::string& point) {
-  const std::vector<std::string> names = insertion_points(plan);
-  std::string msg = "resnet: no insertion point '" + point + "' (resnet" + std::to_string(plan.depth) + " has " +
-                    std::to_string(names.size()) + ": " + names[0] + ", " + names[1] + ", " + names[2] + ", ..., " +
-                    names.back() + ")";
-  return msg;
+  return vexp_resnet_layout::unknown_point_message("resnet", "resnet" + std::to_string(plan.depth),
+                                                   insertion_points(plan), point);
 }
 
 void check_point(const Plan& plan, const std::string& point) {

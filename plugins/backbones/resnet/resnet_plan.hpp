@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/resnet_layout.hpp"
 #include "vexp/dsl/catalog.hpp"
 #include "vexp/dsl/value.hpp"
 
@@ -41,8 +42,8 @@ struct Plan {
   static Plan from(const vexp::dsl::Params& p);
 };
 
-// The three points of every block, in execution order.
-extern const char* const kPointKinds[3];  // "block_in", "residual_in", "block_out"
+// The three points of every block, in execution order: "block_in", "residual_in", "block_out".
+using vexp_resnet_layout::kPointKinds;
 
 std::vector<std::string> insertion_points(const Plan& plan);
 // Throws std::invalid_argument naming `point` and a few valid ones when unknown.
@@ -56,6 +57,6 @@ Shape output_shape(const Plan& plan, const Shape& input);
 Shape point_shape(const Plan& plan, const std::string& point, const Shape& input);
 
 // floor((size + 2 * pad - kernel) / stride) + 1, or -1 for an unknown size.
-int64_t conv_out_size(int64_t size, int64_t kernel, int64_t stride, int64_t pad);
+using vexp_resnet_layout::conv_out_size;
 
 }  // namespace vexp_resnet

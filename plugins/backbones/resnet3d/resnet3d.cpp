@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "../common/resnet_block.hpp"
 #include "resnet3d_plan.hpp"
 #include "vexp/flops.hpp"
 #include "vexp/layer.hpp"
@@ -19,37 +20,15 @@ namespace {
 
 namespace nn = torch::nn;
 
-// mmcv's get_model_complexity_info convention, as the 2D resnet plugin counts:
-// conv: output elements x (in / groups) x kernel volume; BN: 2 per input element;
-// ReLU and max-pool: 1 per output / input element.
-at::Tensor counted_conv(nn::Conv3d& conv, const at::Tensor& x, bool counting) {
-  at::Tensor y = conv->forward(x);
-  if (counting) {
-    const auto& o = conv->options;
-    const auto& k = o.kernel_size();
-    vexp::add_macs(vexp::conv_macs(y.numel(), o.in_channels() / o.groups(), k->at(0) * k->at(1) * k->at(2)));
-    if (o.bias()) vexp::add_macs(static_cast<double>(y.numel()));
-  }
-  return y;
-}
-
-at::Tensor counted_bn(nn::BatchNorm3d& bn, const at::Tensor& x, bool counting) {
-  if (counting) vexp::add_macs((bn->options.affine() ? 2.0 : 1.0) * static_cast<double>(x.numel()));
-  return bn->forward(x);
-}
-
-at::Tensor counted_relu_(at::Tensor x, bool counting) {
-  if (counting) vexp::add_macs(static_cast<double>(x.numel()));
-  return x.relu_();
-}
+// MACs in mmcv's get_model_complexity_info convention, as the 2D resnet plugin counts.
+using vexp_resnet_layout::counted_bn;
+using vexp_resnet_layout::counted_conv;
+using vexp_resnet_layout::counted_relu_;
+using vexp_resnet_layout::shape_text;
 
 at::Tensor counted_pool(const at::Tensor& x, const Window& w, bool counting) {
   if (counting) vexp::add_macs(static_cast<double>(x.numel()));
   return at::max_pool3d(x, {w.k[0], w.k[1], w.k[2]}, {w.s[0], w.s[1], w.s[2]}, {w.p[0], w.p[1], w.p[2]});
-}
-
-std::string shape_text(const at::Tensor& x) {
-  return vexp::dsl::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
 }
 
 nn::Conv3d make_conv(int64_t in, int64_t out, const Window& w) {
@@ -61,62 +40,17 @@ nn::Conv3d make_conv(int64_t in, int64_t out, const Window& w) {
   return conv;
 }
 
-class Block : public nn::Module {
- public:
-  Block(const BlockPlan& b, bool bottleneck, bool zero_init_residual)
-      : block_in_(b.prefix() + "block_in"), residual_in_(b.prefix() + "residual_in"), block_out_(b.prefix() + "block_out") {
-    if (bottleneck) {
-      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, b.conv1));
-      bn1_ = register_module("bn1", nn::BatchNorm3d(b.mid_channels));
-      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.mid_channels, b.conv2));
-      bn2_ = register_module("bn2", nn::BatchNorm3d(b.mid_channels));
-      conv3_ = register_module("conv3", make_conv(b.mid_channels, b.out_channels, b.conv3));
-      bn3_ = register_module("bn3", nn::BatchNorm3d(b.out_channels));
-    } else {
-      conv1_ = register_module("conv1", make_conv(b.in_channels, b.mid_channels, b.conv1));
-      bn1_ = register_module("bn1", nn::BatchNorm3d(b.mid_channels));
-      conv2_ = register_module("conv2", make_conv(b.mid_channels, b.out_channels, b.conv2));
-      bn2_ = register_module("bn2", nn::BatchNorm3d(b.out_channels));
-    }
-    if (b.downsample) {
-      down_conv_ = make_conv(b.in_channels, b.out_channels, b.down);
-      down_bn_ = nn::BatchNorm3d(b.out_channels);
-      register_module("downsample", nn::Sequential(down_conv_, down_bn_));
-    }
-    if (zero_init_residual) {
-      torch::NoGradGuard no_grad;
-      (bottleneck ? bn3_ : bn2_)->weight.zero_();
-    }
-  }
+using Block = vexp_resnet_layout::ResidualBlock<nn::Conv3d, nn::BatchNorm3d>;
 
-  void declare_points(vexp::InsertionPoints& points) {
-    points.declare(block_in_, this, "block_in");
-    points.declare(residual_in_, this, "residual_in");
-    points.declare(block_out_, this, "block_out");
-  }
-
-  at::Tensor forward(at::Tensor x, const vexp::InsertionPoints& points, const vexp::ForwardContext& ctx) {
-    const bool counting = vexp::counting_macs();
-    x = points.apply(block_in_, x, ctx);
-    at::Tensor identity = x;
-    if (down_conv_) identity = counted_bn(down_bn_, counted_conv(down_conv_, x, counting), counting);
-    at::Tensor out = points.apply(residual_in_, x, ctx);
-    out = counted_relu_(counted_bn(bn1_, counted_conv(conv1_, out, counting), counting), counting);
-    out = counted_bn(bn2_, counted_conv(conv2_, out, counting), counting);
-    if (conv3_) {
-      out = counted_relu_(out, counting);
-      out = counted_bn(bn3_, counted_conv(conv3_, out, counting), counting);
-    }
-    out += identity;
-    out = counted_relu_(out, counting);
-    return points.apply(block_out_, out, ctx);
-  }
-
- private:
-  std::string block_in_, residual_in_, block_out_;
-  nn::Conv3d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, down_conv_{nullptr};
-  nn::BatchNorm3d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr}, down_bn_{nullptr};
-};
+// The convs are made (and randomly initialised) in the order conv1, conv2, conv3, downsample.
+std::shared_ptr<Block> make_block(const BlockPlan& b, bool bottleneck, bool zero_init_residual) {
+  nn::Conv3d conv1{nullptr}, conv2{nullptr}, conv3{nullptr}, down{nullptr};
+  conv1 = make_conv(b.in_channels, b.mid_channels, b.conv1);
+  conv2 = make_conv(b.mid_channels, bottleneck ? b.mid_channels : b.out_channels, b.conv2);
+  if (bottleneck) conv3 = make_conv(b.mid_channels, b.out_channels, b.conv3);
+  if (b.downsample) down = make_conv(b.in_channels, b.out_channels, b.down);
+  return std::make_shared<Block>(b, zero_init_residual, conv1, conv2, conv3, down);
+}
 
 class ResNet3d : public vexp::Layer {
  public:
@@ -127,7 +61,7 @@ class ResNet3d : public vexp::Layer {
     for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), nn::ModuleList());
     const bool zero_init = p.flag("zero_init_residual");
     for (const BlockPlan& b : plan_.blocks) {
-      auto block = std::make_shared<Block>(b, plan_.bottleneck, zero_init);
+      auto block = make_block(b, plan_.bottleneck, zero_init);
       stages[b.stage - 1]->push_back(block);
       block->declare_points(points_);
       blocks_.push_back(std::move(block));

@@ -6,25 +6,11 @@ namespace vexp_resnet3d {
 
 using vexp::dsl::ShapeError;
 
-const char* const kPointKinds[3] = {"block_in", "residual_in", "block_out"};
-
-std::string BlockPlan::prefix() const {
-  return "layer" + std::to_string(stage) + "/block" + std::to_string(index) + "/";
-}
+std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
 namespace {
 
-std::vector<int> blocks_per_stage(int64_t depth) {
-  switch (depth) {
-    case 18: return {2, 2, 2, 2};
-    case 34: return {3, 4, 6, 3};
-    case 50: return {3, 4, 6, 3};
-    case 101: return {3, 4, 23, 3};
-    case 152: return {3, 8, 36, 3};
-    default:
-      throw std::invalid_argument("resnet3d: depth " + std::to_string(depth) + " is not one of 18, 34, 50, 101, 152");
-  }
-}
+std::vector<int> blocks_per_stage(int64_t depth) { return vexp_resnet_layout::blocks_per_stage(depth, "resnet3d"); }
 
 Window window(int64_t kt, int64_t kh, int64_t kw, int64_t st, int64_t sh, int64_t sw, int64_t pt, int64_t ph,
               int64_t pw) {
@@ -35,15 +21,8 @@ Window window(int64_t kt, int64_t kh, int64_t kw, int64_t st, int64_t sh, int64_
   return w;
 }
 
-int64_t out_size(int64_t size, int64_t k, int64_t s, int64_t p) {
-  if (size < 0) return -1;
-  const int64_t span = size + 2 * p - k;
-  if (span < 0) return 0;
-  return span / s + 1;
-}
-
 void apply(Shape& s, const Window& w) {
-  for (int d = 0; d < 3; ++d) s[2 + d] = out_size(s[2 + d], w.k[d], w.s[d], w.p[d]);
+  for (int d = 0; d < 3; ++d) s[2 + d] = vexp_resnet_layout::conv_out_size(s[2 + d], w.k[d], w.s[d], w.p[d]);
 }
 
 // The per-stage inflate pattern: "all", "none", or per-stage digit groups
@@ -101,9 +80,7 @@ Shape after_block(const BlockPlan& b, Shape s, const Plan& plan) {
 }
 
 void check_positive(const Shape& s, const Shape& input) {
-  for (size_t i = 2; i < s.size(); ++i)
-    if (s[i] == 0)
-      throw ShapeError("resnet3d: the clip " + vexp::dsl::shape_str(input) + " is too small: a feature map would be empty");
+  vexp_resnet_layout::check_positive(s, input, "resnet3d: the clip");
 }
 
 }  // namespace
@@ -131,51 +108,30 @@ Plan Plan::from(const vexp::dsl::Params& p) {
   const bool t333 = plan.inflate_style == "3x3x3";
 
   const int64_t base[4] = {64, 128, 256, 512};
-  const int64_t expansion = plan.bottleneck ? 4 : 1;
-  int64_t channels = plan.stem_channels;
-  for (int stage = 1; stage <= 4; ++stage) {
-    for (int i = 0; i < counts[stage - 1]; ++i) {
-      BlockPlan b;
-      b.stage = stage;
-      b.index = i;
-      b.in_channels = channels;
-      b.mid_channels = base[stage - 1];
-      b.out_channels = b.mid_channels * expansion;
-      b.stride = (stage > 1 && i == 0) ? 2 : 1;
-      b.downsample = b.stride != 1 || b.in_channels != b.out_channels;
-      b.inflate = inflate[stage - 1][static_cast<size_t>(i)];
-      const int64_t s = b.stride;
-      if (plan.bottleneck) {
-        // 3x1x1: the temporal kernel sits on the first 1x1 conv; 3x3x3: on the 3x3 conv.
-        b.conv1 = (b.inflate && !t333) ? window(3, 1, 1, 1, 1, 1, 1, 0, 0) : window(1, 1, 1, 1, 1, 1, 0, 0, 0);
-        b.conv2 = (b.inflate && t333) ? window(3, 3, 3, 1, s, s, 1, 1, 1) : window(1, 3, 3, 1, s, s, 0, 1, 1);
-        b.conv3 = window(1, 1, 1, 1, 1, 1, 0, 0, 0);
-      } else {
-        // BasicBlock: both 3x3 convs carry the temporal kernel when inflated.
-        b.conv1 = b.inflate ? window(3, 3, 3, 1, s, s, 1, 1, 1) : window(1, 3, 3, 1, s, s, 0, 1, 1);
-        b.conv2 = b.inflate ? window(3, 3, 3, 1, 1, 1, 1, 1, 1) : window(1, 3, 3, 1, 1, 1, 0, 1, 1);
-      }
-      b.down = window(1, 1, 1, 1, s, s, 0, 0, 0);
-      plan.blocks.push_back(b);
-      channels = b.out_channels;
-    }
-  }
-  plan.out_channels = channels;
+  plan.out_channels =
+      vexp_resnet_layout::layout_blocks(counts, base, plan.bottleneck, plan.stem_channels, plan.blocks, [&](BlockPlan& b) {
+        b.inflate = inflate[b.stage - 1][static_cast<size_t>(b.index)];
+        const int64_t s = b.stride;
+        if (plan.bottleneck) {
+          // 3x1x1: the temporal kernel sits on the first 1x1 conv; 3x3x3: on the 3x3 conv.
+          b.conv1 = (b.inflate && !t333) ? window(3, 1, 1, 1, 1, 1, 1, 0, 0) : window(1, 1, 1, 1, 1, 1, 0, 0, 0);
+          b.conv2 = (b.inflate && t333) ? window(3, 3, 3, 1, s, s, 1, 1, 1) : window(1, 3, 3, 1, s, s, 0, 1, 1);
+          b.conv3 = window(1, 1, 1, 1, 1, 1, 0, 0, 0);
+        } else {
+          // BasicBlock: both 3x3 convs carry the temporal kernel when inflated.
+          b.conv1 = b.inflate ? window(3, 3, 3, 1, s, s, 1, 1, 1) : window(1, 3, 3, 1, s, s, 0, 1, 1);
+          b.conv2 = b.inflate ? window(3, 3, 3, 1, 1, 1, 1, 1, 1) : window(1, 3, 3, 1, 1, 1, 0, 1, 1);
+        }
+        b.down = window(1, 1, 1, 1, s, s, 0, 0, 0);
+      });
   return plan;
 }
 
-std::vector<std::string> insertion_points(const Plan& plan) {
-  std::vector<std::string> names;
-  for (const BlockPlan& b : plan.blocks)
-    for (const char* kind : kPointKinds) names.push_back(b.prefix() + kind);
-  return names;
-}
+std::vector<std::string> insertion_points(const Plan& plan) { return vexp_resnet_layout::insertion_points(plan.blocks); }
 
 std::string unknown_point_message(const Plan& plan, const std::string& point) {
-  const auto names = insertion_points(plan);
-  return "resnet3d: no insertion point '" + point + "' (resnet3d-" + std::to_string(plan.depth) + " has " +
-         std::to_string(names.size()) + ": " + names[0] + ", " + names[1] + ", " + names[2] + ", ..., " +
-         names.back() + ")";
+  return vexp_resnet_layout::unknown_point_message("resnet3d", "resnet3d-" + std::to_string(plan.depth),
+                                                   insertion_points(plan), point);
 }
 
 Shape output_shape(const Plan& plan, const Shape& input) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/resnet_layout.hpp"
 #include "vexp/dsl/catalog.hpp"
 #include "vexp/dsl/value.hpp"
 
@@ -46,7 +47,7 @@ struct Plan {
   static Plan from(const vexp::dsl::Params& p);
 };
 
-extern const char* const kPointKinds[3];
+using vexp_resnet_layout::kPointKinds;  // "block_in", "residual_in", "block_out"
 
 std::vector<std::string> insertion_points(const Plan& plan);
 std::string unknown_point_message(const Plan& plan, const std::string& point);
