@@ -461,7 +461,8 @@ m = torch.load(sys.argv[1] + "/checkpoints/epoch_0002.pt")["model"]
 w = m["features.conv1.weight"]
 assert w.dim() == 4 and w.is_contiguous(), w.stride()
 PY
-  # A channels-last checkpoint resumes, and loads into a contiguous run.
+  # A channels-last run stops and resumes from its checkpoint (momentum buffers
+  # back in their parameters' layout).
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --stop-after 1
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume
   expect_out "top-1"
