@@ -158,9 +158,13 @@ void shift_nchw(const char* src, char* dst, int64_t rows, int64_t plane_bytes, c
 // buffers; the per-pixel memcpy version reached 0.41-0.59 of it at C = 64-256):
 //  * runs of 16, 32 or 64 bytes: one pass over pixels with the run size a
 //    compile-time constant (inlined vector moves), the tail by memcpy: 0.70 at C = 64;
-//  * longer runs: each block of ~32 KiB of pixels is copied whole from frame t
+//  * other runs: each block of ~32 KiB of pixels is copied whole from frame t
 //    (one long memcpy), then its moved runs are overwritten while the block is
-//    still in cache: 0.71 at C = 256, 0.80 at C = 1024.
+//    still in cache: 0.71 at C = 256, 0.80 at C = 1024. Runs of 1-8 bytes (tiny
+//    models: C = 8 or 16 fp32) take this path with the size a compile-time
+//    constant; through the fused pass their per-pixel tail memcpy dominated
+//    (`vexp bench op --channels-last`, 2 threads: [256,16,8,8] 0.62 of copy
+//    fused against 0.79 here; [16,64,28,28] 1.50 fused against 0.93 here).
 struct MovedRun {
   int64_t begin = 0, bytes = 0, offset = 0;
 };
@@ -196,6 +200,9 @@ void shift_nhwc_small_runs(const char* src, char* dst, int64_t begin, int64_t en
   }
 }
 
+// Bytes > 0: every moved run is that long (a compile-time constant: inlined
+// moves); 0: runs of any length.
+template <int64_t Bytes>
 void shift_nhwc_blocks(const char* src, char* dst, int64_t begin, int64_t end, int64_t pixels_per_row,
                        int64_t pixel_bytes, const std::vector<MovedRun>& moved, int64_t frames) {
   const int64_t row_bytes = pixels_per_row * pixel_bytes;
@@ -208,13 +215,13 @@ void shift_nhwc_blocks(const char* src, char* dst, int64_t begin, int64_t end, i
     std::memcpy(dst + px * pixel_bytes, src + px * pixel_bytes, static_cast<size_t>((stop - px) * pixel_bytes));
     for (const MovedRun& r : moved) {
       const int64_t ts = t + r.offset;
+      const size_t bytes = static_cast<size_t>(Bytes > 0 ? Bytes : r.bytes);
       char* out = dst + r.begin;
       if (ts < 0 || ts >= frames) {
-        for (int64_t q = px; q < stop; ++q) std::memset(out + q * pixel_bytes, 0, static_cast<size_t>(r.bytes));
+        for (int64_t q = px; q < stop; ++q) std::memset(out + q * pixel_bytes, 0, bytes);
       } else {
         const char* in = src + r.offset * row_bytes + r.begin;
-        for (int64_t q = px; q < stop; ++q)
-          std::memcpy(out + q * pixel_bytes, in + q * pixel_bytes, static_cast<size_t>(r.bytes));
+        for (int64_t q = px; q < stop; ++q) std::memcpy(out + q * pixel_bytes, in + q * pixel_bytes, bytes);
       }
     }
     px = stop;
@@ -238,10 +245,14 @@ void shift_nhwc(const char* src, char* dst, int64_t rows, int64_t pixels_per_row
   parallel_over(rows * pixels_per_row, grain, [&](int64_t begin, int64_t end) {
     const int64_t f = p.frames;
     switch (run) {
+      case 1: return shift_nhwc_blocks<1>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
+      case 2: return shift_nhwc_blocks<2>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
+      case 4: return shift_nhwc_blocks<4>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
+      case 8: return shift_nhwc_blocks<8>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
       case 16: return shift_nhwc_small_runs<16>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
       case 32: return shift_nhwc_small_runs<32>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
       case 64: return shift_nhwc_small_runs<64>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
-      default: return shift_nhwc_blocks(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
+      default: return shift_nhwc_blocks<0>(src, dst, begin, end, pixels_per_row, pixel_bytes, moved, f);
     }
   });
 }

@@ -159,7 +159,8 @@ TEST(TemporalShift, EveryDtypeIsCopiedExactly) {
 // channels_last input: same values, output stays channels_last (no layout
 // conversion), and gradients match too. Other strides are made contiguous.
 // C = 16, 32, 64 give moved runs of 16, 32 and 64 bytes (the kernel's
-// fixed-size path); C = 9 and 72 runs of 8 and 72 bytes (its block path).
+// fixed-size per-pixel path); C = 9 and 72 runs of 8 and 72 bytes (its block
+// path, with the run size fixed and not), uint8 runs of 1 byte.
 TEST(TemporalShift, ChannelsLastAndStridedInputsGiveTheSameValues) {
   torch::manual_seed(2);
   const int64_t T = 3;
@@ -180,6 +181,12 @@ TEST(TemporalShift, ChannelsLastAndStridedInputsGiveTheSameValues) {
       at::Tensor ref_x = base.clone().requires_grad_();
       reference_shift(ref_x, T, 4, mode).backward(g);
       EXPECT_TRUE(torch::equal(cl.grad(), ref_x.grad())) << mode << " C=" << C;
+
+      // Runs of 1 byte (uint8, C / fold_div = 1 channel): the smallest fixed-size path.
+      at::Tensor bytes = (base * 40).to(torch::kByte).narrow(1, 0, 4);
+      EXPECT_TRUE(torch::equal(run(*layer, bytes.contiguous(at::MemoryFormat::ChannelsLast)),
+                               reference_shift(bytes, T, 4, mode)))
+          << mode << " uint8 C=4";
 
       at::Tensor strided = base.transpose(2, 3).contiguous().transpose(2, 3);  // W-major, neither layout
       ASSERT_FALSE(strided.is_contiguous());
