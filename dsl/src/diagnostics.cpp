@@ -46,8 +46,9 @@ size_t Diagnostics::error_count() const {
   }));
 }
 
-std::vector<Diagnostic> Diagnostics::sorted() const {
+std::vector<Diagnostic> Diagnostics::sorted(size_t max_shown) const {
   std::vector<Diagnostic> out;
+  out.reserve(items_.size());
   std::set<std::tuple<int, std::string, int, int, std::string>> seen;
   for (const auto& d : items_) {
     auto key = std::make_tuple(static_cast<int>(d.severity), d.loc.file, d.loc.line, d.loc.col, d.message);
@@ -56,12 +57,25 @@ std::vector<Diagnostic> Diagnostics::sorted() const {
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::tie(a.loc.file, a.loc.line, a.loc.col) < std::tie(b.loc.file, b.loc.line, b.loc.col);
   });
+  if (out.size() <= max_shown) return out;
+  size_t counts[3] = {0, 0, 0};
+  for (size_t i = max_shown; i < out.size(); ++i) ++counts[static_cast<int>(out[i].severity)];
+  out.resize(max_shown);
+  std::string more;
+  auto add = [&more](size_t n, const char* one, const char* many) {
+    if (n == 0) return;
+    more += (more.empty() ? "" : ", ") + std::to_string(n) + " more " + (n == 1 ? one : many);
+  };
+  add(counts[static_cast<int>(Severity::Error)], "error", "errors");
+  add(counts[static_cast<int>(Severity::Warning)], "warning", "warnings");
+  add(counts[static_cast<int>(Severity::Note)], "note", "notes");
+  out.push_back({Severity::Note, Loc{}, "... and " + more + " (not shown)"});
   return out;
 }
 
-std::string Diagnostics::str() const {
+std::string Diagnostics::str(size_t max_shown) const {
   std::string out;
-  for (const auto& d : sorted()) out += d.str() + "\n";
+  for (const auto& d : sorted(max_shown)) out += d.str() + "\n";
   return out;
 }
 

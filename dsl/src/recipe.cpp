@@ -4,11 +4,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 
@@ -145,6 +151,41 @@ std::optional<Value> parse_value_text(const std::string& text, const Loc& loc) {
   }
 }
 
+// toml++ reports a number too large for its type as "Error while parsing decimal
+// integer: '...' is not representable in 64 bits" (or "... could not be
+// interpreted as a value" for 1e999), placed after the literal. Says instead that
+// the number is out of range, at the literal as written (sign, '_' and all).
+void number_range_message(const std::string& text, Loc& loc, std::string& message) {
+  const bool int_range = message.find("is not representable in 64 bits") != std::string::npos;
+  const bool float_bad = message.rfind("Error while parsing floating-point", 0) == 0 &&
+                         message.find("could not be interpreted as a value") != std::string::npos;
+  if ((!int_range && !float_bad) || loc.line <= 0 || loc.col <= 1) return;
+  size_t begin = 0;
+  for (int line = 1; line < loc.line; ++line) {
+    begin = text.find('\n', begin);
+    if (begin == std::string::npos) return;
+    ++begin;
+  }
+  size_t end = begin + static_cast<size_t>(loc.col - 1);  // one past the literal
+  if (end > text.size()) return;
+  size_t start = end;
+  auto literal_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-'; };
+  while (start > begin && literal_char(text[start - 1])) --start;
+  if (start == end) return;
+  const std::string literal = text.substr(start, end - start);
+  if (int_range) {
+    message = literal + " is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)";
+  } else {
+    std::string digits;
+    for (char c : literal) if (c != '_') digits += c;
+    errno = 0;
+    const double d = std::strtod(digits.c_str(), nullptr);
+    if (errno != ERANGE || !std::isinf(d)) return;
+    message = literal + " is out of range for a double (at most about 1.8e308 in magnitude)";
+  }
+  loc.col = static_cast<int>(start - begin) + 1;
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -218,34 +259,90 @@ bool erase_path(Value& root, const std::string& path) {
 }
 
 // Tables merge key by key; everything else (arrays of tables included) replaces.
+// Keys are looked up through an index, not Value::find (a linear scan), so that a
+// table with 200,000 keys merges in linear time.
 void merge_into(Value& base, Value child) {
   base.set_loc(child.loc());
+  Value::Table& into = base.as_table();
+  std::unordered_map<std::string, size_t> index;
+  index.reserve(into.size() + child.as_table().size());
+  for (size_t i = 0; i < into.size(); ++i) index.emplace(into[i].first, i);
   for (auto& [key, value] : child.as_table()) {
-    Value* existing = base.find(key);
-    if (existing && existing->is_table() && value.is_table()) {
-      merge_into(*existing, std::move(value));
+    auto it = index.find(key);
+    if (it == index.end()) {
+      index.emplace(key, into.size());
+      into.emplace_back(std::move(key), std::move(value));
+      continue;
+    }
+    Value& existing = into[it->second].second;
+    if (existing.is_table() && value.is_table()) {
+      merge_into(existing, std::move(value));
     } else {
-      base.set(key, std::move(value));
+      existing = std::move(value);
     }
   }
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+std::string mib_text(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+// Reads a recipe file: a regular file of at most kMaxRecipeBytes. Devices, FIFOs
+// and directories are refused before reading (a FIFO is opened without waiting for
+// a writer), and a file that grows past the limit while being read is refused too.
 bool read_file(const std::string& path, std::string& text, std::string& error) {
-  errno = 0;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    error = std::strerror(errno ? errno : ENOENT);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    error = std::strerror(errno);
     return false;
   }
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) {
-    error = std::strerror(err ? err : EIO);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = std::strerror(errno);
     return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = S_ISDIR(st.st_mode) ? "is a directory" : std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
+    return false;
+  }
+  const uint64_t limit = kMaxRecipeBytes;
+  const std::string at_most =
+      "a recipe file may have at most " + mib_text(limit) + " (" + std::to_string(limit) + " bytes)";
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    error = "is " + std::to_string(st.st_size) + " bytes; " + at_most;
+    return false;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  text.clear();
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = std::strerror(errno);
+      return false;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > limit) {
+      error = "grew past " + std::to_string(limit) + " bytes while being read; " + at_most;
+      return false;
+    }
   }
   return true;
 }
@@ -269,7 +366,10 @@ class Loader {
     try {
       parsed = toml::parse(std::string_view(text), std::string_view(display));
     } catch (const toml::parse_error& e) {
-      diags_.error(loc_of(e.source(), display), std::string(e.description()));
+      Loc loc = loc_of(e.source(), display);
+      std::string message(e.description());
+      number_range_message(text, loc, message);
+      diags_.error(loc, std::move(message));
       return std::nullopt;
     }
     files.push_back(display);
@@ -483,6 +583,9 @@ void interpolate(Value& v, const EnvLookup& env, Diagnostics& diags) {
     }
   }
   v = Value(std::move(*expanded)).at(std::move(loc));
+  // A whole ${VAR} is typed text: a schema check may read it as such (a number too
+  // large for its type is "out of range", not "a string").
+  if (whole) v.set_typed_text(v.as_string());
 }
 
 std::optional<std::string> getenv_lookup(const std::string& name) {

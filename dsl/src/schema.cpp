@@ -2,6 +2,8 @@
 #include "vexp/dsl/schema.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 
@@ -31,6 +33,39 @@ bool from_text(const Value& v) {
   return v.loc().file.rfind("--set", 0) == 0 || !v.typed_text().empty();
 }
 
+// Text typed without TOML types (--set, a whole-string ${VAR}) that reads as a
+// number which does not fit: TOML leaves it a string, and "expected int, got
+// string" would hide why. Returns the sentence saying so ("" when it is not that).
+std::string out_of_range(const Value& v, bool want_float) {
+  if (!v.is_string() || !from_text(v)) return "";
+  std::string t;
+  for (char c : v.as_string()) {
+    if (c != '_') t += c;
+  }
+  size_t i = (!t.empty() && (t[0] == '+' || t[0] == '-')) ? 1 : 0;
+  if (i >= t.size()) return "";
+  const std::string body = t.substr(i);
+  auto all_of = [&](const std::string& s, size_t from, const char* set) {
+    return from < s.size() && s.find_first_not_of(set, from) == std::string::npos;
+  };
+  const bool is_int = all_of(body, 0, "0123456789") ||
+                      (body.size() > 2 && body[0] == '0' &&
+                       ((body[1] == 'x' && all_of(body, 2, "0123456789abcdefABCDEF")) ||
+                        (body[1] == 'o' && all_of(body, 2, "01234567")) || (body[1] == 'b' && all_of(body, 2, "01"))));
+  if (is_int) {
+    return v.as_string() + " is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)" +
+           (want_float ? "; write it with a decimal point or an exponent to give a float" : "");
+  }
+  if (body.find_first_not_of("0123456789.eE+-") != std::string::npos) return "";
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(t.c_str(), &end);
+  if (end && *end == '\0' && errno == ERANGE && std::isinf(d)) {
+    return v.as_string() + " is out of range for a double (at most about 1.8e308 in magnitude)";
+  }
+  return "";
+}
+
 // Scalar check for one element type; converts in place where the rules allow.
 std::string check_scalar(ParamType t, Value& v) {
   switch (t) {
@@ -39,7 +74,10 @@ std::string check_scalar(ParamType t, Value& v) {
       return "";
     case ParamType::Int:
     case ParamType::IntList:
-      if (!v.is_int()) return "expected int, got " + describe(v);
+      if (!v.is_int()) {
+        const std::string range = out_of_range(v, false);
+        return range.empty() ? "expected int, got " + describe(v) : range;
+      }
       return "";
     case ParamType::Float:
     case ParamType::FloatList:
@@ -47,7 +85,10 @@ std::string check_scalar(ParamType t, Value& v) {
         Loc loc = v.loc();
         v = Value(static_cast<double>(v.as_int())).at(std::move(loc));
       }
-      if (!v.is_float()) return "expected float, got " + describe(v);
+      if (!v.is_float()) {
+        const std::string range = out_of_range(v, true);
+        return range.empty() ? "expected float, got " + describe(v) : range;
+      }
       return "";
     case ParamType::String:
     case ParamType::StringList:

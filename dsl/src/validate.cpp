@@ -151,6 +151,19 @@ std::string absolute_from(const Loc& loc, const std::string& fallback_file, cons
   return abs.lexically_normal().string();
 }
 
+// Why `name` cannot be a run name ("" when it can). Empty means "the recipe
+// file's stem" (the default, which a resolved recipe writes out as "").
+std::string run_name_problem(const std::string& name) {
+  if (name.empty()) return "";
+  if (name == "." || name == "..") return "is not a folder name";
+  if (name.find('/') != std::string::npos) return "contains '/'";
+  if (name.size() > 255) return "is longer than 255 bytes";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return "";
+}
+
 struct Checked {
   Params params;
   Value resolved;  // the table with defaults filled, in schema order
@@ -194,6 +207,7 @@ class Validator {
     }
     check_top_level(root);
     for (const auto& [name, schema] : builtin_sections()) check_section(root, name, schema);
+    check_run_name();
     check_data();
     check_dist();
     check_plugins();
@@ -295,6 +309,20 @@ class Validator {
     section_given_[name] = sec;
     section_loc_[name] = owner;
     sections_[name] = std::move(c);
+  }
+
+  // run.name names the folder runs/<name>: one path component, so that no name
+  // can place a run outside runs/ (--out or run.out choose another folder).
+  void check_run_name() {
+    const Value* v = given("run", "name");
+    if (!v || !v->is_string()) return;  // absent, or the type is already reported
+    const std::string problem = run_name_problem(v->as_string());
+    if (!problem.empty()) {
+      diags_.error(v->loc(), "run.name " + v->to_toml_inline() + " " + problem +
+                                 "; a run name is one folder name under runs/ (use --out or run.out to choose another "
+                                 "folder)");
+      sections_["run"].ok = false;
+    }
   }
 
   const Value* given(const std::string& section, const std::string& key) const {
@@ -786,6 +814,20 @@ class Validator {
     return false;
   }
 
+  // A dataset hook's message that starts with the name of a parameter the recipe
+  // gives ("train_list: list file '...' is a directory", "root is empty") is placed
+  // at that value; any other message at `fallback` (the [data.params] table).
+  Loc data_param_loc(const std::string& what, const Loc& fallback) const {
+    const Value* params = given("data", "params");
+    if (!params || !params->is_table()) return fallback;
+    for (const auto& [key, v] : params->as_table()) {
+      if (what.size() > key.size() && what.compare(0, key.size(), key) == 0 &&
+          (what[key.size()] == ':' || what[key.size()] == ' ') && v.loc().known())
+        return v.loc();
+    }
+    return fallback;
+  }
+
   void check_shapes() {
     if (!dataset_decl_ || !dataset_params_ok_) return;
     if (dataset_decl_->dataset_facts) {
@@ -801,10 +843,11 @@ class Validator {
       try {
         dataset_decl_->check_data(plan_.dataset_params);
       } catch (const std::exception& e) {
+        const Loc at = data_param_loc(e.what(), loc);
         if (options_.require_data) {
-          diags_.error(loc, "dataset '" + plan_.dataset + "': " + e.what());
+          diags_.error(at, "dataset '" + plan_.dataset + "': " + e.what());
         } else {
-          diags_.warning(loc, "dataset '" + plan_.dataset + "': " + e.what() + " (vexp run will refuse to start)");
+          diags_.warning(at, "dataset '" + plan_.dataset + "': " + e.what() + " (vexp run will refuse to start)");
         }
       }
     }

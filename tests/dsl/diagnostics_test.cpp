@@ -49,5 +49,25 @@ TEST(Diagnostics, SortedByPositionStableAndWithoutDuplicates) {
             "b.toml:1:1: error: b1\n");
 }
 
+
+TEST(Diagnostics, ShowsTheFirstHundredAndCountsTheRest) {
+  Diagnostics d;
+  for (int i = 1; i <= 250; ++i) d.error({"a.toml", i, 1}, "e" + std::to_string(i));
+  d.warning({"a.toml", 300, 1}, "w");
+  const auto shown = d.sorted();
+  ASSERT_EQ(shown.size(), Diagnostics::kMaxShown + 1);
+  EXPECT_EQ(shown[0].message, "e1");
+  EXPECT_EQ(shown[99].message, "e100");
+  EXPECT_EQ(shown.back().str(), "note: ... and 150 more errors, 1 more warning (not shown)");
+  EXPECT_EQ(d.error_count(), 250u);  // the summary line still counts every error
+  EXPECT_EQ(d.sorted(Diagnostics::kAll).size(), 251u);
+  EXPECT_EQ(d.sorted(3).back().str(), "note: ... and 247 more errors, 1 more warning (not shown)");
+  // Exactly the cap: nothing hidden, no note.
+  Diagnostics exact;
+  for (int i = 1; i <= 100; ++i) exact.error({"a.toml", i, 1}, "e");
+  EXPECT_EQ(exact.sorted().size(), 100u);
+  EXPECT_EQ(exact.sorted().back().severity, Severity::Error);
+}
+
 }  // namespace
 }  // namespace vexp::dsl

@@ -2,6 +2,9 @@
 // ${VAR} interpolation and TOML rendering.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cstdint>
 #include <filesystem>
 
 #include "fake_catalog.hpp"
@@ -36,6 +39,83 @@ Recipe load_text(const std::string& text, Diagnostics& d, LoadOptions opts = {})
   auto r = load_recipe_text(text, "r.toml", opts, d);
   if (!r) throw std::runtime_error("no tree: " + d.str());
   return *r;
+}
+
+// Recipe files are regular files of bounded size: /dev/zero, a FIFO or a directory
+// used to be read until memory ran out (or block forever); now each is one located
+// error for a base and a RecipeError naming the file for the root.
+TEST(Load, RecipeFilesMustBeRegularFilesOfBoundedSize) {
+  TempDir dir;
+  const std::string fifo = dir.path("pipe.toml");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string folder = dir.path("folder.toml");
+  std::filesystem::create_directories(folder);
+  const std::string big = dir.write("big.toml", "");
+  std::filesystem::resize_file(big, kMaxRecipeBytes + 1);  // sparse: instant
+  const std::string fits = dir.write("fits.toml", "[run]\nepochs = 2\n" + std::string(1000, '#') + "\n");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"/dev/zero", "is a character device, not a regular file"},
+      {fifo, "is a FIFO (named pipe), not a regular file"},
+      {folder, "is a directory"},
+      {big, "is 16777217 bytes; a recipe file may have at most 16 MiB (16777216 bytes)"}};
+  for (const auto& [path, why] : cases) {
+    Diagnostics d;
+    auto r = load_recipe_text("extends = \"" + path + "\"\n[run]\nseed = 1\n", dir.path("r.toml"), {}, d);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(messages(d), (std::vector<std::string>{dir.path("r.toml") + ":1:1: error: cannot read base recipe '" +
+                                                      path + "': " + why}))
+        << path;
+    // As the recipe itself: one sentence naming the file.
+    try {
+      Diagnostics top;
+      load_recipe(path, {}, top);
+      ADD_FAILURE() << path << " was read as a recipe";
+    } catch (const RecipeError& e) {
+      EXPECT_EQ(std::string(e.what()), "cannot read recipe '" + path + "': " + why);
+    }
+  }
+  // A file within the limit still loads.
+  Diagnostics ok;
+  auto r = load_recipe(fits, {}, ok);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(ok.items().empty()) << ok.str();
+  EXPECT_EQ(at(r->root, "run.epochs").as_int(), 2);
+}
+
+// toml++ says "... is not representable in 64 bits" after the number; the
+// diagnostic says "out of range" at the number as written.
+TEST(Load, NumbersTooLargeForTheirTypeAreOutOfRangeAtTheLiteral) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"[run]\nepochs = 99999999999999999999\n",
+       "r.toml:2:10: error: 99999999999999999999 is out of range for a 64-bit integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
+      {"[run]\nepochs =  -9_223_372_036_854_775_809 # below the minimum\n",
+       "r.toml:2:11: error: -9_223_372_036_854_775_809 is out of range for a 64-bit integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
+      {"[optim]\nlr = [0.1, 1e999]\n",
+       "r.toml:2:12: error: 1e999 is out of range for a double (at most about 1.8e308 in magnitude)"}};
+  for (const auto& [text, want] : cases) {
+    Diagnostics d;
+    EXPECT_FALSE(load_recipe_text(text, "r.toml", {}, d));
+    EXPECT_EQ(messages(d), (std::vector<std::string>{want})) << text;
+  }
+  // The largest and smallest 64-bit integers still load.
+  Diagnostics d;
+  Recipe r = load_text("[run]\na = 9223372036854775807\nb = -9223372036854775808\n", d);
+  EXPECT_EQ(at(r.root, "run.a").as_int(), INT64_MAX);
+  EXPECT_EQ(at(r.root, "run.b").as_int(), INT64_MIN);
+}
+
+// 200,000 tables used to take minutes (each merged key was found by a linear
+// scan); the count here only checks that nothing is lost on the way.
+TEST(Load, ManyTablesAllArrive) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "[t" + std::to_string(i) + "]\nx = " + std::to_string(i) + "\n";
+  Diagnostics d;
+  Recipe r = load_text(text, d);
+  ASSERT_EQ(r.root.as_table().size(), 5000u);
+  EXPECT_EQ(r.root.as_table()[4321].first, "t4321");
+  EXPECT_EQ(at(r.root, "t4321.x").as_int(), 4321);
 }
 
 TEST(ParseOverride, SplitsAtTheFirstEquals) {

@@ -467,6 +467,99 @@ TEST(Validate, SetTextBecomesAStringWhereAStringIsExpected) {
       "--set run.epochs=many: error: 'epochs' in [run]: expected int, got string \"many\""}));
 }
 
+// run.name is one folder name under runs/: "../../x" or "/abs" used to put the run
+// outside runs/. Each bad name is an error at the value; --set is checked alike.
+TEST(Validate, RunNameIsOneFolderName) {
+  const int line = 2;
+  for (const std::string& bad : std::vector<std::string>{"../../x", "/tmp/abs", "a/b", ".", "..", "tab\there", std::string(256, 'n')}) {
+    const std::string written = Value(bad).to_toml_inline();
+    auto c = check(quickstart_with("name = \"tsm_quick\"", "name = " + written));
+    EXPECT_FALSE(c->plan) << bad;
+    const auto m = messages(c->diags);
+    ASSERT_EQ(m.size(), 1u) << bad << ": " << c->diags.str();
+    EXPECT_EQ(m[0].rfind("r.toml:" + std::to_string(line) + ":1: error: run.name " + written + " ", 0), 0u) << m[0];
+    EXPECT_NE(m[0].find("use --out or run.out to choose another folder"), std::string::npos) << m[0];
+  }
+  LoadOptions o;
+  o.overrides.push_back(*parse_override("run.name=../x"));
+  auto s = check(kQuickstart, o);
+  EXPECT_FALSE(s->plan);
+  EXPECT_EQ(messages(s->diags),
+            (std::vector<std::string>{"--set run.name=../x: error: run.name \"../x\" contains '/'; a run name is one "
+                                      "folder name under runs/ (use --out or run.out to choose another folder)"}));
+  // Good names, and no name at all (the recipe file's stem), still pass.
+  for (const std::string& good : std::vector<std::string>{"tsm", "run-2.v1", "..x", "with space", "ü"}) {
+    auto g = check(quickstart_with("name = \"tsm_quick\"", "name = " + Value(good).to_toml_inline()));
+    EXPECT_TRUE(g->plan) << good << ": " << g->diags.str();
+  }
+  auto unnamed = check(quickstart_with("name = \"tsm_quick\"\n", ""));
+  ASSERT_TRUE(unnamed->plan) << unnamed->diags.str();
+  EXPECT_EQ(unnamed->plan->run.str("name"), "");
+}
+
+// A number too large for its type, typed after --set or through a whole ${VAR},
+// says so instead of "expected int, got string".
+TEST(Validate, SetNumbersOutOfRangeSaySo) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"run.epochs=99999999999999999999",
+       "'epochs' in [run]: 99999999999999999999 is out of range for a 64-bit integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
+      {"run.seed=-99999999999999999999",
+       "'seed' in [run]: -99999999999999999999 is out of range for a 64-bit integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
+      {"optim.lr=1e999", "'lr' in [optim]: 1e999 is out of range for a double (at most about 1.8e308 in magnitude)"},
+      {"optim.lr=99999999999999999999",
+       "'lr' in [optim]: 99999999999999999999 is out of range for a 64-bit integer (-9223372036854775808 to "
+       "9223372036854775807); write it with a decimal point or an exponent to give a float"},
+      {"run.epochs=12abc", "'epochs' in [run]: expected int, got string \"12abc\""}};
+  for (const auto& [set, want] : cases) {
+    LoadOptions o;
+    o.overrides.push_back(*parse_override(set));
+    auto c = check(kQuickstart, o);
+    EXPECT_EQ(messages(c->diags), (std::vector<std::string>{"--set " + set + ": error: " + want})) << set;
+  }
+  // The same text from a whole ${VAR}, at the place the recipe wrote it.
+  LoadOptions env;
+  env.env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "EPOCHS") return std::string("99999999999999999999");
+    return std::nullopt;
+  };
+  auto e = check(quickstart_with("epochs = 3", "epochs = \"${EPOCHS}\""), env);
+  EXPECT_EQ(messages(e->diags),
+            (std::vector<std::string>{"r.toml:3:1: error: 'epochs' in [run]: 99999999999999999999 is out of range for "
+                                      "a 64-bit integer (-9223372036854775808 to 9223372036854775807)"}));
+  // A quoted string in a file stays a string.
+  auto q = check(quickstart_with("epochs = 3", "epochs = \"99999999999999999999\""));
+  EXPECT_EQ(messages(q->diags), (std::vector<std::string>{
+      "r.toml:3:1: error: 'epochs' in [run]: expected int, got string \"99999999999999999999\""}));
+}
+
+// A dataset's check_data sentence that starts with a parameter's name is placed
+// at that parameter's value (else at [data.params]).
+TEST(Validate, DataProblemsNamingAParameterAreReportedAtIt) {
+  testing::FakeCatalog catalog;
+  PluginDecl d = *fake_catalog().find("dataset", "synthetic_motion");
+  d.schema.text("train_list", "train.txt", "List file");
+  d.check_data = [](const Params& p) {
+    if (p.str("train_list") == "dir") throw std::runtime_error("train_list: list file '/data/dir' is a directory, not a file");
+    throw std::runtime_error("root '/data' does not exist");
+  };
+  catalog.add(d);
+  auto run = [&](const std::string& params) {
+    auto c = std::make_unique<Checked>();
+    c->recipe = load_recipe_text(quickstart_with("params = { frames = 8, size = 64, classes = 10 }", params), "r.toml",
+                                 {}, c->diags);
+    if (c->recipe) c->plan = validate(*c->recipe, catalog, c->diags);
+    return c;
+  };
+  auto dir = run("params = { frames = 8, size = 64, classes = 10, train_list = \"dir\" }");
+  EXPECT_EQ(messages(dir->diags), (std::vector<std::string>{
+      "r.toml:7:49: error: dataset 'synthetic_motion': train_list: list file '/data/dir' is a directory, not a file"}));
+  auto other = run("params = { frames = 8, size = 64, classes = 10 }");
+  EXPECT_EQ(messages(other->diags), (std::vector<std::string>{
+      "r.toml:7:1: error: dataset 'synthetic_motion': root '/data' does not exist"}));
+}
+
 TEST(Validate, PluginPathsAreRelativeToTheFileThatNamesThem) {
   TempDir dir;
   dir.write("base/common.toml", "[plugins]\npaths = [\"../plugins\", \"/opt/vexp/p\", \"more\"]\n");

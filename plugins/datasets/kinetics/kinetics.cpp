@@ -106,10 +106,19 @@ void require_paths(const Config& c) {
   if (c.root.empty()) throw std::invalid_argument("root is empty; " + std::string(kDocs));
   if (!fs::is_directory(c.root))
     throw std::invalid_argument("data root '" + c.root + "' does not exist or is not a folder; " + kDocs);
-  for (const std::string* l : {&c.train_list, &c.val_list}) {
+  // Each message starts with the parameter's name: validation places it at that value.
+  for (const auto& [key, l] : {std::pair<const char*, const std::string*>{"train_list", &c.train_list},
+                               {"val_list", &c.val_list}}) {
     const fs::path p = under_root(c, *l);
-    if (l->empty() || !fs::is_regular_file(p))
-      throw std::invalid_argument("list file '" + p.string() + "' does not exist; " + kDocs);
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (l->empty()) throw std::invalid_argument(std::string(key) + " is empty; " + kDocs);
+    if (fs::is_directory(st))
+      throw std::invalid_argument(std::string(key) + ": list file '" + p.string() + "' is a directory, not a file");
+    if (fs::exists(st) && !fs::is_regular_file(st))
+      throw std::invalid_argument(std::string(key) + ": list file '" + p.string() + "' is not a regular file");
+    if (!fs::is_regular_file(st))
+      throw std::invalid_argument(std::string(key) + ": list file '" + p.string() + "' does not exist; " + kDocs);
   }
   if (!c.label_map.empty() && !fs::is_regular_file(under_root(c, c.label_map)))
     throw std::invalid_argument("label map '" + under_root(c, c.label_map).string() + "' does not exist; " + kDocs);

@@ -52,7 +52,9 @@ struct PluginDecl {
   // Datasets: clip shape and class count for the given parameters.
   std::function<DatasetFacts(const Params&)> dataset_facts;
   // Datasets: throws a sentence (naming the path) when the data the parameters
-  // point at is missing. `vexp run` refuses to start; `vexp check` warns.
+  // point at is missing. `vexp run` refuses to start; `vexp check` warns. A sentence
+  // that starts with a parameter's name ("train_list: ...") is reported at the
+  // place the recipe gives that parameter.
   std::function<void(const Params&)> check_data;
 };
 

@@ -27,9 +27,15 @@ class Diagnostics {
   size_t error_count() const;
   const std::vector<Diagnostic>& items() const { return items_; }
   // Sorted by file, line, column (stable for equal positions); duplicates removed.
-  std::vector<Diagnostic> sorted() const;
-  // All diagnostics, one per line, sorted.
-  std::string str() const;
+  // At most `max_shown` of them: when there are more, the first `max_shown` are
+  // followed by one note "... and N more errors" (without a location) that
+  // counts the rest, so that a recipe with 200,000 mistakes prints a screenful.
+  std::vector<Diagnostic> sorted(size_t max_shown = kMaxShown) const;
+  // The same, one per line.
+  std::string str(size_t max_shown = kMaxShown) const;
+
+  static constexpr size_t kMaxShown = 100;
+  static constexpr size_t kAll = static_cast<size_t>(-1);
 
  private:
   std::vector<Diagnostic> items_;

@@ -3,6 +3,7 @@
 // file:line:col where it was written.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -12,6 +13,10 @@
 #include "vexp/dsl/value.hpp"
 
 namespace vexp::dsl {
+
+// A recipe file (the root, every `extends` base, a sweep file) must be a regular
+// file of at most this many bytes; devices, FIFOs and directories are refused.
+constexpr uint64_t kMaxRecipeBytes = 16ull * 1024 * 1024;
 
 struct Override {
   std::string path;   // "optim.lr", "model.node.features.depth", "model.node.1.depth"
