@@ -25,8 +25,13 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
     shapes[plan.model_input] = in;
   }
   for (const auto& spec : plan.nodes) {
-    Node node{spec.id, spec.op, spec.kind, {}, nullptr};
+    Node node{spec.id, spec.op, spec.kind, {}, nullptr, {}, {}};
     node.layer = host.make<Layer>(spec.kind, spec.op, spec.params);
+    if (const PluginDecl* decl = host.find(spec.kind, spec.op); decl && !decl->library.empty() &&
+                                                                 decl->library[0] == '/') {
+      node.library = decl->library;  // a loaded library (built-ins are named "<...>")
+      node.activity = "running " + spec.kind + " '" + spec.op + "' of node '" + spec.id + "'";
+    }
     for (const auto& in : spec.inputs) node.inputs.push_back(in == plan.model_input ? -1 : index.at(in));
     index[spec.id] = static_cast<int>(nodes_.size());
     nodes_.push_back(std::move(node));
@@ -34,6 +39,11 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
   }
   for (const auto& ins : plan.inserts) {
     auto layer = host.make<Layer>(ins.kind, ins.op, ins.params);
+    const PluginDecl* decl = host.find(ins.kind, ins.op);
+    const std::string lib = decl ? decl->library : "";
+    const std::string what = "building " + ins.kind + " '" + ins.op + "' inserted at '" + ins.node + "/" + ins.point + "'";
+    PluginActivity building{lib.c_str(), what.c_str()};
+    PluginActivityScope scope(!lib.empty() && lib[0] == '/' ? &building : nullptr);
     layer->build({ins.point_shape}, gctx);
     nodes_.at(index.at(ins.node)).layer->insert(ins.point, layer);
   }
@@ -41,6 +51,9 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
     std::vector<dsl::Shape> in_shapes;
     for (const auto& in : plan.nodes[i].inputs) in_shapes.push_back(shapes.count(in) ? shapes[in] : dsl::Shape{});
     try {
+      const std::string what = "building " + nodes_[i].kind + " '" + nodes_[i].op + "' of node '" + nodes_[i].id + "'";
+      PluginActivity building{nodes_[i].library.c_str(), what.c_str()};
+      PluginActivityScope scope(nodes_[i].library.empty() ? nullptr : &building);
       nodes_[i].layer->build(in_shapes, gctx);
     } catch (const std::exception& e) {
       throw std::runtime_error(plan.nodes[i].loc.str() + ": node '" + nodes_[i].id + "' (" + nodes_[i].op +
@@ -91,7 +104,11 @@ at::Tensor ModelGraph::forward(const at::Tensor& clip) {
     std::vector<at::Tensor> in;
     in.reserve(nodes_[i].inputs.size());
     for (int j : nodes_[i].inputs) in.push_back(j < 0 ? clip : outs[j]);
-    outs[i] = nodes_[i].layer->forward(in, ctx);
+    const Node& n = nodes_[i];
+    // Two pointer stores: a fatal signal in the plugin's forward names it (exit 4).
+    const PluginActivity activity{n.library.c_str(), n.activity.c_str()};
+    PluginActivityScope scope(n.library.empty() ? nullptr : &activity);
+    outs[i] = n.layer->forward(in, ctx);
   }
   return outs[output_];
 }

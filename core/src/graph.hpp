@@ -37,6 +37,11 @@ class ModelGraph : public torch::nn::Module {
     std::string kind;
     std::vector<int> inputs;  // index into node outputs; -1 = the model input
     std::shared_ptr<Layer> layer;
+    // For the fatal-signal handler (PluginActivityScope around forward): the
+    // plugin library's path ("" for code compiled into the host) and
+    // "running op 'x' of node 'y'", formatted once here, not per forward.
+    std::string library;
+    std::string activity;
   };
   std::vector<Node> nodes_;
   int output_ = -1;

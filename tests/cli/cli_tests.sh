@@ -379,10 +379,21 @@ plugin_path)
   VEXP_PLUGIN_PATH="$build/tests/fixtures" "$vexp" plugins >"$tmp/out" 2>&1 || fail "plugins failed"
   expect_out "warning:"; expect_out "wrong plugin ABI version"; expect_out "fixture greeter"
   no_crash
-  # A recipe naming a missing plugin folder is an error that names it.
+  # A recipe naming a missing plugin folder is an error at the path that names it.
   printf 'extends = "%s"\n[plugins]\npaths = ["no/such/dir"]\n' "$src/recipes/quickstart/tsm_motion.toml" > "$tmp/p.toml"
   expect_rc 2 -- "$vexp" check "$tmp/p.toml"
-  expect_out "no/such/dir"
+  expect_out "p.toml:3:10: error: plugin folder '$tmp/no/such/dir' does not exist"
+  # vexp's own plugin folder may be named; a folder of its own (the fixtures) only
+  # when allowed: refused at the path, loaded with --plugin-path.
+  export XDG_CONFIG_HOME="$tmp/config"
+  printf 'extends = "%s"\n[plugins]\npaths = ["%s", "%s"]\n' "$src/recipes/quickstart/tsm_motion.toml" \
+    "$build/lib/vexp/plugins" "$build/tests/fixtures" > "$tmp/p.toml"
+  expect_rc 2 -- "$vexp" check "$tmp/p.toml"
+  expect_out "p.toml:3:"; expect_out "is not trusted, so nothing was loaded from it"
+  expect_no_out "plugins' is not trusted"
+  expect_no_out "wrong plugin ABI version"   # nothing was loaded from the fixtures
+  expect_rc 0 -- "$vexp" check "$tmp/p.toml" --plugin-path "$build/tests/fixtures"
+  expect_out "warning:"; expect_out "wrong plugin ABI version"; expect_out "p.toml: ok"
   ;;
 sdk_example)
   cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install failed"
@@ -401,8 +412,13 @@ paths = ["$(dirname "$so")"]
 at = "features/layer*/block*/residual_in"
 insert = { op = "temporal_smooth" }
 TOML
-  expect_rc 0 -- "$tmp/prefix/bin/vexp" check "$tmp/smooth.toml"
+  # The recipe alone cannot make vexp load the folder; --plugin-path, or trusting it once, can.
+  export XDG_CONFIG_HOME="$tmp/config"
+  expect_rc 2 -- "$tmp/prefix/bin/vexp" check "$tmp/smooth.toml"
+  expect_out "smooth.toml:3:10: error: plugin folder"; expect_out "vexp trust $(dirname "$so")"
+  expect_rc 0 -- "$tmp/prefix/bin/vexp" check --plugin-path "$(dirname "$so")" "$tmp/smooth.toml"
   expect_out "8 inserted operators"
+  expect_rc 0 -- "$tmp/prefix/bin/vexp" trust "$(dirname "$so")"
   expect_rc 0 -- "$tmp/prefix/bin/vexp" graph "$tmp/smooth.toml"
   expect_out "+= temporal_smooth("
   expect_rc 0 -- "$tmp/prefix/bin/vexp" run "$tmp/smooth.toml" --out "$tmp/run" \

@@ -25,8 +25,7 @@ void run_bench_train(const BenchTrainArgs& a) {
   if (a.options.synthetic) {
     // No data needed: the clip shape comes from the dataset's parameters.
     const std::vector<dsl::Override> overrides = parse_sets(a.recipe.sets);
-    load_plugins(s);
-    report_plugin_problems(s);
+    load_session_plugins(s, a.recipe.plugin_paths);
     std::string note;
     bool ok = false;
     try {

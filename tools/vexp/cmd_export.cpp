@@ -35,6 +35,7 @@ void add_export(CLI::App& app) {
   auto recipe = std::make_shared<std::string>();
   auto classes = std::make_shared<int64_t>(-1);
   auto input = std::make_shared<std::string>();
+  auto plugin_paths = std::make_shared<std::vector<std::string>>();
   cmd->add_option("source", *source, "Run directory (its last checkpoint) or a checkpoint file")->required();
   cmd->add_option("--to", *to, "Output file (.pth)")->required();
   cmd->add_option("--naming", *naming, "Key names: torchvision, tsm (official TSM), mmaction (mmaction2), vexp")
@@ -42,6 +43,7 @@ void add_export(CLI::App& app) {
   cmd->add_option("--recipe", *recipe, "Recipe of the model (default: the run's resolved.toml)");
   cmd->add_option("--input", *input, "Clip shape T x C x H x W when the dataset cannot give it");
   cmd->add_option("--classes", *classes, "Class count when the dataset cannot give it")->check(CLI::PositiveNumber);
+  add_plugin_path_option(cmd, *plugin_paths);
   cmd->callback([=] {
     std::string ckpt_path;
     fs::path run_dir;
@@ -57,6 +59,7 @@ void add_export(CLI::App& app) {
     }
     RecipeArgs args;
     args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
+    args.plugin_paths = *plugin_paths;
     if (!fs::is_regular_file(args.path))
       throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};
     Checkpoint c;

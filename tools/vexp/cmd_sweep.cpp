@@ -38,6 +38,7 @@ void on_signal(int) { g_stop = 1; }
 
 struct SweepArgs {
   std::string path, out;
+  std::vector<std::string> plugin_paths;  // --plugin-path, passed on to every trial
   int jobs = 1, ranks = 1, gpus = -1;
   bool dry_run = false, retry_failed = false, no_report = false;
 };
@@ -146,12 +147,12 @@ void add_sweep(CLI::App& app) {
   cmd->add_option("--gpus", a->gpus, "GPUs to split between trials (default: the /dev/nvidiaN devices present)")
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--dry-run", a->dry_run, "Validate every trial and print them; run nothing");
+  add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe and the plots at the end");
   cmd->callback([a] {
     Session s;
-    load_plugins(s);
-    report_plugin_problems(s);
+    load_session_plugins(s, a->plugin_paths);
     dsl::Diagnostics d;
     std::optional<Definition> def;
     try {
@@ -309,6 +310,7 @@ void add_sweep(CLI::App& app) {
       else argv = {exe};
       argv.insert(argv.end(), {"run", def->base});
       for (const auto& o : ov) argv.insert(argv.end(), {"--set", o.path + "=" + o.text});
+      for (const auto& d : s.plugin_dirs) argv.insert(argv.end(), {"--plugin-path", d});  // trials load what we may
       argv.insert(argv.end(), {"--out", tdir.string()});
       if (resume) argv.push_back("--resume");
       const fs::path log = tdir / "log.txt";

@@ -2,11 +2,44 @@
 
 #include <iostream>
 
+#include "plugin_trust.hpp"
+
 namespace vexp::cli {
+
+void add_plugin_path_option(CLI::App* app, std::vector<std::string>& dirs) {
+  app->add_option("--plugin-path", dirs,
+                  "Load the plugins in DIR; recipes may then name it in [plugins] paths (repeatable)")
+      ->type_name("DIR")
+      ->check(CLI::ExistingPath);
+}
 
 void RecipeArgs::add_to(CLI::App* app) {
   app->add_option("recipe", path, "Recipe file (.toml)")->required();
   app->add_option("--set", sets, "Override a recipe value: --set optim.lr=0.05 (repeatable)");
+  add_plugin_path_option(app, plugin_paths);
+}
+
+std::vector<std::string> canonical_plugin_paths(const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    std::string why;
+    std::string c = canonical_path(d, &why);
+    if (c.empty()) throw Exit{kExitInvalid, "--plugin-path '" + d + "': " + why};
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> RecipeArgs::plugin_path_argv() const {
+  std::vector<std::string> argv;
+  for (const auto& d : canonical_plugin_paths(plugin_paths)) argv.insert(argv.end(), {"--plugin-path", d});
+  return argv;
+}
+
+void load_session_plugins(Session& s, const std::vector<std::string>& dirs) {
+  s.plugin_dirs = canonical_plugin_paths(dirs);
+  load_plugins(s);
+  report_plugin_problems(s);
 }
 
 void report_plugin_problems(const Session& s) {
@@ -25,8 +58,7 @@ std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets) {
 
 bool open_session(Session& s, const RecipeArgs& args) {
   const std::vector<dsl::Override> overrides = parse_sets(args.sets);
-  load_plugins(s);
-  report_plugin_problems(s);
+  load_session_plugins(s, args.plugin_paths);
   bool ok = false;
   try {
     ok = open_recipe(s, args.path, overrides, args.require_data);

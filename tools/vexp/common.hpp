@@ -10,10 +10,12 @@
 
 namespace vexp::cli {
 
-// Exit codes: 0 success, 1 failure, 2 invalid recipe or usage, 3 training diverged.
+// Exit codes: 0 success, 1 failure, 2 invalid recipe or usage, 3 training diverged,
+// 4 a plugin crashed with a fatal signal (plugin_host.hpp, install_plugin_crash_handler).
 constexpr int kExitFailure = 1;
 constexpr int kExitInvalid = 2;
 constexpr int kExitDiverged = 3;
+constexpr int kExitPluginCrash = 4;
 
 // Thrown by subcommands to exit with `code` after printing `message` (if any).
 struct Exit {
@@ -25,9 +27,22 @@ struct Exit {
 struct RecipeArgs {
   std::string path;
   std::vector<std::string> sets;
+  std::vector<std::string> plugin_paths;  // --plugin-path DIR (repeatable)
   bool require_data = false;  // true for commands that read the data (run, data check, bench data)
   void add_to(CLI::App* app);
+  // "--plugin-path", DIR (canonical) for each folder: for the commands a command
+  // starts (sweep trials, `run --nproc` ranks), so they may load what this one may.
+  std::vector<std::string> plugin_path_argv() const;
 };
+
+// Adds the repeatable --plugin-path DIR option (folders of plugins to load, which
+// recipes may then name in [plugins] paths) to a command that opens recipes.
+void add_plugin_path_option(CLI::App* app, std::vector<std::string>& dirs);
+// The folders as canonical paths (an Exit (invalid) naming one that does not exist).
+std::vector<std::string> canonical_plugin_paths(const std::vector<std::string>& dirs);
+// Sets s.plugin_dirs from `dirs`, loads the default plugin folders and them, and
+// prints the plugin problems as warnings.
+void load_session_plugins(Session& s, const std::vector<std::string>& dirs);
 
 // The --set KEY=VALUE texts as overrides; Exit (invalid) naming the first bad one.
 std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets);
@@ -58,5 +73,6 @@ void add_export(CLI::App& app);
 void add_sweep(CLI::App& app);    // cmd_sweep.cpp
 void add_results(CLI::App& app);  // cmd_results.cpp
 void add_report(CLI::App& app);   // cmd_results.cpp
+void add_trust(CLI::App& app);    // cmd_trust.cpp
 
 }  // namespace vexp::cli

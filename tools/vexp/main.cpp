@@ -7,9 +7,13 @@
 #include "common.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/plugin_abi.h"
+#include "vexp/plugin_host.hpp"
 
 int main(int argc, char** argv) {
   using namespace vexp::cli;
+  // A plugin that dies of SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT (loading, registering,
+  // in a factory or a node's forward) gets one line naming it and exit 4.
+  vexp::install_plugin_crash_handler();
   CLI::App app{"vexp: distributed video training experiments from TOML recipes"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("vexp ") + VEXP_VERSION + " (" + vexp::host_build_tag() +
@@ -28,6 +32,7 @@ int main(int argc, char** argv) {
   add_sweep(app);
   add_results(app);
   add_report(app);
+  add_trust(app);
   try {
     try {
       app.parse(argc, argv);

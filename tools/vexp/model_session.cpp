@@ -66,8 +66,7 @@ dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
 bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) {
   if (!m.clip && m.classes <= 0) return open_session(s, args);
   const std::vector<dsl::Override> overrides = parse_sets(args.sets);
-  load_plugins(s);
-  report_plugin_problems(s);
+  load_session_plugins(s, args.plugin_paths);
   try {
     if (load_recipe_and_plugins(s, args.path, overrides)) {
       std::string dataset;

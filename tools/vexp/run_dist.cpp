@@ -22,8 +22,7 @@ bool under_launcher() {
 void print_dry_run(const RecipeArgs& args, int nproc) {
   Session s;
   auto overrides = parse_sets(args.sets);
-  load_plugins(s);
-  report_plugin_problems(s);
+  load_session_plugins(s, args.plugin_paths);
   std::string note;
   bool ok = false;
   try {
@@ -68,6 +67,7 @@ void launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
     argv.push_back("--set");
     argv.push_back(set);
   }
+  for (const auto& a : args.plugin_path_argv()) argv.push_back(a);  // the ranks may load what we may
   if (s.plan->comm == "local") {
     argv.push_back("--set");
     argv.push_back("dist.backend=mpi");

@@ -18,6 +18,39 @@ struct PluginError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What plugin code a thread is running, for the fatal-signal handler: the
+// library's path and a phrase ("running op 'x' of node 'y'"), both texts that
+// outlive the call. Formatted before the call, so marking costs two stores.
+struct PluginActivity {
+  const char* library = nullptr;
+  const char* what = nullptr;
+};
+
+// Marks the calling thread as running `activity` until destroyed; scopes nest
+// (an operator inside a backbone). Cheap enough for every node's forward.
+class PluginActivityScope {
+ public:
+  explicit PluginActivityScope(const PluginActivity* activity) noexcept;
+  ~PluginActivityScope();
+  PluginActivityScope(const PluginActivityScope&) = delete;
+  PluginActivityScope& operator=(const PluginActivityScope&) = delete;
+
+ private:
+  const PluginActivity* previous_;
+};
+
+// The exit status of a process whose plugin died of a fatal signal.
+constexpr int kPluginCrashExitCode = 4;
+
+// Installs the fatal-signal handler (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) on
+// an alternate stack. When the signal comes while the thread runs plugin code (a
+// PluginActivityScope is open, or the faulting instruction lies in a loaded
+// plugin library) it writes one line, for example
+//   vexp: fatal: SIGSEGV in plugin library '/p/crash.so' while running op 'crash' of node 'head'
+// and exits with kPluginCrashExitCode. Any other fatal signal gets the default
+// action (the handler restores it and raises the signal again). Idempotent.
+void install_plugin_crash_handler();
+
 struct LoadedLibrary {
   std::string path;
   std::string name;

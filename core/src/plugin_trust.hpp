@@ -1,0 +1,51 @@
+// Which plugin folders a recipe may name. Loading a library runs its code (its
+// constructors run inside dlopen), so opening a recipe someone sent must not load
+// a folder that recipe chose. A folder named in [plugins] paths (of the recipe, an
+// `extends` base, or --set) is loaded only when it is, after realpath:
+//   - vexp's own plugin folder (the build's or the installation's),
+//   - a folder of VEXP_PLUGIN_PATH,
+//   - a folder given with --plugin-path on the command line,
+//   - a folder the user trusted once with `vexp trust DIR`, listed in
+//     ${XDG_CONFIG_HOME:-$HOME/.config}/vexp/trusted-plugin-dirs;
+// a path naming a single library is allowed when its folder is. Anything else is
+// refused before anything is loaded from it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vexp {
+
+// ${XDG_CONFIG_HOME:-$HOME/.config}/vexp/trusted-plugin-dirs ("" when neither is set).
+std::string trusted_plugin_dirs_file();
+
+// The folders in the trust file (canonical absolute paths, one per line; blank
+// lines and lines starting with '#' are skipped). A missing file holds none.
+std::vector<std::string> read_trusted_plugin_dirs();
+
+// Replaces the trust file with `dirs` (temporary file, fsync, rename: a crash
+// leaves the old list or the new one). Throws std::runtime_error naming the file.
+void write_trusted_plugin_dirs(const std::vector<std::string>& dirs);
+
+// realpath of `path` (relative to the working directory); "" with `error` set
+// when it does not exist.
+std::string canonical_path(const std::string& path, std::string* error = nullptr);
+
+class PluginTrust {
+ public:
+  // The default folder, VEXP_PLUGIN_PATH, `plugin_dirs` (--plugin-path) and the
+  // trust file, each canonicalised (entries that do not exist are dropped).
+  static PluginTrust current(const std::vector<std::string>& plugin_dirs);
+  // Whether a recipe may name `canonical` (a folder, or a library in an allowed folder).
+  bool allows(const std::string& canonical) const;
+  const std::vector<std::string>& folders() const { return allowed_; }
+  void allow(const std::string& canonical) { allowed_.push_back(canonical); }
+
+ private:
+  std::vector<std::string> allowed_;
+};
+
+// The sentence for a refused folder: what was refused and how to allow it.
+std::string untrusted_plugin_folder_message(const std::string& written, const std::string& canonical);
+
+}  // namespace vexp
