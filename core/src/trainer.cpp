@@ -1,14 +1,19 @@
 #include "trainer.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -166,22 +171,178 @@ class Progress {
   bool bar_ = false, quiet_ = false, dirty_ = false;
 };
 
-std::string checkpoint_name(int64_t epoch) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
+std::string checkpoint_name(int64_t epoch, int64_t epoch_step = 0) {
+  char buf[48];
+  if (epoch_step == 0) std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
+  else
+    std::snprintf(buf, sizeof buf, "epoch_%04lld_step_%06lld.pt", static_cast<long long>(epoch),
+                  static_cast<long long>(epoch_step));
   return buf;
 }
 
-// The newest complete checkpoint in `dir` (empty when none).
-std::string latest_checkpoint(const fs::path& dir) {
-  std::string best;
+// The checkpoints in `dir`, newest first: epoch_NNNN.pt (after NNNN epochs) and
+// epoch_NNNN_step_SSSSSS.pt (after NNNN epochs and SSSSSS steps of the next one,
+// written when a run is interrupted), ordered by (epochs, steps).
+std::vector<std::string> checkpoints_newest_first(const fs::path& dir) {
+  std::vector<std::pair<std::pair<long long, long long>, std::string>> found;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string f = it->path().filename().string();
-    if (f.rfind("epoch_", 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == ".pt" && f > best) best = f;
+    const std::string f = it->path().filename().string();
+    long long e = 0, st = 0;
+    int used = 0;
+    if (std::sscanf(f.c_str(), "epoch_%lld_step_%lld.pt%n", &e, &st, &used) == 2 && used == static_cast<int>(f.size())) {
+      found.push_back({{e, st}, it->path().string()});
+    } else if (std::sscanf(f.c_str(), "epoch_%lld.pt%n", &e, &used) == 1 && used == static_cast<int>(f.size())) {
+      found.push_back({{e, 0}, it->path().string()});
+    }
   }
-  return best.empty() ? "" : (dir / best).string();
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
 }
+
+// The newest checkpoint in `dir` (empty when none).
+std::string latest_checkpoint(const fs::path& dir) {
+  auto all = checkpoints_newest_first(dir);
+  return all.empty() ? "" : all.front();
+}
+
+std::string shape_str(at::IntArrayRef sizes) {
+  std::ostringstream s;
+  s << sizes;
+  return s.str();
+}
+
+// A checkpoint of another model (another recipe's architecture, a TSN run's
+// checkpoint given to a TSM recipe): says which parameters do not match.
+void check_same_architecture(const Checkpoint& c, ModelGraph& model, const std::string& path) {
+  const auto params = model.named_parameters(true);
+  const auto buffers = model.named_buffers(true);
+  int64_t bad = 0, extra = 0;
+  std::string first;
+  for (const auto& p : params) {
+    auto it = c.model.find(p.key());
+    if (it == c.model.end()) {
+      ++bad;
+      if (first.empty()) first = "'" + p.key() + "' " + shape_str(p.value().sizes()) + " is not in the checkpoint";
+    } else if (!it->second.sizes().equals(p.value().sizes())) {
+      ++bad;
+      if (first.empty())
+        first = "'" + p.key() + "' is " + shape_str(p.value().sizes()) + " in the model, " +
+                shape_str(it->second.sizes()) + " in the checkpoint";
+    }
+  }
+  for (const auto& [k, v] : c.model)
+    if (!params.contains(k) && !buffers.contains(k)) {
+      ++extra;
+      if (first.empty()) first = "the checkpoint's '" + k + "' " + shape_str(v.sizes()) + " is not in the model";
+    }
+  if (bad == 0 && extra == 0) return;
+  throw std::runtime_error("checkpoint '" + path + "' belongs to another model than this recipe's: " +
+                           std::to_string(bad) + " of the model's " + std::to_string(params.size()) +
+                           " parameters are missing from it or have another shape, and " + std::to_string(extra) +
+                           " of its " + std::to_string(c.model.size()) + " tensors are not in the model (first: " +
+                           first + "); resume it with the recipe it was trained with (its run directory's resolved.toml)");
+}
+
+// Failure records (failures/rank_<r>.txt) older than this process belong to an
+// earlier invocation on the run directory: they move to failures/previous/.
+const fs::file_time_type g_process_start = fs::file_time_type::clock::now();
+
+void set_aside_stale_failures(const fs::path& out) {
+  const fs::path dir = out / "failures";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  int moved = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::error_code tec;
+    const auto t = fs::last_write_time(it->path(), tec);
+    if (tec || t >= g_process_start) continue;
+    fs::create_directories(dir / "previous", tec);
+    const std::string stem = it->path().stem().string(), ext = it->path().extension().string();
+    fs::path target = dir / "previous" / it->path().filename();
+    for (int k = 1; fs::exists(target); ++k) target = dir / "previous" / (stem + "." + std::to_string(k) + ext);
+    fs::rename(it->path(), target, tec);
+    if (!tec) ++moved;
+  }
+  if (moved > 0)
+    log_info("moved " + std::to_string(moved) + " failure record(s) of an earlier invocation to '" +
+             (dir / "previous").string() + "'");
+}
+
+// ---- stopping on a signal ----
+volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_quiet_signals = 0;  // ranks other than 0 say nothing
+
+extern "C" void on_stop_signal(int) {
+  if (g_stop) {
+    static const char again[] = "\nvexp: interrupted again: exiting at once (checkpoints already written stay)\n";
+    if (!g_quiet_signals) (void)!::write(STDERR_FILENO, again, sizeof again - 1);
+    ::_exit(130);
+  }
+  g_stop = 1;
+  static const char first[] =
+      "\nvexp: interrupted: stopping after the current step and writing a checkpoint (interrupt again to exit at once)\n";
+  if (!g_quiet_signals) (void)!::write(STDERR_FILENO, first, sizeof first - 1);
+}
+
+// ---- test-only fault injection (VEXP_TEST_FAULT; docs/recipes.md) ----
+// A comma-separated list of KIND@KEY=N[@rank=R]:
+//   nan_loss@step=N   the training loss of global step N is NaN
+//   grow_loss@step=N  from global step N on, the training loss is observed 1e6 times larger
+//   nan_val@epoch=N   the validation loss of the evaluation after epoch N is NaN
+//   sigint@step=N     SIGINT is raised during global step N (the run stops after it)
+struct Faults {
+  struct Fault {
+    std::string kind;
+    int64_t at = 0;
+    int rank = -1;
+  };
+  std::vector<Fault> list;
+
+  static Faults from_env() {
+    Faults f;
+    const char* env = std::getenv("VEXP_TEST_FAULT");
+    if (!env || !*env) return f;
+    std::stringstream ss(env);
+    for (std::string item; std::getline(ss, item, ',');) {
+      if (item.empty()) continue;
+      static const std::map<std::string, std::string> keys{
+          {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}};
+      const size_t at = item.find('@');
+      Fault x;
+      x.kind = item.substr(0, at);
+      auto k = keys.find(x.kind);
+      long long n = 0, r = -1;
+      int used = 0;
+      const std::string rest = at == std::string::npos ? "" : item.substr(at + 1);
+      const std::string want = k == keys.end() ? "" : k->second + "=%lld%n";
+      bool ok = k != keys.end() && std::sscanf(rest.c_str(), want.c_str(), &n, &used) == 1;
+      if (ok && used < static_cast<int>(rest.size())) {
+        int used2 = 0;
+        ok = std::sscanf(rest.c_str() + used, "@rank=%lld%n", &r, &used2) == 1 &&
+             used + used2 == static_cast<int>(rest.size());
+      }
+      if (!ok)
+        throw std::runtime_error("VEXP_TEST_FAULT: cannot read '" + item +
+                                 "' (test-only; expected nan_loss@step=N, grow_loss@step=N, nan_val@epoch=N or "
+                                 "sigint@step=N, each optionally followed by @rank=R)");
+      x.at = n;
+      x.rank = static_cast<int>(r);
+      f.list.push_back(x);
+    }
+    if (!f.list.empty()) log_warn("VEXP_TEST_FAULT is set: faults are injected into this run (tests only)");
+    return f;
+  }
+  // Whether fault `kind` fires at `at` (for grow_loss: at or after) on `rank`.
+  bool hit(const std::string& kind, int64_t at, int rank) const {
+    for (const auto& x : list)
+      if (x.kind == kind && (x.rank < 0 || x.rank == rank) && (kind == "grow_loss" ? at >= x.at : at == x.at)) return true;
+    return false;
+  }
+};
 
 // Keeps the metrics lines up to (and including) `global_step`/`epoch`, so that a
 // resumed run's log reads as if it had never stopped.
@@ -219,12 +380,27 @@ fs::path run_dir_of(const dsl::RecipePlan& plan, const TrainOptions& opt) {
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm);
 }  // namespace
 
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // reads and waits in progress continue
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1}) ::sigaction(sig, &sa, nullptr);
+}
+
+bool stop_requested() { return g_stop != 0; }
+void request_stop() { g_stop = 1; }
+
 // With more than one rank, an error on any rank ends the whole job: the rank
 // prints it, records it in <run>/failures/rank_<r>.txt and aborts every rank
-// (the others would wait for it forever otherwise).
+// (the others would wait for it forever otherwise). An interruption is agreed by
+// every rank (they stop after the same step) and ends each of them normally.
 TrainResult train(Session& s, const TrainOptions& opt) {
+  install_stop_handlers();
   const dsl::RecipePlan& plan = *s.plan;
   auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
+  // Rank 0 reports a stop signal; under `vexp run --nproc` the launcher already did.
+  g_quiet_signals = comm->rank() != 0 || std::getenv("VEXP_RESUME_COMMAND") != nullptr;
   if (comm->size() == 1) return train_body(s, opt, comm);
   const fs::path out = run_dir_of(plan, opt);
   const int rank = comm->rank();
@@ -239,6 +415,8 @@ TrainResult train(Session& s, const TrainOptions& opt) {
   comm->set_watchdog(plan.dist.f64("timeout_s"), report);
   try {
     return train_body(s, opt, comm);
+  } catch (const InterruptedError&) {
+    throw;
   } catch (const DivergedError& e) {
     report(std::string("training diverged: ") + e.what());
     comm->abort(3);
@@ -255,10 +433,38 @@ TrainResult train(Session& s, const TrainOptions& opt) {
 }
 
 namespace {
+// The distinct bad items (Dataset::bad_items) every rank has met, plus `saved`
+// (from the checkpoint resumed from). A collective: every rank calls it.
+std::set<std::string> all_bad_items(const Dataset& data, Comm& comm, const std::set<std::string>& saved) {
+  std::set<std::string> items = saved;
+  for (auto& b : data.bad_items()) items.insert(std::move(b));
+  if (comm.size() == 1) return items;
+  std::string joined;
+  for (const auto& b : items) joined += b + '\n';
+  at::Tensor len = at::full({1}, static_cast<int64_t>(joined.size()), at::kLong);
+  comm.allreduce(len, ReduceOp::Max);
+  const int64_t n = len.item<int64_t>();
+  if (n == 0) return items;
+  at::Tensor mine = at::zeros({n}, at::kByte);
+  std::memcpy(mine.data_ptr<uint8_t>(), joined.data(), joined.size());
+  at::Tensor all = comm.allgather(mine).contiguous();
+  const char* p = reinterpret_cast<const char*>(all.data_ptr<uint8_t>());
+  for (int64_t r = 0; r < comm.size(); ++r) {
+    std::string text(p + r * n, static_cast<size_t>(n));
+    std::stringstream ss(text.c_str());  // up to the zero padding
+    for (std::string line; std::getline(ss, line);)
+      if (!line.empty()) items.insert(line);
+  }
+  return items;
+}
+
+bool finite_eval(const EvalResult& e) { return std::isfinite(e.top1) && std::isfinite(e.top5) && std::isfinite(e.loss); }
+
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   const auto wall_start = Clock::now();
   const dsl::RecipePlan& plan = *s.plan;
   const dsl::Params& run = plan.run;
+  const Faults faults = Faults::from_env();
 
   // Threads: Debian's libtorch starts with one; use the machine unless told.
   int64_t threads = run.i64("threads");
@@ -271,6 +477,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   check_precision(precision, device, run_setting_where(run, "precision", opt.recipe_path));
   const MemoryFormat memory_format = parse_memory_format(run.str("memory_format"));
   GradScaler scaler(precision == Precision::Fp16);
+  const double divergence_factor = run.f64("divergence_factor");
 
   std::string name = run.str("name");
   if (name.empty()) name = fs::path(opt.recipe_path).stem().string();
@@ -278,18 +485,56 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   const std::string recipe_hash = dsl::recipe_hash(plan.resolved);
 
   const bool writer = comm->rank() == 0;
+  const int rank = comm->rank();
   const int64_t ranks = comm->size();
   fs::path ckpt_dir = out / "checkpoints";
+  // The checkpoint to continue from: --resume-from's, else (--resume) the newest
+  // one that loads; a newer one that does not is kept aside as NAME.corrupt.
   std::string resume_from;
-  if (opt.resume) {
+  std::optional<Checkpoint> resume_ckpt;
+  if (!opt.resume_from.empty()) {
+    if (!fs::is_regular_file(opt.resume_from))
+      throw std::runtime_error("cannot resume from '" + opt.resume_from + "': no such checkpoint file");
+    resume_from = opt.resume_from;
+    resume_ckpt = load_checkpoint(resume_from);
+  } else if (opt.resume) {
     if (!fs::exists(out)) throw std::runtime_error("cannot resume: run directory '" + out.string() + "' does not exist");
-    resume_from = latest_checkpoint(ckpt_dir);
-    if (resume_from.empty())
+    const auto all = checkpoints_newest_first(ckpt_dir);
+    std::string first_error;
+    for (const auto& c : all) {
+      try {
+        resume_ckpt = load_checkpoint(c);
+        resume_from = c;
+        break;
+      } catch (const std::exception& e) {
+        if (first_error.empty()) first_error = e.what();
+        std::string kept = c;
+        if (writer) {
+          fs::path aside = c + ".corrupt";
+          for (int k = 1; fs::exists(aside); ++k) aside = c + ".corrupt." + std::to_string(k);
+          std::error_code ec;
+          fs::rename(c, aside, ec);
+          if (!ec) kept = aside.string();
+        }
+        log_warn("checkpoint '" + c + "' does not load (" + e.what() + "); it is kept as '" + kept +
+                 "' and the run resumes from the newest older checkpoint that loads");
+      }
+    }
+    if (!all.empty() && !resume_ckpt)
+      throw std::runtime_error("cannot resume '" + out.string() + "': none of its " + std::to_string(all.size()) +
+                               " checkpoint(s) loads (newest: " + first_error +
+                               "); start the run again in another directory (--out)");
+    if (all.empty())
       log_warn("no checkpoint in '" + ckpt_dir.string() + "': starting '" + out.string() + "' from the beginning");
+    else if (resume_from != all.front())
+      log_warn("resuming from '" + resume_from + "', the newest checkpoint that loads; to choose another: --resume-from CHECKPOINT");
   } else if (fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty()) {
     throw std::runtime_error("run directory '" + out.string() +
                              "' already holds a run; use --resume to continue it, or --out to choose another directory");
   }
+  // Failure records of an earlier invocation (a failed --nproc start) are no
+  // longer current: a run that succeeds now leaves none at failures/.
+  if (writer) set_aside_stale_failures(out);
   if (ranks > 1) {
     // Every rank has looked at the run directory before rank 0 writes to it, and
     // agrees on the checkpoint to resume from.
@@ -349,24 +594,26 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   loader_opts.prefetch = plan.data.i64("prefetch");
   loader_opts.pin_memory = device.is_cuda();  // pinned host memory: asynchronous copies to the GPU
 
-  // Resume.
-  int64_t start_epoch = 0, global_step = 0;
-  double train_time = 0;
+  // Resume. A checkpoint holds the state after `epoch` epochs and `epoch_step`
+  // steps of the next one (non-zero when the run was interrupted mid-epoch).
+  int64_t start_epoch = 0, start_step = 0, global_step = 0;
+  double train_time = 0, prior_wall = 0;
   int64_t train_clips = 0;
-  if (!resume_from.empty()) {
-    Checkpoint c = load_checkpoint(resume_from);
+  double reference_loss = -1;           // the first step's training loss
+  double window_sum = 0;                // the logged window of step losses so far
+  int64_t window_n = 0;
+  std::set<std::string> bad_saved;      // distinct bad items of earlier invocations
+  if (resume_ckpt) {
+    const Checkpoint& c = *resume_ckpt;
     json meta = json::parse(c.meta_json);
+    check_same_architecture(c, *model, resume_from);
     if (meta.value("recipe_hash", "") != recipe_hash) {
-      throw std::runtime_error("cannot resume '" + out.string() + "': the recipe changed since the run started (hash " +
-                               meta.value("recipe_hash", "?") + ", now " + recipe_hash +
-                               "); resume with the same recipe and --set values");
+      throw std::runtime_error("cannot resume '" + out.string() + "' from '" + resume_from +
+                               "': the recipe changed since the run started (hash " + meta.value("recipe_hash", "?") +
+                               ", now " + recipe_hash + "); resume with the same recipe and --set values");
     }
     at::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters(true)) {
-      auto it = c.model.find(p.key());
-      if (it == c.model.end()) throw std::runtime_error("checkpoint '" + resume_from + "' lacks '" + p.key() + "'");
-      p.value().copy_(it->second);
-    }
+    for (auto& p : model->named_parameters(true)) p.value().copy_(c.model.at(p.key()));
     for (auto& b : model->named_buffers(true)) {
       auto it = c.model.find(b.key());
       if (it != c.model.end()) b.value().copy_(it->second);
@@ -383,12 +630,24 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       scaler.restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
                      meta.value("skipped_steps", int64_t(0)));
     start_epoch = meta.at("epoch").get<int64_t>();
+    start_step = meta.value("epoch_step", int64_t(0));
     global_step = meta.at("global_step").get<int64_t>();
     train_time = meta.value("train_time_s", 0.0);
+    prior_wall = meta.value("wall_time_s", train_time);
     train_clips = meta.value("train_clips", int64_t(0));
+    reference_loss = meta.value("reference_loss", -1.0);
+    window_sum = meta.value("window_loss_sum", 0.0);
+    window_n = meta.value("window_steps", int64_t(0));
+    if (meta.contains("bad_items"))
+      for (const auto& b : meta.at("bad_items")) bad_saved.insert(b.get<std::string>());
+    if (start_step < 0 || start_step > steps_per_epoch)
+      throw std::runtime_error("checkpoint '" + resume_from + "' stopped at step " + std::to_string(start_step) +
+                               " of an epoch of " + std::to_string(steps_per_epoch) + " steps");
     if (writer) truncate_metrics(out / "metrics.jsonl", global_step, start_epoch);
     log_info("resuming '" + out.string() + "' from " + fs::path(resume_from).filename().string() + " (epoch " +
-             std::to_string(start_epoch) + ", step " + std::to_string(global_step) + ")");
+             std::to_string(start_epoch) + (start_step > 0 ? " and " + std::to_string(start_step) + " steps" : "") +
+             ", step " + std::to_string(global_step) + ")");
+    resume_ckpt.reset();
   }
 
   // Distributed: same recipe and model everywhere, rank 0's weights everywhere,
@@ -430,6 +689,37 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
     tb.metrics(j);
   };
 
+  // The state after `done_epochs` epochs and `epoch_step` steps of the next one.
+  // Every rank calls it (the bad items are gathered); rank 0 writes the file.
+  auto save = [&](int64_t done_epochs, int64_t epoch_step) {
+    const std::set<std::string> bad = all_bad_items(*data, *comm, bad_saved);
+    const std::string path = (ckpt_dir / checkpoint_name(done_epochs, epoch_step)).string();
+    if (!writer) return path;
+    Checkpoint c;
+    for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
+    for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
+    c.optimizer = sgd.state();
+    json meta{{"epoch", done_epochs},          {"epoch_step", epoch_step},
+              {"global_step", global_step},    {"recipe_hash", recipe_hash},
+              {"train_time_s", train_time},    {"wall_time_s", prior_wall + seconds_since(wall_start)},
+              {"train_clips", train_clips},    {"reference_loss", reference_loss},
+              {"window_loss_sum", window_sum}, {"window_steps", window_n},
+              {"bad_items", std::vector<std::string>(bad.begin(), bad.end())}};
+    if (scaler.enabled()) {
+      meta["grad_scale"] = scaler.scale();
+      meta["grad_scale_good_steps"] = scaler.good_steps();
+      meta["skipped_steps"] = scaler.skipped_steps();
+    }
+    c.meta_json = meta.dump();
+    save_checkpoint(path, c);
+    return path;
+  };
+  auto last_good = [&] {
+    std::string last = latest_checkpoint(ckpt_dir);
+    return last.empty() ? std::string("; no checkpoint was written yet") : "; the last good checkpoint is " + last;
+  };
+  const std::string advice = " (lower optim.lr, add warmup, or set optim.clip_grad_norm)";
+
   Progress progress(writer ? run.str("progress") : "none", run.i64("log_every"));
   const int64_t eval_every = run.i64("eval_every"), ckpt_every = run.i64("checkpoint_every");
   const int64_t eval_batch = run.i64("eval_batch") > 0 ? run.i64("eval_batch") : per_gpu;
@@ -437,17 +727,56 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   bool have_eval = false;
   int64_t end_epoch = epochs;
   if (opt.stop_after_epochs > 0) end_epoch = std::min(epochs, start_epoch + opt.stop_after_epochs);
+  // A non-finite reported metric ends the run as diverged.
+  auto check_eval = [&](const EvalResult& e, int64_t done_epochs) {
+    if (finite_eval(e)) return;
+    progress.end_bar();
+    const bool loss_bad = !std::isfinite(e.loss);
+    const double v = loss_bad ? e.loss : !std::isfinite(e.top1) ? e.top1 : e.top5;
+    throw DivergedError(std::string(loss_bad ? "the validation loss" : "validation top-1/top-5") + " became " +
+                        (std::isnan(v) ? "NaN" : "infinite") + " after epoch " + std::to_string(done_epochs) +
+                        last_good() + advice);
+  };
+  auto run_eval = [&](int64_t done_epochs) {
+    EvalResult e = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts, device, precision);
+    if (faults.hit("nan_val", done_epochs, rank)) e.loss = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  };
+  // The growth rule: a logged training-loss window mean above divergence_factor
+  // times max(the first step's loss, ln(classes)) is divergence.
+  const double chance_loss = std::log(static_cast<double>(std::max<int64_t>(2, plan.data_facts.classes)));
+
+  // Stopping on a signal: every rank stops after the same step. Before the first
+  // step nothing new exists to save.
+  auto agree_stop = [&](bool mine) {
+    if (ranks == 1) return mine;
+    at::Tensor t = at::full({1}, mine ? 1.0 : 0.0, at::kDouble);
+    comm->allreduce(t, ReduceOp::Max);
+    return t.item<double>() > 0;
+  };
+  if (agree_stop(stop_requested())) {
+    g_stop = 0;  // honoured: a later run in this process starts afresh
+    const std::string last = latest_checkpoint(ckpt_dir);
+    throw InterruptedError("interrupted before the first step of this invocation: nothing new to save" +
+                               (last.empty() ? std::string() : "; the last checkpoint is " + last),
+                           last);
+  }
 
   // An epoch's loader starts when the previous epoch's last batch was taken, so
   // its first batches decode during that step, evaluation and checkpointing.
-  auto epoch_loader = [&](int64_t epoch) {
+  // A resumed epoch skips the steps done before the interruption.
+  auto epoch_loader = [&](int64_t epoch, int64_t skip_steps) {
     LoaderOptions train_lo = loader_opts;
     train_lo.seed = mix_seed(seed, static_cast<uint64_t>(epoch));
-    return std::make_unique<Loader>(*data, sampler.epoch_batches(epoch), train_lo);
+    auto batches = sampler.epoch_batches(epoch);
+    const size_t skip = std::min(batches.size(), static_cast<size_t>(skip_steps * micro));
+    batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(skip));
+    return std::make_unique<Loader>(*data, std::move(batches), train_lo);
   };
   std::unique_ptr<Loader> upcoming;
   for (int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
-    std::unique_ptr<Loader> loader = upcoming ? std::move(upcoming) : epoch_loader(epoch);
+    const int64_t first_step = epoch == start_epoch ? start_step : 0;
+    std::unique_ptr<Loader> loader = upcoming ? std::move(upcoming) : epoch_loader(epoch, first_step);
     // One batch ahead: on a GPU its host->device copy overlaps the step before it.
     DeviceFeeder feeder(device);
     double fetch_s = 0;
@@ -460,9 +789,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
     fetch_next();
     double pending_data_s = fetch_s;
     const auto epoch_start = Clock::now();
-    double epoch_data = 0, epoch_compute = 0, epoch_comm = 0, loss_avg = 0;
-    int64_t loss_n = 0;
-    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+    double epoch_data = 0, epoch_compute = 0, epoch_comm = 0;
+    for (int64_t step = first_step; step < steps_per_epoch; ++step) {
       const auto step_start = Clock::now();
       double data_s = 0, compute_s = 0, comm_s = 0, loss_sum = 0;
       for (int64_t m = 0; m < micro; ++m) {
@@ -476,7 +804,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         fetch_next();  // the next micro-batch is on its way while this one computes
         data_s += pending_data_s;
         pending_data_s = fetch_s;
-        if (step + 1 == steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch) upcoming = epoch_loader(epoch + 1);
+        if (step + 1 == steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch) upcoming = epoch_loader(epoch + 1, 0);
         auto t1 = Clock::now();
         at::Tensor loss;
         {
@@ -484,15 +812,14 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
           at::Tensor logits = model->forward(b.clips);
           loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
         }
-        const double lv = loss.item<double>();
+        double lv = loss.item<double>();
+        if (faults.hit("nan_loss", global_step + 1, rank)) lv = std::numeric_limits<double>::quiet_NaN();
+        if (faults.hit("grow_loss", global_step + 1, rank)) lv *= 1e6;
         if (!std::isfinite(lv)) {
           progress.end_bar();
-          std::string last = latest_checkpoint(ckpt_dir);
           throw DivergedError("loss became " + std::string(std::isnan(lv) ? "NaN" : "infinite") + " at epoch " +
-                              std::to_string(epoch + 1) + ", step " + std::to_string(global_step + 1) +
-                              (last.empty() ? "; no checkpoint was written yet"
-                                            : "; the last good checkpoint is " + last) +
-                              " (lower optim.lr, add warmup, or set optim.clip_grad_norm)");
+                              std::to_string(epoch + 1) + ", step " + std::to_string(global_step + 1) + last_good() +
+                              advice);
         }
         loss_sum += lv;
         if (reducer) reducer->prepare(m == micro - 1);  // only the last backward communicates
@@ -502,6 +829,8 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         scaler.scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
         compute_s += seconds_since(t1);
       }
+      if (faults.hit("sigint", global_step + 1, rank)) ::raise(SIGINT);
+      bool stop = stop_requested();
       int64_t buckets = 0, overlapped = 0;
       if (reducer) {
         auto t2 = Clock::now();
@@ -509,9 +838,14 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
         comm_s = seconds_since(t2);
         buckets = reducer->last_step().buckets;
         overlapped = reducer->last_step().launched_in_backward;
-        at::Tensor l = at::full({1}, loss_sum, at::kDouble);
-        comm->allreduce(l, ReduceOp::Avg);  // the logged loss is the mean over all GPUs
-        loss_sum = l.item<double>();
+        // The logged loss is the mean over all GPUs; the stop flag rides along
+        // (non-zero when any rank was asked to stop).
+        at::Tensor l = at::empty({2}, at::kDouble);
+        l.data_ptr<double>()[0] = loss_sum;
+        l.data_ptr<double>()[1] = stop ? 1.0 : 0.0;
+        comm->allreduce(l, ReduceOp::Avg);
+        loss_sum = l.data_ptr<double>()[0];
+        stop = l.data_ptr<double>()[1] > 0;
       }
       auto t3 = Clock::now();
       // fp16: gradients back to their true size; a step with an inf / NaN among
@@ -532,17 +866,20 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
       epoch_compute += compute_s;
       epoch_comm += comm_s;
       const double loss_mean = loss_sum / static_cast<double>(micro);
-      loss_avg += loss_mean;
-      ++loss_n;
-      const double clips_per_s = static_cast<double>(global_batch) * static_cast<double>(step + 1) /
+      if (reference_loss < 0) reference_loss = loss_mean;
+      window_sum += loss_mean;
+      ++window_n;
+      const double clips_per_s = static_cast<double>(global_batch) * static_cast<double>(step + 1 - first_step) /
                                  std::max(1e-9, seconds_since(epoch_start));
       const int64_t steps_left = (end_epoch - epoch) * steps_per_epoch - (step + 1);
-      const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start) / static_cast<double>(step + 1);
-      progress.step(epoch + 1, epochs, step + 1, steps_per_epoch, loss_avg / static_cast<double>(loss_n), lr,
+      const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start) /
+                         static_cast<double>(step + 1 - first_step);
+      progress.step(epoch + 1, epochs, step + 1, steps_per_epoch, window_sum / static_cast<double>(window_n), lr,
                     clips_per_s, eta);
       if ((step + 1) % run.i64("log_every") == 0 || step + 1 == steps_per_epoch) {
+        const double window_mean = window_sum / static_cast<double>(window_n);
         json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", global_step},
-                  {"loss", loss_avg / static_cast<double>(loss_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
+                  {"loss", window_mean}, {"lr", lr}, {"clips_per_s", clips_per_s},
                   {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
                   {"ranks", ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}};
         if (scaler.enabled()) {
@@ -550,14 +887,37 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
           line["skipped_steps"] = scaler.skipped_steps();
         }
         emit(line);
-        loss_avg = 0;
-        loss_n = 0;
+        const int64_t window_first = global_step - window_n + 1;
+        window_sum = 0;
+        window_n = 0;
+        const double limit = divergence_factor * std::max(reference_loss, chance_loss);
+        if (divergence_factor > 0 && window_mean > limit) {
+          progress.end_bar();
+          char buf[400];
+          std::snprintf(buf, sizeof buf,
+                        "training loss grew to %.4g (mean of steps %lld-%lld, epoch %lld), more than "
+                        "run.divergence_factor = %g times max(the first step's loss %.4g, ln(classes) %.4g)",
+                        window_mean, static_cast<long long>(window_first), static_cast<long long>(global_step),
+                        static_cast<long long>(epoch + 1), divergence_factor, reference_loss, chance_loss);
+          throw DivergedError(buf + last_good() + advice + "; run.divergence_factor = 0 turns this check off");
+        }
+      }
+      if (stop) {
+        progress.end_bar();
+        const std::string path = save(epoch, step + 1);
+        if (ranks > 1) comm->barrier();  // the checkpoint exists before any rank reports
+        g_stop = 0;                      // honoured: a later run in this process starts afresh
+        throw InterruptedError("interrupted: stopped after step " + std::to_string(step + 1) + "/" +
+                                   std::to_string(steps_per_epoch) + " of epoch " + std::to_string(epoch + 1) + "/" +
+                                   std::to_string(epochs) + " (global step " + std::to_string(global_step) +
+                                   "); checkpoint written: " + path,
+                               path);
       }
     }
     const int64_t done_epochs = epoch + 1;
     const bool last_epoch = done_epochs == epochs;
     if ((eval_every > 0 && done_epochs % eval_every == 0) || last_epoch) {
-      last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts, device, precision);
+      last_eval = run_eval(done_epochs);
       have_eval = true;
       emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", global_step}, {"top1", last_eval.top1},
             {"top5", last_eval.top5}, {"val_loss", last_eval.loss}});
@@ -566,52 +926,44 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
                     (long long)done_epochs, (long long)epochs, last_eval.top1, last_eval.top5, last_eval.loss, epoch_data,
                     epoch_compute, epoch_comm);
       progress.line(buf);
+      check_eval(last_eval, done_epochs);
     } else {
       progress.end_bar();
     }
     const bool stop_here = done_epochs == end_epoch;
-    if (writer && ((ckpt_every > 0 && done_epochs % ckpt_every == 0) || last_epoch || stop_here)) {
-      Checkpoint c;
-      for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
-      for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
-      c.optimizer = sgd.state();
-      json meta{{"epoch", done_epochs}, {"global_step", global_step}, {"recipe_hash", recipe_hash},
-                {"train_time_s", train_time}, {"train_clips", train_clips}};
-      if (scaler.enabled()) {
-        meta["grad_scale"] = scaler.scale();
-        meta["grad_scale_good_steps"] = scaler.good_steps();
-        meta["skipped_steps"] = scaler.skipped_steps();
-      }
-      c.meta_json = meta.dump();
-      save_checkpoint((ckpt_dir / checkpoint_name(done_epochs)).string(), c);
-    }
+    if ((ckpt_every > 0 && done_epochs % ckpt_every == 0) || last_epoch || stop_here) save(done_epochs, 0);
   }
 
   TrainResult r;
   r.run_dir = out.string();
   r.rank = comm->rank();
   r.finished = end_epoch == epochs;
-  if (r.finished && !have_eval)
-    last_eval = evaluate(*model, *data, eval_batch, plan.data_facts.classes, loader_opts, device, precision);
+  if (r.finished && !have_eval) {
+    last_eval = run_eval(epochs);
+    check_eval(last_eval, epochs);
+  }
   r.top1 = last_eval.top1;
   r.top5 = last_eval.top5;
   r.val_loss = last_eval.loss;
   r.epochs = end_epoch;
   r.steps = global_step;
   r.clips_per_s = train_time > 0 ? static_cast<double>(train_clips) / train_time : 0;
-  r.wall_s = seconds_since(wall_start);
+  r.wall_s = prior_wall + seconds_since(wall_start);
   r.params = params_count;
   r.flops_per_clip = macs;
-  if (writer && r.finished) {
-    json summary{{"name", name}, {"status", "done"}, {"top1", r.top1}, {"top5", r.top5}, {"val_loss", r.val_loss},
-                 {"epochs", r.epochs}, {"steps", r.steps}, {"clips_per_s", r.clips_per_s}, {"wall_s", r.wall_s},
-                 {"train_s", train_time}, {"params", r.params}, {"flops_per_clip", r.flops_per_clip},
-                 {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
-                 {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash},
-                 {"device", device.str()}, {"precision", precision_name(precision)},
-                 {"memory_format", memory_format_name(memory_format)}, {"skipped_steps", scaler.skipped_steps()},
-                 {"skipped_samples", data->skipped_samples()}};
-    write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
+  if (r.finished) {
+    const std::set<std::string> bad = all_bad_items(*data, *comm, bad_saved);
+    if (writer) {
+      json summary{{"name", name}, {"status", "done"}, {"top1", r.top1}, {"top5", r.top5}, {"val_loss", r.val_loss},
+                   {"epochs", r.epochs}, {"steps", r.steps}, {"clips_per_s", r.clips_per_s}, {"wall_s", r.wall_s},
+                   {"train_s", train_time}, {"params", r.params}, {"flops_per_clip", r.flops_per_clip},
+                   {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
+                   {"global_batch", global_batch}, {"threads", threads}, {"recipe_hash", recipe_hash},
+                   {"device", device.str()}, {"precision", precision_name(precision)},
+                   {"memory_format", memory_format_name(memory_format)}, {"skipped_steps", scaler.skipped_steps()},
+                   {"skipped_samples", static_cast<int64_t>(bad.size())}};
+      write_file_atomic((out / "summary.json").string(), summary.dump(2) + "\n");
+    }
   }
   return r;
 }

@@ -12,6 +12,7 @@ namespace vexp {
 struct TrainOptions {
   std::string out_dir;        // empty: run.out, else runs/<name>
   bool resume = false;
+  std::string resume_from;    // a checkpoint file to continue from (implies resume)
   int64_t stop_after_epochs = 0;  // >0: stop this invocation after that many epochs
   std::string recipe_path;    // for the default run name
 };
@@ -27,10 +28,28 @@ struct TrainResult {
   int rank = 0;               // this process's rank (only rank 0 prints the result)
 };
 
-// A non-finite loss: the run stops, the last good checkpoint stays.
+// The run diverged: a non-finite training loss or reported metric, or a training
+// loss grown past run.divergence_factor. The run stops, the last good checkpoint stays.
 struct DivergedError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// SIGINT / SIGTERM (or SIGUSR1, which `vexp run --nproc` forwards through mpirun)
+// asked the run to stop: it finished its current step and wrote a checkpoint
+// (`checkpoint`; empty when nothing new had been trained).
+struct InterruptedError : std::runtime_error {
+  InterruptedError(const std::string& what, std::string ckpt) : std::runtime_error(what), checkpoint(std::move(ckpt)) {}
+  std::string checkpoint;
+};
+
+// Installs the handlers of SIGINT, SIGTERM and SIGUSR1: the first one asks the
+// training loop to stop after its current step; a second one ends the process at
+// once with exit code 130. Called by `vexp run` before anything else, and by
+// train() (idempotent).
+void install_stop_handlers();
+// Whether a stop was asked for (by a signal, or by request_stop()).
+bool stop_requested();
+void request_stop();
 
 TrainResult train(Session& session, const TrainOptions& options);
 

@@ -157,7 +157,9 @@ assert rows[2]["metric"] is None
 assert rows[3]["status"] == "failed" and rows[3]["exit_code"] == 1, rows[3]
 assert "fewer than one global batch" in rows[3]["message"], rows[3]
 '
-  grep -q "loss became" "$tmp/s/trials/002/log.txt" || fail "trial 2 log lacks the divergence"
+  # NaN on some BLAS, a finite but exploding loss on others: diverged either way
+  grep -q "training diverged: " "$tmp/s/trials/002/log.txt" || fail "trial 2 log lacks the divergence"
+  [ ! -e "$tmp/s/trials/002/summary.json" ] || fail "the diverged trial wrote a summary"
   expect_rc 0 -- "$vexp" results "$tmp/s"
   expect_out "diverged"
   # rerun: failed and diverged trials are kept; --retry-failed reruns the failed one only

@@ -58,7 +58,7 @@ TEST(PluginHost, WrongAbiVersionIsRefusedWithBothVersions) {
   std::string e = load_error(host, fixture("bad_abi"));
   EXPECT_NE(e.find("wrong plugin ABI version"), std::string::npos) << e;
   EXPECT_NE(e.find("got version 99"), std::string::npos) << e;
-  EXPECT_NE(e.find("supports version 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("supports version 2"), std::string::npos) << e;
   EXPECT_NE(e.find("fixture_bad_abi.so"), std::string::npos) << e;
 }
 

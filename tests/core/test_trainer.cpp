@@ -1,6 +1,7 @@
 // The trainer end to end on the quickstart recipe, shrunk to seconds.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -200,6 +201,275 @@ TEST(Trainer, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   auto c = vexp::load_checkpoint((dir / "run" / "checkpoints" / "epoch_0001.pt").string());
   for (const auto& [k, v] : c.model)
     if (v.is_floating_point()) EXPECT_TRUE(at::isfinite(v).all().item<bool>()) << k;
+  fs::remove_all(dir);
+}
+
+// VEXP_TEST_FAULT (test-only fault injection) for the duration of a scope.
+struct FaultEnv {
+  explicit FaultEnv(const char* spec) { ::setenv("VEXP_TEST_FAULT", spec, 1); }
+  ~FaultEnv() { ::unsetenv("VEXP_TEST_FAULT"); }
+};
+
+std::string diverged_message(const std::string& name, const char* fault, std::vector<vexp::dsl::Override> o = tiny()) {
+  auto dir = fresh_dir(name);
+  FaultEnv env(fault);
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  std::string m;
+  try {
+    vexp::train(s, opt);
+    ADD_FAILURE() << fault << ": expected DivergedError";
+  } catch (const vexp::DivergedError& e) {
+    m = e.what();
+  }
+  // Diverged: no summary claims a top-1.
+  EXPECT_FALSE(fs::exists(dir / "summary.json")) << fault;
+  fs::remove_all(dir);
+  return m;
+}
+
+TEST(Trainer, NanValidationLossIsDivergence) {
+  std::string m = diverged_message("nanval", "nan_val@epoch=1");
+  EXPECT_NE(m.find("validation loss became NaN after epoch 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("no checkpoint was written yet"), std::string::npos) << m;
+  m = diverged_message("nanval2", "nan_val@epoch=2");
+  EXPECT_NE(m.find("after epoch 2; the last good checkpoint is"), std::string::npos) << m;
+  EXPECT_NE(m.find("epoch_0001.pt"), std::string::npos) << m;
+}
+
+TEST(Trainer, NonFiniteTrainingLossIsDivergence) {
+  std::string m = diverged_message("nanloss", "nan_loss@step=3");
+  EXPECT_NE(m.find("loss became NaN at epoch 1, step 3"), std::string::npos) << m;
+}
+
+TEST(Trainer, LossGrowthIsDivergence) {
+  // Steps 9.. observed 1e6 times larger: the window of steps 7-12 (log_every 25:
+  // one line per epoch of 6 steps) is far above 1000 x the first loss.
+  std::string m = diverged_message("grow", "grow_loss@step=9");
+  EXPECT_NE(m.find("training loss grew to"), std::string::npos) << m;
+  EXPECT_NE(m.find("mean of steps 7-12, epoch 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("run.divergence_factor = 1000"), std::string::npos) << m;
+  // A lower factor catches a smaller growth; 0 turns the check off.
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("run.divergence_factor=0"));
+  auto dir = fresh_dir("grow_off");
+  {
+    FaultEnv env("grow_loss@step=9");
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    EXPECT_TRUE(vexp::train(s, opt).finished);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, BadFaultSpecIsRefused) {
+  auto dir = fresh_dir("badfault");
+  FaultEnv env("nan_loss@epoch=3");
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  EXPECT_THROW(vexp::train(s, opt), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+// Runs the tiny recipe (3 epochs) into `dir`; returns the result.
+vexp::TrainResult run3(const fs::path& dir, bool resume = false, const std::string& from = "") {
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+  o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = resume;
+  opt.resume_from = from;
+  return vexp::train(s, opt);
+}
+
+void expect_same_runs(const fs::path& full, const fs::path& split) {
+  json a = read_json(full / "summary.json"), b = read_json(split / "summary.json");
+  for (const char* k : {"top1", "top5", "val_loss", "steps", "epochs", "skipped_samples"}) EXPECT_EQ(a[k], b[k]) << k;
+  auto la = read_lines(full / "metrics.jsonl"), lb = read_lines(split / "metrics.jsonl");
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["type"], lb[i]["type"]) << i;
+    EXPECT_EQ(la[i]["global_step"], lb[i]["global_step"]) << i;
+    if (la[i]["type"] == "step") EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
+    if (la[i]["type"] == "eval") EXPECT_EQ(la[i]["val_loss"], lb[i]["val_loss"]) << i;
+  }
+}
+
+TEST(Trainer, InterruptMidEpochResumesToTheUninterruptedResult) {
+  auto full = fresh_dir("int_full"), split = fresh_dir("int_split");
+  run3(full);
+  {
+    // SIGINT during global step 9 (step 3 of epoch 2): the step finishes, a
+    // checkpoint of 1 epoch + 3 steps is written, the run reports the interruption.
+    FaultEnv env("sigint@step=9");
+    try {
+      run3(split);
+      FAIL() << "expected InterruptedError";
+    } catch (const vexp::InterruptedError& e) {
+      EXPECT_NE(std::string(e.what()).find("stopped after step 3/6 of epoch 2/3 (global step 9)"), std::string::npos)
+          << e.what();
+      EXPECT_EQ(fs::path(e.checkpoint).filename(), "epoch_0001_step_000003.pt");
+      EXPECT_TRUE(fs::exists(e.checkpoint));
+    }
+    EXPECT_FALSE(vexp::stop_requested());  // the request was honoured
+  }
+  EXPECT_FALSE(fs::exists(split / "summary.json"));
+  // A later run in this process is not stopped by the earlier signal.
+  auto r = run3(split, /*resume=*/true);
+  EXPECT_TRUE(r.finished);
+  expect_same_runs(full, split);
+  json b = read_json(split / "summary.json");
+  EXPECT_GE(b["wall_s"].get<double>(), b["train_s"].get<double>());
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, InterruptAtTheEndOfAnEpochEvaluatesOnResume) {
+  auto full = fresh_dir("inte_full"), split = fresh_dir("inte_split");
+  run3(full);
+  {
+    FaultEnv env("sigint@step=6");
+    EXPECT_THROW(run3(split), vexp::InterruptedError);
+  }
+  EXPECT_TRUE(fs::exists(split / "checkpoints" / "epoch_0000_step_000006.pt"));
+  run3(split, true);
+  expect_same_runs(full, split);
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, WallTimeCoversEveryInvocation) {
+  auto dir = fresh_dir("wall");
+  {
+    auto o = tiny();
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  auto c = vexp::load_checkpoint((dir / "checkpoints" / "epoch_0001.pt").string());
+  json meta = json::parse(c.meta_json);
+  const double first_wall = meta["wall_time_s"].get<double>();
+  EXPECT_GE(first_wall, meta["train_time_s"].get<double>());
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = true;
+  auto r = vexp::train(s, opt);
+  json b = read_json(dir / "summary.json");
+  EXPECT_GE(b["wall_s"].get<double>(), b["train_s"].get<double>());
+  EXPECT_GT(b["wall_s"].get<double>(), first_wall);
+  EXPECT_DOUBLE_EQ(r.wall_s, b["wall_s"].get<double>());
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, ResumeSkipsACorruptCheckpointAndKeepsIt) {
+  auto full = fresh_dir("cor_full"), split = fresh_dir("cor_split");
+  run3(full);
+  {
+    auto o = tiny();
+    o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+    o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = split.string();
+    opt.stop_after_epochs = 2;
+    vexp::train(s, opt);
+  }
+  const fs::path bad = split / "checkpoints" / "epoch_0002.pt";
+  fs::resize_file(bad, fs::file_size(bad) / 2);  // a torn write
+  const auto size = fs::file_size(bad);
+  run3(split, true);
+  ASSERT_TRUE(fs::exists(split / "checkpoints" / "epoch_0002.pt.corrupt"));
+  EXPECT_EQ(fs::file_size(split / "checkpoints" / "epoch_0002.pt.corrupt"), size);
+  expect_same_runs(full, split);
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, ResumeFromNamesTheCheckpoint) {
+  auto a = fresh_dir("from_a"), b = fresh_dir("from_b");
+  {
+    auto o = tiny();
+    o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+    o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = a.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  // Into a fresh directory, from another run's checkpoint.
+  auto r = run3(b, false, (a / "checkpoints" / "epoch_0001.pt").string());
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.steps, 18);
+  // A file that is not there.
+  try {
+    run3(fresh_dir("from_c"), false, (a / "nope.pt").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope.pt': no such checkpoint file"), std::string::npos) << e.what();
+  }
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(Trainer, CheckpointOfAnotherModelSaysSo) {
+  auto dir = fresh_dir("arch");
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("data.params.classes=5"));  // another classifier shape
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = (dir / "other").string();
+  opt.resume_from = (dir / "checkpoints" / "epoch_0001.pt").string();
+  try {
+    vexp::train(s, opt);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("belongs to another model"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 of the model's"), std::string::npos) << m;  // classifier weight and bias
+    EXPECT_NE(m.find("[5, 64] in the model, [4, 64] in the checkpoint"), std::string::npos) << m;
+    EXPECT_EQ(m.find("recipe changed"), std::string::npos) << m;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, StaleFailureRecordsAreSetAside) {
+  auto dir = fresh_dir("stale");
+  fs::create_directories(dir / "failures");
+  std::ofstream(dir / "failures" / "rank_1.txt") << "comm mpi: an earlier failed start\n";
+  fs::last_write_time(dir / "failures" / "rank_1.txt", fs::file_time_type::clock::now() - std::chrono::hours(1));
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  EXPECT_TRUE(vexp::train(s, opt).finished);
+  EXPECT_FALSE(fs::exists(dir / "failures" / "rank_1.txt"));
+  EXPECT_TRUE(fs::exists(dir / "failures" / "previous" / "rank_1.txt"));
   fs::remove_all(dir);
 }
 

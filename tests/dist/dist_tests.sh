@@ -160,6 +160,39 @@ killed_rank_and_resume)
   expect_out "resuming"
   same_params "$tmp/full" "$tmp/k" curve
   ;;
+interrupt_nproc)
+  # Ctrl-C on `vexp run --nproc 2`: every rank stops after the same step, rank 0
+  # writes a checkpoint, exit 130 with the command that continues; that command ends
+  # where an uninterrupted run ends. A stale failure record of an earlier invocation
+  # is set aside by the next one.
+  S=(--set run.epochs=2 --set data.params.train_clips=192)   # 12 steps per epoch, logged each
+  expect_rc 0 -- "$vexp" run $R "${S[@]}" --nproc 2 --out "$tmp/full"
+  "$vexp" run $R "${S[@]}" --nproc 2 --out "$tmp/i" >"$tmp/out" 2>&1 &
+  bg=$!
+  for _ in $(seq 1 2400); do
+    grep -q '"global_step":3,' "$tmp/i/metrics.jsonl" 2>/dev/null && break
+    kill -0 $bg 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q '"global_step":3,' "$tmp/i/metrics.jsonl" || { cat "$tmp/out"; fail "the run did not reach step 3"; }
+  kill -INT $bg
+  wait $bg; rc=$?; bg=""
+  [ "$rc" -eq 130 ] || { cat "$tmp/out"; fail "interrupted run exited $rc, expected 130"; }
+  no_crash
+  expect_out "checkpoint written: $tmp/i/checkpoints/epoch_"
+  grep -q "^vexp: to continue: .* --nproc 2 --out $tmp/i --resume\$" "$tmp/out" || { cat "$tmp/out"; fail "no resume command"; }
+  [ "$(grep -c "to continue" "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "more than one rank printed the resume command"; }
+  ls "$tmp/i/checkpoints/"epoch_*_step_*.pt >/dev/null 2>&1 || fail "no mid-epoch checkpoint"
+  [ ! -e "$tmp/i/failures" ] || { cat "$tmp/i/failures"/*; fail "an interruption recorded failures"; }
+  # a failure record left by an earlier (failed) start
+  mkdir -p "$tmp/i/failures"; echo "earlier failure" >"$tmp/i/failures/rank_1.txt"; touch -d '1 hour ago' "$tmp/i/failures/rank_1.txt"
+  resume=$(sed -n 's/^vexp: to continue: //p' "$tmp/out")
+  eval "$resume" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "'$resume' failed"; }
+  expect_out "resuming"
+  same_params "$tmp/full" "$tmp/i" curve
+  [ -z "$(ls "$tmp/i/failures/"*.txt 2>/dev/null)" ] || fail "a successful run's directory holds current failure records"
+  [ -e "$tmp/i/failures/previous/rank_1.txt" ] || fail "the earlier failure record was not kept in failures/previous/"
+  ;;
 *) fail "unknown test $name" ;;
 esac
 echo "ok [$name]"

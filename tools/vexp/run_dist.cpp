@@ -1,11 +1,17 @@
 #include "run_dist.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "dry_run.hpp"
 
@@ -47,8 +53,72 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   std::cout << "plan of " << args.path << " (dry run: no data loaded, nothing trained)\n" << describe(p);
 }
 
-void launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough) {
-  if (under_launcher()) return;  // mpirun/srun already started us: --nproc is informational
+namespace {
+std::string shell_quote(const std::string& a) {
+  if (!a.empty() && a.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
+                        std::string::npos)
+    return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    out.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// The launcher's child (mpirun) and how many stop signals arrived.
+volatile pid_t g_mpirun = 0;
+volatile std::sig_atomic_t g_signals = 0;
+
+extern "C" void forward_stop(int) {
+  if (g_signals++ == 0) {
+    static const char first[] =
+        "\nvexp: interrupted: every rank stops after its current step and writes a checkpoint (interrupt again to "
+        "exit at once)\n";
+    (void)!::write(STDERR_FILENO, first, sizeof first - 1);
+    if (g_mpirun > 0) ::kill(g_mpirun, SIGUSR1);  // mpirun forwards SIGUSR1 to every rank
+    return;
+  }
+  static const char again[] = "\nvexp: interrupted again: ending the ranks at once\n";
+  (void)!::write(STDERR_FILENO, again, sizeof again - 1);
+  if (g_mpirun > 0) ::kill(g_mpirun, SIGTERM);  // mpirun ends every rank
+  ::_exit(130);
+}
+}  // namespace
+
+std::string resume_command() {
+  std::vector<std::string> a = own_arguments();
+  std::string cmd;
+  if (under_launcher()) {
+    const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (!n) n = std::getenv("PMI_SIZE");
+    cmd = std::string("mpirun -np ") + (n ? n : "N") + " ";
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& x = a[i];
+    if (x == "--resume") continue;
+    if (x == "--resume-from" || x == "--stop-after") {
+      ++i;
+      continue;
+    }
+    if (x.rfind("--resume-from=", 0) == 0 || x.rfind("--stop-after=", 0) == 0) continue;
+    cmd += (i == 0 ? "" : " ") + shell_quote(x);
+  }
+  return cmd + " --resume";
+}
+
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough) {
+  if (under_launcher()) return false;  // mpirun/srun already started us: --nproc is informational
   Session s;
   RecipeArgs checked = args;
   checked.require_data = true;  // refuse before starting ranks
@@ -76,11 +146,59 @@ void launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  const std::string resume = resume_command();
   std::cerr << "vexp: starting " << nproc << " local ranks with mpirun\n";
   std::cerr.flush();
-  ::execvp("mpirun", cargv.data());
-  throw Exit{kExitFailure, std::string("cannot start mpirun for --nproc ") + std::to_string(nproc) + ": " +
-                               std::strerror(errno) + " (install openmpi-bin, or launch with mpirun/srun yourself)"};
+  // Stop signals are ours: mpirun runs in its own process group (a terminal's
+  // Ctrl-C reaches only this process) and gets them forwarded as SIGUSR1.
+  struct sigaction sa {};
+  sa.sa_handler = forward_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);  // no handler runs before g_mpirun is known
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Exit{kExitFailure, std::string("pipe failed: ") + std::strerror(errno)};
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Exit{kExitFailure, std::string("fork failed: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &dfl, nullptr);
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int devnull = ::open("/dev/null", O_RDONLY);  // mpirun would forward a terminal's input (and stop on it)
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::setenv("VEXP_RESUME_COMMAND", resume.c_str(), 1);
+    ::execvp("mpirun", cargv.data());
+    const int e = errno;
+    (void)!::write(err_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  g_mpirun = pid;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::close(err_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = ::read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ::close(err_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_mpirun = 0;
+  if (exec_failed)
+    throw Exit{kExitFailure, std::string("cannot start mpirun for --nproc ") + std::to_string(nproc) + ": " +
+                                 std::strerror(exec_errno) + " (install openmpi-bin, or launch with mpirun/srun yourself)"};
+  if (g_signals > 0) throw Exit{130, ""};  // rank 0 said where the checkpoint is and how to continue
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code != 0) throw Exit{code, ""};
+  return true;
 }
 
 }  // namespace vexp::cli

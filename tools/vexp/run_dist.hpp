@@ -11,9 +11,18 @@ namespace vexp::cli {
 // Prints the plan of the run; throws Exit on an invalid recipe.
 void print_dry_run(const RecipeArgs& args, int nproc);
 
-// Replaces this process by `mpirun -np N ... vexp run ...` with the same
-// arguments minus --nproc (adding --set dist.backend=mpi when the recipe's
-// backend is "local"). Returns only when already running under a launcher.
-void launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough);
+// Runs `mpirun -np N ... vexp run ...` with the same arguments minus --nproc
+// (adding --set dist.backend=mpi when the recipe's backend is "local") and waits
+// for it. Returns false at once when already running under a launcher (this
+// process is a rank), true when the ranks succeeded; otherwise throws Exit with
+// mpirun's exit code, or 130 when interrupted: the first SIGINT / SIGTERM is
+// forwarded to every rank as SIGUSR1 (each stops after the same step and rank 0
+// writes a checkpoint), a second one ends the job at once.
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough);
+
+// The command line that continues this invocation's run: its own arguments
+// without --resume / --resume-from / --stop-after, plus --resume (shell-quoted;
+// prefixed with mpirun -np N when this process is a rank of an mpirun job).
+std::string resume_command();
 
 }  // namespace vexp::cli

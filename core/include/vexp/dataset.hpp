@@ -46,8 +46,9 @@ class Dataset {
   virtual Sample get_view(Split split, int64_t index, int64_t /*view*/, uint64_t seed) const {
     return get(split, index, seed);
   }
-  // Samples replaced by another one because their file was bad, since construction
-  // (reported as `skipped_samples` in summary.json). Thread-safe.
+  // Skip events since construction: how many times a sample was replaced by another
+  // one because its file was bad (a bad file drawn every epoch counts every time).
+  // Thread-safe.
   virtual int64_t skipped_samples() const { return 0; }
   // Checks one item without replacing it when bad (`vexp data check`).
   virtual ItemReport inspect(Split split, int64_t index) const {
@@ -59,6 +60,14 @@ class Dataset {
     }
     return r;
   }
+
+  // ---- optional (plugin ABI 2) ----
+
+  // Stable identifiers (file paths; for items without a file, e.g. "train:123") of
+  // the distinct bad items met since construction, in any order. The trainer keeps
+  // them in checkpoints and reports how many distinct ones a run met, across
+  // resumes, as `skipped_samples` in summary.json. Thread-safe.
+  virtual std::vector<std::string> bad_items() const { return {}; }
 };
 
 }  // namespace vexp

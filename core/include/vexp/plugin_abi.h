@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VEXP_PLUGIN_ABI_VERSION 1u
+#define VEXP_PLUGIN_ABI_VERSION 2u  /* 2: Dataset::bad_items */
 #define VEXP_PLUGIN_ENTRY "vexp_plugin_info"
 
 #ifdef __cplusplus

@@ -241,6 +241,13 @@ class Kinetics final : public vexp::Dataset {
   int64_t num_classes() const override { return c_.classes; }
   std::vector<std::string> class_names() const override { return names_; }
   int64_t skipped_samples() const override { return skipped_.load(); }
+  std::vector<std::string> bad_items() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> paths;
+    for (const auto& [split, i] : bad_)
+      paths.insert(entries(split == 0 ? Split::Train : Split::Val)[static_cast<size_t>(i)].path);
+    return {paths.begin(), paths.end()};
+  }
 
   int64_t views(Split s) const override {
     if (s == Split::Train) return 1;
