@@ -14,6 +14,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include "torch_save.hpp"
+
 namespace vexp {
 namespace fs = std::filesystem;
 
@@ -61,6 +63,30 @@ std::map<std::string, at::Tensor> from_dict(const c10::IValue& v, const std::str
   }
   return out;
 }
+
+// When `path` is a torch.save state dict (torchvision, the official TSM code,
+// mmaction2, a vexp export), what it is and what to do with it: it loads as
+// weights, not as a run's state to continue. Empty otherwise.
+std::string state_dict_hint(const std::string& path) {
+  std::vector<std::pair<std::string, at::Tensor>> sd;
+  try {
+    sd = find_state_dict(load_torch_file(path), path);
+  } catch (const std::exception&) {
+    return "";
+  }
+  return "'" + path + "' is a torch.save state dict (" + std::to_string(sd.size()) + " tensors" +
+         (sd.empty() ? std::string() : ", e.g. '" + sd.front().first + "'") +
+         "), not a vexp checkpoint (which also holds the optimizer state and the run's position): use it as "
+         "weights, `vexp predict RECIPE --weights " + path + "` or a model node's `pretrained = \"" + path + "\"`";
+}
+
+// Why the bytes of `path` do not unpickle as a checkpoint.
+std::string unreadable(const std::string& path, const std::vector<char>& bytes) {
+  if (bytes.empty()) return "'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)";
+  std::string hint = state_dict_hint(path);
+  if (!hint.empty()) return hint;
+  return "'" + path + "' is not a readable checkpoint (truncated or corrupt?)";
+}
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& content) {
@@ -84,15 +110,18 @@ Checkpoint load_checkpoint(const std::string& path) {
   c10::IValue v;
   try {
     v = torch::jit::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("'" + path + "' is not a readable checkpoint (truncated or corrupt?)");
+  } catch (const std::exception&) {
+    throw std::runtime_error(unreadable(path, bytes));
   }
-  if (!v.isGenericDict()) throw std::runtime_error("'" + path + "' is not a vexp checkpoint");
+  if (!v.isGenericDict()) throw std::runtime_error(unreadable(path, bytes));
   auto d = v.toGenericDict();
   auto has = [&](const char* k) { return d.contains(c10::IValue(std::string(k))); };
   auto get = [&](const char* k) { return d.at(c10::IValue(std::string(k))); };
-  if (!has("format") || !get("format").isString() || get("format").toStringRef() != kFormat)
+  if (!has("format") || !get("format").isString() || get("format").toStringRef() != kFormat) {
+    std::string hint = state_dict_hint(path);
+    if (!hint.empty()) throw std::runtime_error(hint);
     throw std::runtime_error("'" + path + "' is not a vexp checkpoint (no format tag '" + kFormat + "')");
+  }
   Checkpoint c;
   if (!has("model") || !has("optimizer") || !has("meta") || !get("meta").isString())
     throw std::runtime_error("'" + path + "' is not a vexp checkpoint (missing model, optimizer or meta)");

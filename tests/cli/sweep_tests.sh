@@ -173,6 +173,54 @@ assert rows[3]["status"] == "failed"
 '
   [ -d "$tmp/s/trials/003.attempt-1" ] || fail "the first attempt of trial 3 was not kept aside"
   ;;
+corrupt_db)
+  # A damaged sweep.db: `vexp results` says what is kept and how to rebuild; `vexp sweep`
+  # keeps the damaged file aside and rebuilds the store from the trial directories.
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --jobs 2 --no-report
+  expect_out "3 trials: 1 done, 1 diverged, 1 failed"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --csv
+  cp "$tmp/out" "$tmp/before.csv"
+  # a page in the middle ("database disk image is malformed"), then the header ("file is not a database")
+  for where in 4096 0; do
+    $PY - "$tmp/s/sweep.db" "$where" <<'PY' || fail "could not damage sweep.db"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2])); f.write(b"\xa5" * 600)
+PY
+    cp "$tmp/s/sweep.db" "$tmp/damaged.db"
+    expect_rc 1 -- "$vexp" results "$tmp/s"
+    expect_out "sweep.db' is damaged"
+    expect_out "the trial directories in '$tmp/s/trials' hold every result: run \`vexp sweep SWEEP.toml --out $tmp/s\` again"
+    expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --no-report
+    no_crash
+    expect_out "is damaged"
+    expect_out "rebuilt sweep.db from 3 trial directories: 1 diverged, 1 done, 1 failed"
+    expect_out "0 trials to run"
+    expect_out "3 trials: 1 done, 1 diverged, 1 failed"
+    aside=$(ls -t "$tmp/s"/sweep.db.corrupt-* | grep -v -- '-wal$\|-shm$' | head -1)
+    cmp -s "$aside" "$tmp/damaged.db" || fail "the damaged sweep.db was not kept as it was"
+    db_check "$tmp/s" '
+assert rows[1]["status"] == "done" and rows[1]["exit_code"] == 0 and rows[1]["metric"] is not None, rows[1]
+assert rows[2]["status"] == "diverged" and rows[2]["exit_code"] == 3 and "diverged" in rows[2]["message"], rows[2]
+assert rows[3]["status"] == "failed" and rows[3]["exit_code"] == 1, rows[3]
+assert "fewer than one global batch" in rows[3]["message"], rows[3]
+assert all(r["attempts"] == 1 for r in rows.values()), rows
+assert meta["metric"] == "top1" and len(meta["sweep_hash"]) == 16, meta
+'
+    expect_rc 0 -- "$vexp" results "$tmp/s" --csv
+    cmp -s "$tmp/out" "$tmp/before.csv" || { diff "$tmp/before.csv" "$tmp/out" >&2; fail "results differ after the rebuild"; }
+  done
+  [ "$(ls "$tmp/s"/sweep.db.corrupt-* | grep -vc -- '-wal$\|-shm$')" -eq 2 ] || fail "expected two damaged files kept"
+  # a deleted sweep.db is rebuilt too; a trial without a recorded end (interrupted) runs again
+  rm "$tmp/s/sweep.db"
+  rm "$tmp/s/trials/001/summary.json"
+  sed -i '/^==== vexp sweep: end of trial/d' "$tmp/s/trials/001/log.txt"
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/s" --no-report
+  expect_out "rebuilt sweep.db from 3 trial directories: 1 diverged, 1 failed, 1 pending"
+  expect_out "1 trials to run"
+  expect_out "3 trials: 1 done, 1 diverged, 1 failed"
+  db_check "$tmp/s" 'assert rows[1]["status"] == "done" and rows[1]["attempts"] == 2, rows[1]'
+  ;;
 kill_resume)
   # 4 trials, one at a time; SIGKILL the sweep while trial 2 runs, then resume.
   cat >"$tmp/k.toml" <<TOML

@@ -9,23 +9,7 @@
 #include "torch_save.hpp"
 
 namespace vexp::cli {
-namespace {
-
 namespace fs = std::filesystem;
-
-std::string last_checkpoint(const fs::path& run) {
-  const fs::path dir = run / "checkpoints";
-  std::string best;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("epoch_", 0) == 0 && e.path().extension() == ".pt" && e.path().string() > best)
-      best = e.path().string();
-  }
-  return best;
-}
-
-}  // namespace
 
 void add_export(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Write a run's (or checkpoint's) weights as a PyTorch state dict");
@@ -47,27 +31,29 @@ void add_export(CLI::App& app) {
   cmd->callback([=] {
     std::string ckpt_path;
     fs::path run_dir;
-    if (fs::is_directory(*source)) {
-      run_dir = *source;
-      ckpt_path = last_checkpoint(run_dir);
-      if (ckpt_path.empty()) throw Exit{kExitFailure, "'" + *source + "' holds no checkpoints/epoch_*.pt"};
-    } else if (fs::is_regular_file(*source)) {
+    std::error_code ec;
+    if (fs::is_directory(*source, ec)) {
+      ckpt_path = latest_checkpoint_of(*source);
+      if (ckpt_path.empty())
+        throw Exit{kExitFailure, "'" + *source + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt in it)"};
+    } else if (fs::is_regular_file(*source, ec)) {
       ckpt_path = *source;
-      run_dir = fs::path(*source).parent_path().parent_path();  // RUN/checkpoints/epoch_NNNN.pt
     } else {
       throw Exit{kExitFailure, "'" + *source + "': no such run directory or checkpoint"};
     }
-    RecipeArgs args;
-    args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
-    args.plugin_paths = *plugin_paths;
-    if (!fs::is_regular_file(args.path))
-      throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};
+    run_dir = fs::path(ckpt_path).parent_path().parent_path();  // RUN/checkpoints/epoch_NNNN.pt
+    // The file first: a state dict given for a checkpoint is told as such, recipe or not.
     Checkpoint c;
     try {
       c = load_checkpoint(ckpt_path);
     } catch (const std::exception& e) {
       throw Exit{kExitFailure, e.what()};
     }
+    RecipeArgs args;
+    args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
+    args.plugin_paths = *plugin_paths;
+    if (!fs::is_regular_file(args.path))
+      throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};
     ModelArgs m;
     if (!input->empty()) m.clip = parse_clip_shape(*input, "--input");
     m.classes = *classes;

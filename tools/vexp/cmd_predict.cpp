@@ -95,7 +95,7 @@ void add_predict(CLI::App& app) {
   auto clip_text = std::make_shared<std::string>();
   args->add_to(cmd);
   cmd->add_option("--clip", *clip_text, "Video: clip shape T x 3 x H x W to sample (default: the dataset's)");
-  cmd->add_option("--weights", *weights, "vexp checkpoint or PyTorch state dict (.pth: torchvision, TSM, mmaction2)")
+  cmd->add_option("--weights", *weights, "vexp checkpoint, run directory (its latest checkpoint) or PyTorch state dict (.pth: torchvision, TSM, mmaction2)")
       ->required();
   cmd->add_option("--input", *input, "Clip: .pt holding a float tensor [T,3,H,W] or [N,T,3,H,W], or a video file")
       ->required();
@@ -109,7 +109,7 @@ void add_predict(CLI::App& app) {
     if (!logits_out->empty() && !has_ext(*logits_out, {".pt", ".pth", ".json"}))
       throw Exit{kExitInvalid, "--logits '" + *logits_out + "': the name must end in .pt or .json"};
     if (!fs::is_regular_file(*input)) throw Exit{kExitFailure, "--input '" + *input + "': no such file"};
-    if (!fs::is_regular_file(*weights)) throw Exit{kExitFailure, "--weights '" + *weights + "': no such file"};
+    const std::string weights_path = weights_file(*weights, "--weights");
     const bool tensor_input = has_ext(*input, {".pt", ".pth"});
     at::Tensor clips;
     ModelArgs m;
@@ -159,8 +159,8 @@ void add_predict(CLI::App& app) {
       }
     }
     auto model = build_model(s);
-    WeightReport r = load_model_weights(*model, *weights, true);
-    std::cerr << "vexp: " << r.summary(*weights, false) << "\n";
+    WeightReport r = load_model_weights(*model, weights_path, true);
+    std::cerr << "vexp: " << r.summary(weights_path, false) << "\n";
     apply_memory_format(model->parameters(true), parse_memory_format(s.plan->run.str("memory_format")));
     model->eval();
     at::Tensor logits;

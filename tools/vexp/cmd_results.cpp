@@ -113,6 +113,11 @@ Opened open_results(const std::string& dir) {
   Store st;
   try {
     st.open(db.string(), false);
+  } catch (const CorruptDatabase& e) {
+    throw Exit{cli::kExitFailure,
+               "'" + db.string() + "' is damaged (" + e.what() + "); the trial directories in '" +
+                   (fs::path(dir) / "trials").string() + "' hold every result: run `vexp sweep SWEEP.toml --out " + dir +
+                   "` again with the same sweep file to rebuild it from them (the damaged file is kept)"};
   } catch (const std::exception& e) {
     throw Exit{cli::kExitFailure, e.what()};
   }

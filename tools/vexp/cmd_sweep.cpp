@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -102,6 +103,120 @@ bool has_checkpoint(const fs::path& dir) {
     if (f.rfind("epoch_", 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == ".pt") return true;
   }
   return false;
+}
+
+// The line `vexp sweep` appends to a trial's log.txt when the trial ends:
+// "==== vexp sweep: end of trial 003 failed, exit code 1, 12.345 s: message".
+constexpr const char* kEndTag = "==== vexp sweep: end of trial ";
+
+// `threads = N` of the [run] table of a resolved recipe ("" when absent).
+std::string run_threads_in(const fs::path& resolved) {
+  std::ifstream in(resolved);
+  std::string line;
+  bool in_run = false;
+  static const std::regex threads(R"(^threads\s*=\s*(\d+)\s*$)");
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '[') in_run = line == "[run]";
+    std::smatch m;
+    if (in_run && std::regex_match(line, m, threads)) return m[1];
+  }
+  return "";
+}
+
+double mtime_s(const fs::path& p) {
+  std::error_code ec;
+  auto t = fs::last_write_time(p, ec);
+  if (ec) return 0;
+  auto sys = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+      t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+  return std::chrono::duration<double>(sys.time_since_epoch()).count();
+}
+
+// Fills a new store from DIR/trials/NNN: a trial whose resolved.toml is this
+// trial's recipe is done when it left a summary.json, failed / diverged / pruned
+// when its log.txt ends so, and otherwise still to run (from its last checkpoint).
+// Directories of another recipe stay pending: running them moves them aside.
+void rebuild_from_trials(Store& store, Session& s, const Definition& def, const fs::path& dir) {
+  std::map<std::string, int> counts;
+  int found = 0;
+  for (Row r : store.rows()) {
+    const fs::path tdir = dir / "trials" / trial_name(r.id);
+    if (!fs::is_directory(tdir)) continue;
+    ++found;
+    r.run_dir = fs::absolute(tdir).lexically_normal().string();
+    const std::string threads = run_threads_in(tdir / "resolved.toml");
+    std::vector<dsl::Override> ov;
+    for (const auto& p : r.overrides) ov.push_back({p[0].get<std::string>(), p[1].get<std::string>()});
+    if (!threads.empty()) ov.push_back({"run.threads", threads});
+    // The recipe this trial runs, as launched alone or by a multi-rank sweep (MPI backend).
+    const std::string found_hash = hash_in_resolved(tdir / "resolved.toml");
+    bool ours = false;
+    for (int variant = 0; variant < 2 && !ours && !found_hash.empty(); ++variant) {
+      if (variant == 1) ov.push_back({"dist.backend", "\"mpi\""});
+      s.diags = dsl::Diagnostics{};
+      ours = open_recipe(s, def.base, ov, false) && s.plan && dsl::recipe_hash(s.plan->resolved) == found_hash;
+    }
+    // Attempts and the recorded outcome, from the log.
+    std::string end_line;
+    {
+      std::ifstream in(tdir / "log.txt");
+      std::string line;
+      const std::string start = "==== vexp sweep: trial " + trial_name(r.id) + ", attempt ";
+      while (std::getline(in, line)) {
+        if (line.rfind(start, 0) == 0) {
+          ++r.attempts;
+          end_line.clear();
+        } else if (line.rfind(kEndTag, 0) == 0) {
+          end_line = line.substr(std::strlen(kEndTag));
+        }
+      }
+    }
+    r.started_at = mtime_s(tdir / "resolved.toml");
+    json summary;
+    bool has_summary = false;
+    if (ours) {
+      std::ifstream in(tdir / "summary.json");
+      try {
+        if (in) {
+          in >> summary;
+          has_summary = summary.is_object();
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
+    std::smatch m;
+    const bool ended = std::regex_match(end_line, m, end_re) && m[1] == trial_name(r.id);
+    if (ours && has_summary) {
+      r.status = "done";
+      r.exit_code = 0;
+      r.metrics = summary;
+      if (summary.contains(def.metric) && summary[def.metric].is_number()) r.metric = summary[def.metric].get<double>();
+      r.wall_s = ended ? std::stod(m[4]) : summary.value("wall_s", 0.0);
+      r.finished_at = mtime_s(tdir / "summary.json");
+    } else if (ours && ended && m[2] != "done") {
+      r.status = m[2];
+      r.exit_code = std::stoi(m[3]);
+      r.wall_s = std::stod(m[4]);
+      r.message = m[6];
+      r.finished_at = mtime_s(tdir / "log.txt");
+      json evals = json::object();
+      for (auto& [e, v] : eval_curve(tdir / "metrics.jsonl", def.metric)) evals[std::to_string(e)] = v;
+      r.metrics = json{{"evals", evals}};
+    } else {
+      r.status = "pending";  // interrupted, or another recipe's directory
+      r.started_at = 0;
+    }
+    ++counts[r.status];
+    store.restore(r);
+  }
+  std::cout << "rebuilt sweep.db from " << found << " trial director" << (found == 1 ? "y" : "ies") << ":";
+  const char* sep = " ";
+  for (const auto& [st, n] : counts) {
+    std::cout << sep << n << " " << st;
+    sep = ", ";
+  }
+  std::cout << "\n";
 }
 
 int count_gpus() {
@@ -221,9 +336,21 @@ void add_sweep(CLI::App& app) {
                                                                            : fs::path("runs/sweeps") / def->name;
     fs::create_directories(dir / "trials");
     const std::string hash = sweep_hash(*def, trials);
+    // A damaged sweep.db is moved aside (kept) and rebuilt below: the trial
+    // directories are the source of truth.
+    const std::string db_path = (dir / "sweep.db").string();
     Store store;
     try {
-      store.open((dir / "sweep.db").string(), true);
+      try {
+        store.open(db_path, true);
+        store.has_meta();
+      } catch (const CorruptDatabase& e) {
+        store.close();
+        const std::string aside = move_aside(db_path);
+        std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << e.what() << "); kept it as '" << aside
+                  << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
+        store.open(db_path, true);
+      }
     } catch (const std::exception& e) {
       throw Exit{kExitFailure, e.what()};
     }
@@ -242,6 +369,9 @@ void add_sweep(CLI::App& app) {
       store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(a->path).string()}, {"name", def->name},
                       {"metric", def->metric}, {"direction", def->direction}, {"base", def->base},
                       {"definition", text.str()}, {"created_at", std::to_string(now_s())}});
+      // A new store over trial directories that exist (the old one damaged or deleted):
+      // their results are taken from them.
+      if (!fs::is_empty(dir / "trials")) rebuild_from_trials(store, s, *def, dir);
     }
     std::vector<int64_t> pending;
     std::map<int64_t, Row> by_id;
@@ -408,6 +538,13 @@ void add_sweep(CLI::App& app) {
         metrics["evals"] = evals;
       }
       store.finish(r.id, st, code, metric, metrics, wall, msg);
+      {
+        // The trial directory records its own outcome: a damaged sweep.db is rebuilt from it.
+        std::ofstream l(tdir / "log.txt", std::ios::app);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, ", exit code %d, %.3f s", code, wall);
+        l << kEndTag << trial_name(r.id) << " " << st << buf << (msg.empty() ? "" : ": " + msg) << "\n";
+      }
       if (st == "failed") ++failed;
       if (st == "done" && def->prune) finished_curves[r.id] = curve;
       char buf[160];

@@ -1,5 +1,8 @@
 #include "model_session.hpp"
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace vexp::cli {
@@ -111,6 +114,39 @@ std::shared_ptr<ModelGraph> build_model(const Session& s) {
   }
 }
 
+std::string latest_checkpoint_of(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::string best;
+  for (const fs::path& d : {fs::path(dir) / "checkpoints", fs::path(dir)}) {
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("epoch_", 0) == 0 && it->path().extension() == ".pt" && it->is_regular_file(ec) &&
+          it->path().string() > best)
+        best = it->path().string();
+    }
+    if (!best.empty()) return best;
+  }
+  return best;
+}
+
+std::string weights_file(const std::string& given, const std::string& option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(given, ec)) {
+    std::string latest = latest_checkpoint_of(given);
+    if (latest.empty())
+      throw Exit{kExitFailure, option + " '" + given + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt "
+                               "in it): give a run directory that has finished an epoch, a checkpoint or a .pth file"};
+    std::cerr << "vexp: " << option << " '" << given << "': using its latest checkpoint '" << latest << "'\n";
+    return latest;
+  }
+  if (!fs::exists(given, ec)) throw Exit{kExitFailure, option + " '" + given + "': no such file or directory"};
+  if (!fs::is_regular_file(given, ec))
+    throw Exit{kExitFailure, option + " '" + given + "' is not a regular file (a device or a pipe?)"};
+  return given;
+}
+
 }  // namespace vexp::cli
 
 #include "checkpoint.hpp"
@@ -120,10 +156,20 @@ namespace vexp::cli {
 
 WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict) {
   StateDict sd;
-  try {
-    Checkpoint c = load_checkpoint(path);
-    for (auto& [k, v] : c.model) sd.emplace_back(k, v);
-  } catch (const std::exception&) {
+  // A vexp checkpoint (names as they are), else a torch.save state dict. PyTorch's
+  // zip archives are never vexp checkpoints: they go straight to the second reader.
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);
+  bool loaded = false;
+  if (std::memcmp(magic, "PK\x03\x04", 4) != 0) {
+    try {
+      Checkpoint c = load_checkpoint(path);
+      for (auto& [k, v] : c.model) sd.emplace_back(k, v);
+      loaded = true;
+    } catch (const std::exception&) {
+    }
+  }
+  if (!loaded) {
     try {
       sd = find_state_dict(load_torch_file(path), path);
     } catch (const std::exception& e) {

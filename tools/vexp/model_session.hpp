@@ -31,6 +31,15 @@ dsl::Shape clip_shape(const Session& s);
 // Builds the model; a failure (e.g. a bad `pretrained` file) becomes Exit 1.
 std::shared_ptr<ModelGraph> build_model(const Session& s);
 
+// The newest checkpoint (epoch_NNNN.pt) of a run directory (in DIR/checkpoints) or
+// of a checkpoints folder itself; empty when there is none.
+std::string latest_checkpoint_of(const std::string& dir);
+
+// The weights file `given` names for `option` ("--weights"): a file as it is, a run
+// directory (or its checkpoints folder) as its newest checkpoint, which is
+// announced on stderr. A directory without one, or nothing at all, is Exit 1.
+std::string weights_file(const std::string& given, const std::string& option);
+
 }  // namespace vexp::cli
 
 namespace vexp::cli {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -589,12 +590,18 @@ namespace {
 
 sqlite3* DB(void* p) { return static_cast<sqlite3*>(p); }
 
+// A failed SQLite call on `db`: CorruptDatabase when the file is damaged.
+[[noreturn]] void fail(sqlite3* db, const std::string& message) {
+  const int code = sqlite3_errcode(db) & 0xff;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) throw CorruptDatabase(message);
+  throw std::runtime_error(message);
+}
+
 struct Stmt {
   sqlite3_stmt* st = nullptr;
   sqlite3* db;
   Stmt(sqlite3* d, const char* sql) : db(d) {
-    if (sqlite3_prepare_v2(d, sql, -1, &st, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("sweep.db: ") + sqlite3_errmsg(d));
+    if (sqlite3_prepare_v2(d, sql, -1, &st, nullptr) != SQLITE_OK) fail(d, std::string("sweep.db: ") + sqlite3_errmsg(d));
   }
   ~Stmt() { sqlite3_finalize(st); }
   Stmt& text(int i, const std::string& s) { sqlite3_bind_text(st, i, s.c_str(), -1, SQLITE_TRANSIENT); return *this; }
@@ -605,7 +612,7 @@ struct Stmt {
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw std::runtime_error(std::string("sweep.db: ") + sqlite3_errmsg(db));
+    fail(db, std::string("sweep.db: ") + sqlite3_errmsg(db));
   }
   std::string col_text(int i) {
     auto* p = sqlite3_column_text(st, i);
@@ -623,8 +630,11 @@ json parse_or(const std::string& s, json dflt) {
 
 }  // namespace
 
-Store::~Store() {
+Store::~Store() { close(); }
+
+void Store::close() {
   if (db_) sqlite3_close(DB(db_));
+  db_ = nullptr;
 }
 
 void Store::exec(const std::string& sql) const {
@@ -632,7 +642,7 @@ void Store::exec(const std::string& sql) const {
   if (sqlite3_exec(DB(db_), sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string m = err ? err : "unknown error";
     sqlite3_free(err);
-    throw std::runtime_error("sweep.db: " + m);
+    fail(DB(db_), "sweep.db: " + m);
   }
 }
 
@@ -647,6 +657,14 @@ void Store::open(const std::string& path, bool create) {
   db_ = db;
   sqlite3_busy_timeout(db, 5000);
   exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  {
+    // Every page, not only those the first queries touch (a few KiB for a sweep).
+    Stmt q(db, "PRAGMA quick_check");
+    std::string problem;
+    while (q.step())
+      if (problem.empty() && q.col_text(0) != "ok") problem = q.col_text(0);
+    if (!problem.empty()) throw CorruptDatabase("sweep.db: " + problem);
+  }
   if (!create) {
     Stmt q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')");
     q.step();
@@ -753,6 +771,37 @@ void Store::finish(int64_t id, const std::string& status, int exit_code, std::op
   if (metric) q.f64(3, *metric);
   else q.null(3);
   q.text(4, metrics.dump()).f64(5, now_s()).f64(6, wall_s).text(7, message).i64(8, id).step();
+}
+
+void Store::restore(const Row& r) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET status=?, attempts=?, exit_code=?, metric=?, metrics=?, started_at=?, finished_at=?,"
+         " wall_s=?, run_dir=?, message=? WHERE id=?");
+  q.text(1, r.status).i64(2, r.attempts);
+  if (r.exit_code >= 0) q.i64(3, r.exit_code);
+  else q.null(3);
+  if (r.metric) q.f64(4, *r.metric);
+  else q.null(4);
+  q.text(5, r.metrics.dump());
+  if (r.started_at > 0) q.f64(6, r.started_at);
+  else q.null(6);
+  if (r.finished_at > 0) q.f64(7, r.finished_at);
+  else q.null(7);
+  q.f64(8, r.wall_s).text(9, r.run_dir).text(10, r.message).i64(11, r.id).step();
+}
+
+std::string move_aside(const std::string& db_path) {
+  std::time_t t = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", std::localtime(&t));
+  std::string aside = db_path + ".corrupt-" + when;
+  for (int k = 2; fs::exists(aside); ++k) aside = db_path + ".corrupt-" + when + "." + std::to_string(k);
+  fs::rename(db_path, aside);
+  for (const char* side : {"-wal", "-shm"}) {
+    std::error_code ec;
+    if (fs::exists(db_path + side, ec)) fs::rename(db_path + side, aside + side, ec);
+  }
+  return aside;
 }
 
 void Store::reset(int64_t id) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -98,14 +99,23 @@ struct Row {
   double started_at = 0, finished_at = 0, wall_s = 0;
 };
 
+// DIR/sweep.db is damaged (SQLite: "database disk image is malformed", "file is
+// not a database"). The trial directories still hold every result: `vexp sweep`
+// moves the file aside and rebuilds it from them.
+struct CorruptDatabase : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Store {
  public:
   Store() = default;
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
-  // Opens (creating when `create`) DIR/sweep.db; throws std::runtime_error.
+  // Opens (creating when `create`) DIR/sweep.db and checks every page of it;
+  // throws CorruptDatabase when it is damaged, std::runtime_error otherwise.
   void open(const std::string& path, bool create);
+  void close();
   bool has_meta() const;
   std::string meta(const std::string& key) const;
   void set_meta(const std::map<std::string, std::string>& kv);  // one transaction
@@ -115,6 +125,8 @@ class Store {
   void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
               const nlohmann::json& metrics, double wall_s, const std::string& message);
   void reset(int64_t id);  // back to pending (interrupted)
+  // Sets every column of trial r.id from `r` (rebuilding the store from trial directories).
+  void restore(const Row& r);
 
  private:
   void exec(const std::string& sql) const;
@@ -122,6 +134,10 @@ class Store {
 };
 
 nlohmann::json row_json(const Row& r);
+
+// Renames a damaged DB_PATH (and its -wal / -shm files) to DB_PATH.corrupt-YYYYmmdd-HHMMSS;
+// returns the new name.
+std::string move_aside(const std::string& db_path);
 
 // ---- reports (cmd_results.cpp) ----
 // The results table of DIR: "table" (aligned text), "json" or "csv"; sorted by
