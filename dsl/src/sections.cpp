@@ -25,8 +25,6 @@ Schema run_section() {
   s.integer("threads", 0, "Intra-op CPU threads; 0: all cores").at_least(0);
   s.integer("checkpoint_every", 1, "Write a checkpoint every N epochs; 0: only at the end").at_least(0);
   s.text("progress", "auto", "Progress display").one_of({"auto", "bar", "plain", "none"});
-  s.real("divergence_factor", 1000, "Divergence: a logged training-loss mean above this many times max(the first "
-                                    "step's loss, ln(classes)) stops the run as diverged; 0: no such check").at_least(0);
   s.text("out", "", "Run directory; defaults to runs/<name>");
   s.integer("eval_batch", 0, "Clips per evaluation batch; 0: batch_per_gpu").at_least(0);
   s.text("device", "cpu", "Where the model trains: cpu, cuda (each rank on its local GPU), or auto (cuda when "
@@ -36,6 +34,8 @@ Schema run_section() {
   s.text("memory_format", "auto", "Layout of convolution weights and so of activations: channels_last (NHWC), "
                                   "contiguous (NCHW), or auto (channels_last: faster with oneDNN on CPUs and "
                                   "with tensor cores on GPUs)").one_of({"auto", "channels_last", "contiguous"});
+  s.real("divergence_factor", 1000, "Divergence: a logged training-loss mean above this many times max(the first "
+                                    "step's loss, ln(classes)) stops the run as diverged; 0: no such check").at_least(0);
   return s;
 }
 

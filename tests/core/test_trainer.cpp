@@ -439,7 +439,7 @@ TEST(Trainer, CheckpointOfAnotherModelSaysSo) {
     vexp::train(s, opt);
   }
   auto o = tiny();
-  o.push_back(*vexp::dsl::parse_override("data.params.classes=5"));  // another classifier shape
+  o.push_back(*vexp::dsl::parse_override("data.params.classes=6"));  // another classifier shape
   vexp::Session s;
   open(s, kRecipe, o);
   vexp::TrainOptions opt;
@@ -452,7 +452,7 @@ TEST(Trainer, CheckpointOfAnotherModelSaysSo) {
     std::string m = e.what();
     EXPECT_NE(m.find("belongs to another model"), std::string::npos) << m;
     EXPECT_NE(m.find("2 of the model's"), std::string::npos) << m;  // classifier weight and bias
-    EXPECT_NE(m.find("[5, 64] in the model, [4, 64] in the checkpoint"), std::string::npos) << m;
+    EXPECT_NE(m.find("[6, 64] in the model, [4, 64] in the checkpoint"), std::string::npos) << m;
     EXPECT_EQ(m.find("recipe changed"), std::string::npos) << m;
   }
   fs::remove_all(dir);

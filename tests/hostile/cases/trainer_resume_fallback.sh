@@ -14,8 +14,8 @@ grep -q '"epochs": 3' "$tmp/run/summary.json" || fail "the run did not finish"
 expect_rc 0 -- "$vexp" run tiny.toml --out "$tmp/from" --set run.epochs=3 --resume-from "$tmp/run/checkpoints/epoch_0001.pt"
 expect_out "resuming '$tmp/from' from epoch_0001.pt (epoch 1, step 6)"
 expect_rc 2 -- "$vexp" run tiny.toml --out "$tmp/x" --resume --resume-from "$tmp/run/checkpoints/epoch_0001.pt"
-# another model's checkpoint (5 classes: another classifier)
-expect_rc 1 -- "$vexp" run tiny.toml --out "$tmp/other" --set data.params.classes=5 --resume-from "$tmp/run/checkpoints/epoch_0001.pt"
+# another model's checkpoint (6 classes: another classifier)
+expect_rc 1 -- "$vexp" run tiny.toml --out "$tmp/other" --set data.params.classes=6 --resume-from "$tmp/run/checkpoints/epoch_0001.pt"
 expect_out "belongs to another model than this recipe's"
 expect_out "in the model, [4, 64] in the checkpoint"
 expect_no_out "recipe changed"
