@@ -118,6 +118,7 @@ TEST(PluginTrust, SessionRefusesAnUntrustedFolderAndLoadsNothing) {
   {
     vexp::Session s;
     s.plugin_dirs = {vexp::canonical_path((t.path / "evil").string())};
+    vexp::load_plugins(s);  // as a command does: --plugin-path folders are loaded first
     EXPECT_TRUE(vexp::load_recipe_and_plugins(s, (t.path / "r.toml").string(), {})) << s.diags.str();
     ASSERT_EQ(s.host.libraries().size(), 1u);
     EXPECT_TRUE(fs::exists(marker));
