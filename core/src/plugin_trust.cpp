@@ -113,6 +113,7 @@ PluginTrust PluginTrust::current(const std::vector<std::string>& plugin_dirs) {
     while (std::getline(ss, dir, ':')) add(dir);
   }
   for (const auto& d : plugin_dirs) add(d);
+  t.preloaded_count_ = t.allowed_.size();
   for (const auto& d : read_trusted_plugin_dirs()) add(d);  // re-canonicalised: a link swapped since is followed now
   return t;
 }
@@ -126,6 +127,11 @@ bool PluginTrust::allows(const std::string& canonical) const {
     return std::find(allowed_.begin(), allowed_.end(), parent) != allowed_.end();
   }
   return false;
+}
+
+bool PluginTrust::preloaded(const std::string& canonical) const {
+  return std::find(allowed_.begin(), allowed_.begin() + static_cast<std::ptrdiff_t>(preloaded_count_), canonical) !=
+         allowed_.begin() + static_cast<std::ptrdiff_t>(preloaded_count_);
 }
 
 std::string untrusted_plugin_folder_message(const std::string& written, const std::string& canonical) {

@@ -39,10 +39,13 @@ class PluginTrust {
   // Whether a recipe may name `canonical` (a folder, or a library in an allowed folder).
   bool allows(const std::string& canonical) const;
   const std::vector<std::string>& folders() const { return allowed_; }
-  void allow(const std::string& canonical) { allowed_.push_back(canonical); }
+  // Whether `canonical` is one of the folders every session loads first (the
+  // default folder, VEXP_PLUGIN_PATH, --plugin-path): nothing more to load.
+  bool preloaded(const std::string& canonical) const;
 
  private:
   std::vector<std::string> allowed_;
+  size_t preloaded_count_ = 0;  // the first entries of allowed_
 };
 
 // The sentence for a refused folder: what was refused and how to allow it.

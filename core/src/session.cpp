@@ -36,7 +36,7 @@ bool load_recipe_and_plugins(Session& s, const std::string& path, const std::vec
     } else if (!trust.allows(canonical)) {
       s.diags.error(loc, untrusted_plugin_folder_message(dir, canonical));
       refused = true;
-    } else {
+    } else if (!trust.preloaded(canonical)) {  // loaded by load_plugins already (problems were warnings)
       load.emplace_back(canonical, loc);
     }
   }
