@@ -159,31 +159,61 @@ void number_range_message(const std::string& text, Loc& loc, std::string& messag
   const bool int_range = message.find("is not representable in 64 bits") != std::string::npos;
   const bool float_bad = message.rfind("Error while parsing floating-point", 0) == 0 &&
                          message.find("could not be interpreted as a value") != std::string::npos;
-  if ((!int_range && !float_bad) || loc.line <= 0 || loc.col <= 1) return;
+  const size_t q1 = message.find('\'');
+  const size_t q2 = q1 == std::string::npos ? q1 : message.find('\'', q1 + 1);
+  if ((!int_range && !float_bad) || q2 == std::string::npos) return;
+  const std::string quoted = message.substr(q1 + 1, q2 - q1 - 1);  // without sign and '_'
+  std::string literal = quoted;
+  int col = loc.col;
+  // The literal as written ends just before toml++'s position (columns count
+  // characters, not bytes).
+  auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
   size_t begin = 0;
-  for (int line = 1; line < loc.line; ++line) {
+  for (int line = 1; line < loc.line && begin != std::string::npos; ++line) {
     begin = text.find('\n', begin);
-    if (begin == std::string::npos) return;
-    ++begin;
+    if (begin != std::string::npos) ++begin;
   }
-  size_t end = begin + static_cast<size_t>(loc.col - 1);  // one past the literal
-  if (end > text.size()) return;
-  size_t start = end;
-  auto literal_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-'; };
-  while (start > begin && literal_char(text[start - 1])) --start;
-  if (start == end) return;
-  const std::string literal = text.substr(start, end - start);
+  size_t end = begin;
+  for (int c = 1; end != std::string::npos && c < loc.col; ++c) {
+    if (end >= text.size()) {
+      end = std::string::npos;
+      break;
+    }
+    ++end;
+    while (end < text.size() && continuation(text[end])) ++end;
+  }
+  if (end != std::string::npos && loc.col >= 1) {
+    auto literal_char = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-';
+    };
+    size_t start = end;
+    while (start > begin && literal_char(text[start - 1])) --start;
+    const std::string written = text.substr(start, end - start);
+    std::string bare;
+    for (char c : written) {
+      if (c != '_') bare += c;
+    }
+    if (!bare.empty() && (bare[0] == '+' || bare[0] == '-')) bare.erase(0, 1);
+    if (bare == quoted) {
+      literal = written;
+      col = 1 + static_cast<int>(std::count_if(text.begin() + static_cast<long>(begin),
+                                               text.begin() + static_cast<long>(start),
+                                               [&](char c) { return !continuation(c); }));
+    }
+  }
   if (int_range) {
     message = literal + " is out of range for a 64-bit integer (-9223372036854775808 to 9223372036854775807)";
   } else {
     std::string digits;
-    for (char c : literal) if (c != '_') digits += c;
+    for (char c : quoted) {
+      if (c != '_') digits += c;
+    }
     errno = 0;
     const double d = std::strtod(digits.c_str(), nullptr);
     if (errno != ERANGE || !std::isinf(d)) return;
     message = literal + " is out of range for a double (at most about 1.8e308 in magnitude)";
   }
-  loc.col = static_cast<int>(start - begin) + 1;
+  loc.col = col;
 }
 
 bool all_digits(const std::string& s) {

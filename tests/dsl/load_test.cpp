@@ -92,6 +92,9 @@ TEST(Load, NumbersTooLargeForTheirTypeAreOutOfRangeAtTheLiteral) {
       {"[run]\nepochs =  -9_223_372_036_854_775_809 # below the minimum\n",
        "r.toml:2:11: error: -9_223_372_036_854_775_809 is out of range for a 64-bit integer "
        "(-9223372036854775808 to 9223372036854775807)"},
+      {"[run]\nx = { a = \"\u00fc\u00fc\", b = 99999999999999999999 }\n",  // columns count characters
+       "r.toml:2:21: error: 99999999999999999999 is out of range for a 64-bit integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
       {"[optim]\nlr = [0.1, 1e999]\n",
        "r.toml:2:12: error: 1e999 is out of range for a double (at most about 1.8e308 in magnitude)"}};
   for (const auto& [text, want] : cases) {
