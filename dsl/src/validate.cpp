@@ -153,19 +153,6 @@ std::string absolute_from(const Loc& loc, const std::string& fallback_file, cons
   return abs.lexically_normal().string();
 }
 
-// Why `name` cannot be a run name ("" when it can). Empty means "the recipe
-// file's stem" (the default, which a resolved recipe writes out as "").
-std::string run_name_problem(const std::string& name) {
-  if (name.empty()) return "";
-  if (name == "." || name == "..") return "is not a folder name";
-  if (name.find('/') != std::string::npos) return "contains '/'";
-  if (name.size() > 255) return "is longer than 255 bytes";
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) return "contains a control character";
-  }
-  return "";
-}
-
 struct Checked {
   Params params;
   Value resolved;  // the table with defaults filled, in schema order
@@ -318,7 +305,7 @@ class Validator {
   void check_run_name() {
     const Value* v = given("run", "name");
     if (!v || !v->is_string()) return;  // absent, or the type is already reported
-    const std::string problem = run_name_problem(v->as_string());
+    const std::string problem = folder_name_problem(v->as_string());
     if (!problem.empty()) {
       diags_.error(v->loc(), "run.name " + v->to_toml_inline() + " " + problem +
                                  "; a run name is one folder name under runs/ (use --out or run.out to choose another "
@@ -1070,6 +1057,19 @@ std::vector<std::string> plugin_paths(const Recipe& recipe) {
 std::optional<RecipePlan> validate(const Recipe& recipe, const PluginCatalog& catalog, Diagnostics& diags,
                                    const ValidateOptions& options) {
   return Validator(recipe, catalog, diags, options).run();
+}
+
+// Why `name` cannot be a run name ("" when it can). Empty means "the recipe
+// file's stem" (the default, which a resolved recipe writes out as "").
+std::string folder_name_problem(const std::string& name) {
+  if (name.empty()) return "";
+  if (name == "." || name == "..") return "is not a folder name";
+  if (name.find('/') != std::string::npos) return "contains '/'";
+  if (name.size() > 255) return "is longer than 255 bytes";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return "";
 }
 
 }  // namespace vexp::dsl

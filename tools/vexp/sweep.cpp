@@ -242,7 +242,15 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
   check_keys(*sw, S, {"name", "base", "out", "metric", "direction", "linear_scaling", "reference_batch", "set", "vars",
                       "axis", "random", "derived", "prune"}, d);
   def.name = fs::path(path).stem().string();
-  if (auto* v = want(*sw, "name", Value::Kind::String, S, d)) def.name = v->as_string();
+  if (auto* v = want(*sw, "name", Value::Kind::String, S, d)) {
+    def.name = v->as_string();
+    // runs/sweeps/<name>: one folder, so that no name places a sweep outside runs/sweeps.
+    const std::string problem = dsl::folder_name_problem(def.name);
+    if (!problem.empty())
+      d.error(v->loc(), "[sweep] name " + v->to_toml_inline() + " " + problem +
+                            "; a sweep name is one folder name under runs/sweeps/ (use --out or [sweep] out to "
+                            "choose another folder)");
+  }
   if (auto* v = want(*sw, "out", Value::Kind::String, S, d)) def.out = v->as_string();
   if (auto* v = want(*sw, "base", Value::Kind::String, S, d)) {
     fs::path b = v->as_string();

@@ -13,6 +13,7 @@
 
 #include "session.hpp"
 #include "vexp/dsl/diagnostics.hpp"
+#include "vexp/dsl/validate.hpp"
 
 namespace vexp::sweep {
 

@@ -20,6 +20,14 @@ for rn in ../x /abs/x; do
 done
 [ ! -e "$tmp/escaped" ] && [ ! -e "$tmp/abs" ] && [ ! -e "$tmp/x" ] && [ ! -e runs ] ||
   fail "a refused run name created a directory"
+# A sweep's name is the folder runs/sweeps/<name>: the same rule, at its value.
+printf '[sweep]\nname = "../../escaped_sweep"\nbase = "%s"\n[[sweep.axis]]\nkey = "optim.lr"\ngrid = [0.01, 0.02]\n' \
+  "$tmp/tiny.toml" >sw.toml
+expect_rc 2 -- "$vexp" sweep sw.toml --dry-run
+expect_out "sw.toml:2:8: error: [sweep] name \"../../escaped_sweep\" contains '/'"
+expect_out "a sweep name is one folder name under runs/sweeps/"
+expect_rc 2 -- "$vexp" sweep sw.toml
+[ ! -e "$tmp/escaped_sweep" ] && [ ! -e runs ] || fail "a refused sweep name created a directory"
 # No run.name (the quickstart base sets one: unset it): the recipe file's stem is
 # the name, as before.
 { echo 'unset = ["run.name"]'; sed '/^name = /d' ../tiny.toml; } >stem_named.toml

@@ -65,6 +65,10 @@ const std::vector<std::pair<std::string, Schema>>& builtin_sections();
 // validation, so the host can load those plugins first.
 std::vector<std::string> plugin_paths(const Recipe& recipe);
 
+// Why `name` cannot be the name of one folder (a run name, a sweep name): "" when
+// it can, else the reason ("contains '/'", ...). "" (empty) is fine: the default.
+std::string folder_name_problem(const std::string& name);
+
 // Glob with '*', '?' and [abc] / [a-z] classes; '*' does not cross '/'.
 bool glob_match(const std::string& pattern, const std::string& text);
 
