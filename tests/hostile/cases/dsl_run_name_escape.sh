@@ -24,7 +24,7 @@ done
 printf '[sweep]\nname = "../../escaped_sweep"\nbase = "%s"\n[[sweep.axis]]\nkey = "optim.lr"\ngrid = [0.01, 0.02]\n' \
   "$tmp/tiny.toml" >sw.toml
 expect_rc 2 -- "$vexp" sweep sw.toml --dry-run
-expect_out "sw.toml:2:8: error: [sweep] name \"../../escaped_sweep\" contains '/'"
+expect_out "sw.toml:2:1: error: [sweep] name \"../../escaped_sweep\" contains '/'"
 expect_out "a sweep name is one folder name under runs/sweeps/"
 expect_rc 2 -- "$vexp" sweep sw.toml
 [ ! -e "$tmp/escaped_sweep" ] && [ ! -e runs ] || fail "a refused sweep name created a directory"
