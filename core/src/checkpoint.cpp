@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,14 +24,20 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kFormat = "vexp-checkpoint-1";
 
-void write_bytes_atomic(const std::string& path, const char* data, size_t size) {
-  fs::path target(path);
-  fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+// A temporary name of this process's own in the same folder, fsync, rename, then
+// fsync of the folder: readers see the old file or the new one, never a torn one,
+// two writers never share a temporary file, and the rename itself reaches the disk.
+// A leftover temporary of the same name can only be a dead process's: truncated.
+void write_bytes_atomic(const std::string& path, const char* data, size_t size, unsigned mode) {
+  const fs::path target(path);
+  const fs::path tmp =
+      target.parent_path() / ("." + target.filename().string() + "." + std::to_string(::getpid()) + ".tmp");
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
   size_t done = 0;
   while (done < size) {
     ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int err = errno;
       ::close(fd);
@@ -38,12 +46,20 @@ void write_bytes_atomic(const std::string& path, const char* data, size_t size) 
     }
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(err));
+  }
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot rename '" + tmp.string() + "' to '" + path + "': " + std::strerror(err));
+  }
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  if (int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
   }
 }
 
@@ -89,8 +105,44 @@ std::string unreadable(const std::string& path, const std::vector<char>& bytes) 
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  write_bytes_atomic(path, content.data(), content.size());
+std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step) {
+  char buf[48];
+  if (epoch_step == 0)
+    std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
+  else
+    std::snprintf(buf, sizeof buf, "epoch_%04lld_step_%06lld.pt", static_cast<long long>(epoch),
+                  static_cast<long long>(epoch_step));
+  return buf;
+}
+
+std::vector<std::string> checkpoints_newest_first(const std::string& dir) {
+  std::vector<std::pair<std::pair<long long, long long>, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    long long e = 0, st = 0;
+    int used = 0;
+    std::error_code fec;
+    if (!it->is_regular_file(fec)) continue;
+    if (std::sscanf(f.c_str(), "epoch_%lld_step_%lld.pt%n", &e, &st, &used) == 2 && used == static_cast<int>(f.size())) {
+      found.push_back({{e, st}, it->path().string()});
+    } else if (std::sscanf(f.c_str(), "epoch_%lld.pt%n", &e, &used) == 1 && used == static_cast<int>(f.size())) {
+      found.push_back({{e, 0}, it->path().string()});
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::string latest_checkpoint(const std::string& dir) {
+  auto all = checkpoints_newest_first(dir);
+  return all.empty() ? "" : all.front();
+}
+
+void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
+  write_bytes_atomic(path, content.data(), content.size(), mode);
 }
 
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
@@ -100,7 +152,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   root.insert(c10::IValue(std::string("optimizer")), to_dict(ckpt.optimizer));
   root.insert(c10::IValue(std::string("meta")), c10::IValue(ckpt.meta_json));
   std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(root));
-  write_bytes_atomic(path, bytes.data(), bytes.size());
+  write_bytes_atomic(path, bytes.data(), bytes.size(), 0644);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -21,7 +22,17 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
 // Throws std::runtime_error naming the file when it is missing or not a checkpoint.
 Checkpoint load_checkpoint(const std::string& path);
 
-// Writes `content` to `path` atomically (temporary file + fsync + rename).
-void write_file_atomic(const std::string& path, const std::string& content);
+// The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of
+// the next one: epoch_NNNN.pt, or epoch_NNNN_step_SSSSSS.pt (an interrupted run).
+std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step = 0);
+// The checkpoint files (named as above) in `dir`, newest (most epochs, then steps)
+// first; other files, NAME.corrupt among them, are not checkpoints.
+std::vector<std::string> checkpoints_newest_first(const std::string& dir);
+// The newest of them ("" when there is none).
+std::string latest_checkpoint(const std::string& dir);
+
+// Writes `content` to `path` atomically (a temporary file of this process's own,
+// fsync, rename, fsync of the folder); `mode`: the permissions of the new file.
+void write_file_atomic(const std::string& path, const std::string& content, unsigned mode = 0644);
 
 }  // namespace vexp

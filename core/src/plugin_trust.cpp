@@ -1,17 +1,13 @@
 #include "plugin_trust.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "checkpoint.hpp"
 #include "vexp/plugin_host.hpp"
 
 namespace fs = std::filesystem;
@@ -56,37 +52,7 @@ void write_trusted_plugin_dirs(const std::vector<std::string>& dirs) {
   std::string text =
       "# Plugin folders that vexp recipes may name in [plugins] paths (written by `vexp trust`).\n";
   for (const auto& d : dirs) text += d + "\n";
-  // A temporary name of our own in the same folder, then rename: readers see the
-  // old list or the new one, never a torn file; two writers never share a temp file.
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + "." + std::to_string(::getpid()) + ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot replace '" + file + "': " + std::strerror(err));
-  }
-  if (int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);  // the rename itself reaches the disk
-    ::close(dfd);
-  }
+  write_file_atomic(file, text, 0600);
 }
 
 std::string canonical_path(const std::string& path, std::string* error) {

@@ -171,43 +171,6 @@ class Progress {
   bool bar_ = false, quiet_ = false, dirty_ = false;
 };
 
-std::string checkpoint_name(int64_t epoch, int64_t epoch_step = 0) {
-  char buf[48];
-  if (epoch_step == 0) std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
-  else
-    std::snprintf(buf, sizeof buf, "epoch_%04lld_step_%06lld.pt", static_cast<long long>(epoch),
-                  static_cast<long long>(epoch_step));
-  return buf;
-}
-
-// The checkpoints in `dir`, newest first: epoch_NNNN.pt (after NNNN epochs) and
-// epoch_NNNN_step_SSSSSS.pt (after NNNN epochs and SSSSSS steps of the next one,
-// written when a run is interrupted), ordered by (epochs, steps).
-std::vector<std::string> checkpoints_newest_first(const fs::path& dir) {
-  std::vector<std::pair<std::pair<long long, long long>, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string f = it->path().filename().string();
-    long long e = 0, st = 0;
-    int used = 0;
-    if (std::sscanf(f.c_str(), "epoch_%lld_step_%lld.pt%n", &e, &st, &used) == 2 && used == static_cast<int>(f.size())) {
-      found.push_back({{e, st}, it->path().string()});
-    } else if (std::sscanf(f.c_str(), "epoch_%lld.pt%n", &e, &used) == 1 && used == static_cast<int>(f.size())) {
-      found.push_back({{e, 0}, it->path().string()});
-    }
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
-  return out;
-}
-
-// The newest checkpoint in `dir` (empty when none).
-std::string latest_checkpoint(const fs::path& dir) {
-  auto all = checkpoints_newest_first(dir);
-  return all.empty() ? "" : all.front();
-}
-
 std::string shape_str(at::IntArrayRef sizes) {
   std::ostringstream s;
   s << sizes;
@@ -693,7 +656,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   // Every rank calls it (the bad items are gathered); rank 0 writes the file.
   auto save = [&](int64_t done_epochs, int64_t epoch_step) {
     const std::set<std::string> bad = all_bad_items(*data, *comm, bad_saved);
-    const std::string path = (ckpt_dir / checkpoint_name(done_epochs, epoch_step)).string();
+    const std::string path = (ckpt_dir / checkpoint_file_name(done_epochs, epoch_step)).string();
     if (!writer) return path;
     Checkpoint c;
     for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint.hpp"
 #include "common.hpp"
 #include "sweep.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -96,14 +97,7 @@ std::string hash_in_resolved(const fs::path& resolved) {
   return first.rfind(tag, 0) == 0 ? first.substr(tag.size()) : "";
 }
 
-bool has_checkpoint(const fs::path& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir / "checkpoints", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string f = it->path().filename().string();
-    if (f.rfind("epoch_", 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == ".pt") return true;
-  }
-  return false;
-}
+bool has_checkpoint(const fs::path& dir) { return !latest_checkpoint((dir / "checkpoints").string()).empty(); }
 
 // The line `vexp sweep` appends to a trial's log.txt when the trial ends:
 // "==== vexp sweep: end of trial 003 failed, exit code 1, 12.345 s: message".

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "checkpoint.hpp"
+
 namespace vexp::cli {
 namespace {
 
@@ -116,18 +118,11 @@ std::shared_ptr<ModelGraph> build_model(const Session& s) {
 
 std::string latest_checkpoint_of(const std::string& dir) {
   namespace fs = std::filesystem;
-  std::string best;
   for (const fs::path& d : {fs::path(dir) / "checkpoints", fs::path(dir)}) {
-    std::error_code ec;
-    for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.rfind("epoch_", 0) == 0 && it->path().extension() == ".pt" && it->is_regular_file(ec) &&
-          it->path().string() > best)
-        best = it->path().string();
-    }
-    if (!best.empty()) return best;
+    std::string latest = latest_checkpoint(d.string());
+    if (!latest.empty()) return latest;
   }
-  return best;
+  return "";
 }
 
 std::string weights_file(const std::string& given, const std::string& option) {
@@ -149,7 +144,6 @@ std::string weights_file(const std::string& given, const std::string& option) {
 
 }  // namespace vexp::cli
 
-#include "checkpoint.hpp"
 #include "torch_save.hpp"
 
 namespace vexp::cli {
