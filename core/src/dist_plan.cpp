@@ -17,6 +17,14 @@ double scaled_lr(const dsl::Params& o, int64_t global_batch) {
   return base;
 }
 
+std::optional<int64_t> global_batch_of(const dsl::Params& d) {
+  int64_t g = 0;
+  if (__builtin_mul_overflow(d.i64("world_size"), d.i64("batch_per_gpu"), &g) ||
+      __builtin_mul_overflow(g, d.i64("accum_steps"), &g))
+    return std::nullopt;
+  return g;
+}
+
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params) {
   const dsl::Params& d = plan.dist;
   const dsl::Params& o = plan.optim;
@@ -30,7 +38,10 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
     throw std::runtime_error("dist.world_size = " + std::to_string(p.world) + " is not a multiple of the " +
                              std::to_string(ranks) + " ranks launched");
   p.micro = (p.world / ranks) * p.accum;
-  p.global_batch = p.world * p.per_gpu * p.accum;
+  const std::optional<int64_t> global = global_batch_of(d);
+  if (!global)
+    throw std::runtime_error("the global batch (dist.world_size x batch_per_gpu x accum_steps) does not fit in 64 bits");
+  p.global_batch = *global;
   p.frames = plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0];
   p.train_size = train_size;
   p.steps_per_epoch = train_size / p.global_batch;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct DistPlan {
 
 // Throws std::runtime_error with a sentence when the geometry is impossible
 // (world_size not a multiple of ranks, fewer clips than one global batch).
+// The global batch, dist.world_size x batch_per_gpu x accum_steps (clips per
+// optimizer step); std::nullopt when the product does not fit in 64 bits.
+std::optional<int64_t> global_batch_of(const dsl::Params& dist);
+
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params);
 
 // The learning rate after scaling: base_lr x (global/base_batch) or its square

@@ -1,8 +1,10 @@
 // vexp check RECIPE [--set k=v]... [--print]
 #include <cstdint>
 #include <iostream>
+#include <optional>
 
 #include "common.hpp"
+#include "dist_plan.hpp"
 #include "vexp/dataset.hpp"
 
 namespace vexp::cli {
@@ -27,11 +29,9 @@ void check_global_batch(Session& s, const std::string& path) {
   }
   const int64_t world = plan.dist.i64("world_size"), per_gpu = plan.dist.i64("batch_per_gpu"),
                 accum = plan.dist.i64("accum_steps");
-  // Each factor may be up to 2^63 - 1: a product that does not fit is compared as a double.
-  const double global = static_cast<double>(world) * static_cast<double>(per_gpu) * static_cast<double>(accum);
-  const bool fits = global < 9e18;
-  if (fits ? world * per_gpu * accum <= train : global <= static_cast<double>(train)) return;
-  const std::string global_text = fits ? std::to_string(world * per_gpu * accum) : "more than 9e18";
+  const std::optional<int64_t> global = global_batch_of(plan.dist);  // nullopt: past 2^63 - 1
+  if (global && *global <= train) return;
+  const std::string global_text = global ? std::to_string(*global) : "more than 9e18";
   dsl::Loc loc = plan.dist.get("batch_per_gpu").loc();
   if (!loc.known()) loc = {path, 1, 1};
   dsl::Diagnostic d{dsl::Severity::Error, loc,
