@@ -15,15 +15,6 @@ namespace vexp::dsl {
 
 namespace fs = std::filesystem;
 
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += s[i] < 0 ? std::string("?") : std::to_string(s[i]);
-  }
-  return out + "]";
-}
-
 namespace {
 
 // One [abc] / [!a-z] class or a single character; advances `pi` past it.

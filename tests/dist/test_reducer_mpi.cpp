@@ -10,9 +10,9 @@
 
 #include <ATen/ATen.h>
 
-#include "reducer.hpp"
+#include "vexp/runtime/reducer.hpp"
 #include "vexp/comm.hpp"
-#include "vexp/plugin_host.hpp"
+#include "vexp/runtime/plugin_host.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "vexp/plugin_host.hpp"
+#include "vexp/runtime/plugin_host.hpp"
 
 namespace vexp::testing {
 

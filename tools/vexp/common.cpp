@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "plugin_trust.hpp"
+#include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
 

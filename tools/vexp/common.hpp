@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "session.hpp"
+#include "vexp/runtime/session.hpp"
 
 namespace vexp::cli {
 

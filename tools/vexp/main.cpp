@@ -7,7 +7,7 @@
 #include "common.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/plugin_abi.h"
-#include "vexp/plugin_host.hpp"
+#include "vexp/runtime/plugin_host.hpp"
 
 int main(int argc, char** argv) {
   using namespace vexp::cli;

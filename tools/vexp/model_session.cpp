@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "checkpoint.hpp"
+#include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -144,7 +144,7 @@ std::string weights_file(const std::string& given, const std::string& option) {
 
 }  // namespace vexp::cli
 
-#include "torch_save.hpp"
+#include "vexp/runtime/torch_save.hpp"
 
 namespace vexp::cli {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common.hpp"
-#include "graph.hpp"
+#include "vexp/runtime/graph.hpp"
 
 namespace vexp::cli {
 

@@ -12,7 +12,7 @@
 #include <ATen/ATen.h>
 
 #include "vexp/comm.hpp"
-#include "vexp/plugin_host.hpp"
+#include "vexp/runtime/plugin_host.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

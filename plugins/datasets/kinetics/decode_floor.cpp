@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "media.hpp"
+#include "vexp/media/media.hpp"
 #include "sampling.hpp"
 
 extern "C" {

@@ -25,7 +25,7 @@
 
 #include <ATen/ops/empty.h>
 
-#include "media.hpp"
+#include "vexp/media/media.hpp"
 #include "sampling.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/log.hpp"

@@ -12,7 +12,7 @@
 #include <map>
 #include <thread>
 
-#include "media.hpp"
+#include "vexp/media/media.hpp"
 #include "plugin_testing.hpp"
 #include "sampling.hpp"
 #include "vexp/dataset.hpp"

@@ -1,0 +1,29 @@
+// `vexp run RECIPE --dry-run`: the plan of a run without data or training.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/session.hpp"
+
+namespace vexp {
+
+// Like open_recipe(), for planning: when data.dataset names a dataset plugin that
+// is not installed (the Kinetics plugin on a laptop), a stand-in accepting the
+// recipe's [data.params] as written is registered under that name, so the rest
+// of the recipe is still fully validated; its clip shape comes from the
+// parameters `frames` and `size` (or `crop_size`), its classes from `classes`
+// (or `num_classes`). `note` then says so.
+bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
+                              std::string& note);
+
+// Builds the model (to count gradients) and computes the plan. The training-set
+// size is data.train_size when given (> 0), else the dataset's (which builds it).
+DistPlan plan_run(Session& s, int64_t ranks);
+
+// The number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+// SLURM_NTASKS, WORLD_SIZE), or 1.
+int64_t launched_ranks_from_env();
+
+}  // namespace vexp

@@ -1,0 +1,56 @@
+// The model: plugin layers wired as the recipe's graph says, rewrites applied.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "vexp/dsl/validate.hpp"
+#include "vexp/layer.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/plugin_host.hpp"
+#include "vexp/runtime/weights.hpp"
+
+namespace vexp {
+
+class ModelGraph : public torch::nn::Module {
+ public:
+  ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host);
+  // clip: [N, T, C, H, W] -> the output node's tensor.
+  at::Tensor forward(const at::Tensor& clip);
+  // Names (as in named_parameters) of parameters that belong to nodes of `op`.
+  std::vector<std::string> parameter_names_of_op(const std::string& op) const;
+  int64_t parameter_count() const;
+  // Multiply-adds of one clip's forward pass, counted by running it.
+  double macs_per_clip(const dsl::Shape& clip_shape);
+  // Which nodes are the backbone and the classifier (for weight exchange).
+  ModelLayout layout() const;
+  std::vector<std::string> node_ids() const;
+  // Reports of the nodes' `pretrained` files, loaded at construction.
+  const std::vector<std::string>& pretrained_reports() const { return pretrained_reports_; }
+
+ private:
+  struct Node {
+    std::string id;
+    std::string op;
+    std::string kind;
+    std::vector<int> inputs;  // index into node outputs; -1 = the model input
+    std::shared_ptr<Layer> layer;
+    // For the fatal-signal handler (PluginActivityScope around forward): the
+    // plugin library's path ("" for code compiled into the host) and
+    // "running op 'x' of node 'y'", formatted once here, not per forward.
+    std::string library;
+    std::string activity;
+  };
+  std::vector<Node> nodes_;
+  int output_ = -1;
+  std::vector<std::string> pretrained_reports_;
+};
+
+// The optimizer's parameter groups for `model` as [optim] says: decay, no decay
+// (biases and BatchNorm, optim.no_decay_bn_bias), TSN's fc_lr5 (classifier weight
+// lr x5, bias lr x10). Appends every trainable parameter to `trainable`.
+std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& optim, std::vector<at::Tensor>& trainable);
+
+}  // namespace vexp

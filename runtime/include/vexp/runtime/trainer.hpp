@@ -1,0 +1,56 @@
+// `vexp run`: trains the recipe's model on its dataset, evaluates, checkpoints.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "vexp/runtime/session.hpp"
+
+namespace vexp {
+
+struct TrainOptions {
+  std::string out_dir;        // empty: run.out, else runs/<name>
+  bool resume = false;
+  std::string resume_from;    // a checkpoint file to continue from (implies resume)
+  int64_t stop_after_epochs = 0;  // >0: stop this invocation after that many epochs
+  std::string recipe_path;    // for the default run name
+};
+
+struct TrainResult {
+  std::string run_dir;
+  double top1 = 0, top5 = 0, val_loss = 0;
+  int64_t epochs = 0, steps = 0;
+  double clips_per_s = 0, wall_s = 0;
+  int64_t params = 0;
+  double flops_per_clip = 0;
+  bool finished = false;      // false when stopped early by stop_after_epochs
+  int rank = 0;               // this process's rank (only rank 0 prints the result)
+};
+
+// The run diverged: a non-finite training loss or reported metric, or a training
+// loss grown past run.divergence_factor. The run stops, the last good checkpoint stays.
+struct DivergedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// SIGINT / SIGTERM (or SIGUSR1, which `vexp run --nproc` forwards through mpirun)
+// asked the run to stop: it finished its current step and wrote a checkpoint
+// (`checkpoint`; empty when nothing new had been trained).
+struct InterruptedError : std::runtime_error {
+  InterruptedError(const std::string& what, std::string ckpt) : std::runtime_error(what), checkpoint(std::move(ckpt)) {}
+  std::string checkpoint;
+};
+
+// Installs the handlers of SIGINT, SIGTERM and SIGUSR1: the first one asks the
+// training loop to stop after its current step; a second one ends the process at
+// once with exit code 130. Called by `vexp run` before anything else, and by
+// train() (idempotent).
+void install_stop_handlers();
+// Whether a stop was asked for (by a signal, or by request_stop()).
+bool stop_requested();
+void request_stop();
+
+TrainResult train(Session& session, const TrainOptions& options);
+
+}  // namespace vexp

@@ -1,0 +1,184 @@
+#include "vexp/runtime/loader.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+namespace vexp {
+
+namespace {
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  return x;
+}
+}  // namespace
+
+DistributedSampler::DistributedSampler(int64_t size, int64_t rank, int64_t ranks, int64_t batch, int64_t micro,
+                                       uint64_t seed, bool shuffle)
+    : size_(size), rank_(rank), ranks_(ranks), batch_(batch), micro_(micro), seed_(seed), shuffle_(shuffle) {
+  if (ranks < 1 || rank < 0 || rank >= ranks || batch < 1 || micro < 1)
+    throw std::invalid_argument("sampler: bad rank/batch geometry");
+  steps_ = size / (ranks * micro * batch);
+}
+
+std::vector<std::vector<int64_t>> DistributedSampler::epoch_batches(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(size_));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle_) {
+    std::mt19937_64 rng(mix(seed_, static_cast<uint64_t>(epoch)));
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(static_cast<size_t>(steps_ * micro_));
+  for (int64_t s = 0; s < steps_; ++s)
+    for (int64_t m = 0; m < micro_; ++m) {
+      const int64_t base = ((s * ranks_ + rank_) * micro_ + m) * batch_;
+      out.emplace_back(order.begin() + base, order.begin() + base + batch_);
+    }
+  return out;
+}
+
+Batch stack_samples(std::vector<Sample>& samples, bool pinned) {
+  const int64_t n = static_cast<int64_t>(samples.size());
+  std::vector<int64_t> sizes{n};
+  sizes.insert(sizes.end(), samples[0].clip.sizes().begin(), samples[0].clip.sizes().end());
+  // Pinned: allocated by the CUDA host allocator (page-locked), so the trainer's
+  // copy to the device can be asynchronous; one copy, not a stack and a pin.
+  const at::TensorOptions clip_opts = samples[0].clip.options().device(at::kCPU).pinned_memory(pinned);
+  Batch b{at::empty(sizes, clip_opts), at::empty({n}, at::TensorOptions().dtype(at::kLong).pinned_memory(pinned))};
+  auto* labels = b.labels.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!samples[i].clip.sizes().equals(samples[0].clip.sizes()))
+      throw std::runtime_error("dataset returned clips of different shapes in one batch");
+    b.clips[i].copy_(samples[i].clip);
+    labels[i] = samples[i].label;
+  }
+  return b;
+}
+
+struct Loader::Slot {
+  const std::vector<int64_t>* indices = nullptr;
+  std::vector<Sample> samples;
+  size_t claimed = 0, done = 0;
+  bool ready = false;  // `batch` assembled
+  Batch batch;
+};
+
+Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches, LoaderOptions opt)
+    : data_(data), batches_(std::move(batches)), opt_(opt) {
+  opt_.prefetch = std::max<int64_t>(1, opt_.prefetch);
+  pinned_ = opt_.pin_memory && at::globalContext().hasCUDA();
+  for (int64_t i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  room_.notify_all();
+  ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+// Picks the next sample to decode: the earliest open batch with work left, else
+// a new batch when fewer than `prefetch` are open. Called with mu_ held.
+bool Loader::claim(std::shared_ptr<Slot>& slot, size_t& item) {
+  for (auto& s : open_) {
+    if (s->claimed < s->indices->size()) {
+      slot = s;
+      item = s->claimed++;
+      return true;
+    }
+  }
+  if (next_batch_ < batches_.size() && static_cast<int64_t>(open_.size()) < opt_.prefetch) {
+    auto s = std::make_shared<Slot>();
+    s->indices = &batches_[next_batch_++];
+    s->samples.resize(s->indices->size());
+    open_.push_back(s);
+    slot = s;
+    item = s->claimed++;
+    return true;
+  }
+  return false;
+}
+
+void Loader::fail_locked(std::exception_ptr err) {
+  if (!error_) error_ = err;
+  ready_.notify_all();
+  room_.notify_all();
+}
+
+void Loader::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    std::shared_ptr<Slot> slot;
+    size_t item = 0;
+    room_.wait(lock, [&] { return stop_ || error_ || claim(slot, item); });
+    if (stop_ || error_) return;
+    lock.unlock();
+    Sample s;
+    std::exception_ptr err;
+    try {
+      s = data_.get_view(opt_.split, (*slot->indices)[item], opt_.view, opt_.seed);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    if (err) return fail_locked(err);
+    slot->samples[item] = std::move(s);
+    if (++slot->done < slot->indices->size()) continue;
+    // The last sample of a batch: this thread stacks it (into pinned memory when
+    // CUDA is present), so the consumer only takes it.
+    lock.unlock();
+    Batch b;
+    try {
+      b = stack_samples(slot->samples, pinned_);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lock.lock();
+    if (err) return fail_locked(err);
+    slot->batch = std::move(b);
+    slot->samples.clear();
+    slot->ready = true;
+    ready_.notify_all();
+  }
+}
+
+bool Loader::next(Batch& out) {
+  if (delivered_ >= batches_.size()) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (threads_.empty()) {  // synchronous
+    Slot s;
+    s.indices = &batches_[delivered_++];
+    for (int64_t i : *s.indices) s.samples.push_back(data_.get_view(opt_.split, i, opt_.view, opt_.seed));
+    out = stack_samples(s.samples, pinned_);
+    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return true;
+  }
+  std::shared_ptr<Slot> s;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return error_ || (!open_.empty() && open_.front()->ready); });
+    if (error_) std::rethrow_exception(error_);
+    s = open_.front();
+    open_.pop_front();
+    ++delivered_;
+  }
+  room_.notify_all();
+  out = std::move(s->batch);
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+}  // namespace vexp

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <ATen/ATen.h>
+
+#include "vexp/runtime/checkpoint.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("vexp_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+TEST(Checkpoint, RoundTrip) {
+  auto dir = temp_dir("ckpt");
+  vexp::Checkpoint c;
+  c.model["features.conv1.weight"] = at::randn({4, 3, 3, 3});
+  c.model["features.bn1.num_batches_tracked"] = at::tensor(int64_t(7));
+  c.optimizer["features.conv1.weight"] = at::randn({4, 3, 3, 3});
+  c.meta_json = R"({"epoch": 3})";
+  vexp::save_checkpoint((dir / "a.pt").string(), c);
+  for (const auto& e : fs::directory_iterator(dir))  // no temporary file is left
+    EXPECT_EQ(e.path().filename().string(), "a.pt");
+  vexp::Checkpoint r = vexp::load_checkpoint((dir / "a.pt").string());
+  ASSERT_EQ(r.model.size(), 2u);
+  EXPECT_TRUE(at::equal(r.model["features.conv1.weight"], c.model["features.conv1.weight"]));
+  EXPECT_EQ(r.model["features.bn1.num_batches_tracked"].item<int64_t>(), 7);
+  EXPECT_TRUE(at::equal(r.optimizer["features.conv1.weight"], c.optimizer["features.conv1.weight"]));
+  EXPECT_EQ(r.meta_json, c.meta_json);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, TruncatedFileIsAClearError) {
+  auto dir = temp_dir("ckpt_trunc");
+  vexp::Checkpoint c;
+  c.model["w"] = at::randn({64, 64});
+  vexp::save_checkpoint((dir / "a.pt").string(), c);
+  auto size = fs::file_size(dir / "a.pt");
+  fs::resize_file(dir / "a.pt", size / 2);
+  try {
+    vexp::load_checkpoint((dir / "a.pt").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("a.pt"), std::string::npos) << e.what();
+  }
+  try {
+    vexp::load_checkpoint((dir / "missing.pt").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read checkpoint"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, AtomicWriteReplacesWholeFiles) {
+  auto dir = temp_dir("atomic");
+  vexp::write_file_atomic((dir / "s.json").string(), "first");
+  vexp::write_file_atomic((dir / "s.json").string(), "second");
+  std::ifstream in(dir / "s.json");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(s, "second");
+  EXPECT_THROW(vexp::write_file_atomic((dir / "no/such/dir/x").string(), "x"), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,476 @@
+// The trainer end to end on the quickstart recipe, shrunk to seconds.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "vexp/runtime/checkpoint.hpp"
+#include "vexp/runtime/trainer.hpp"
+#include "vexp/layer.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kRecipe = std::string(VEXP_SOURCE_DIR) + "/recipes/quickstart/tsm_motion.toml";
+
+std::vector<vexp::dsl::Override> tiny() {
+  std::vector<vexp::dsl::Override> o;
+  for (const char* s : {"data.params.train_clips=48", "data.params.val_clips=16", "data.params.size=16",
+                        "data.params.frames=4", "data.params.classes=4", "dist.batch_per_gpu=8", "run.epochs=2",
+                        "run.progress=\"none\"", "run.threads=1"})
+    o.push_back(*vexp::dsl::parse_override(s));
+  return o;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("vexp_trainer_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
+}
+
+// Throws (failing the test with the reason) when plugins or the recipe do not load.
+void open(vexp::Session& s, const std::string& path, std::vector<vexp::dsl::Override> o = tiny()) {
+  std::vector<std::string> problems;
+  s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
+  if (!problems.empty()) throw std::runtime_error(problems.front());
+  if (!vexp::open_recipe(s, path, o)) throw std::runtime_error(s.diags.str());
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  json j;
+  in >> j;
+  return j;
+}
+
+std::vector<json> read_lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+TEST(Trainer, WritesTheRunDirectory) {
+  vexp::Session s;
+  open(s, kRecipe);
+  auto dir = fresh_dir("rundir");
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  auto r = vexp::train(s, opt);
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.steps, 2 * (48 / 8));
+  EXPECT_TRUE(fs::exists(dir / "resolved.toml"));
+  EXPECT_TRUE(fs::exists(dir / "checkpoints" / "epoch_0002.pt"));
+  json summary = read_json(dir / "summary.json");
+  for (const char* k : {"top1", "top5", "epochs", "steps", "clips_per_s", "wall_s", "params", "flops_per_clip"})
+    EXPECT_TRUE(summary.contains(k)) << k;
+  EXPECT_GE(summary["top1"].get<double>(), 0.0);
+  EXPECT_LE(summary["top1"].get<double>(), 1.0);
+  EXPECT_GT(summary["flops_per_clip"].get<double>(), 0.0);
+  auto lines = read_lines(dir / "metrics.jsonl");
+  int evals = 0;
+  for (const auto& l : lines) evals += l["type"] == "eval";
+  EXPECT_EQ(evals, 2);
+  // A second run into the same directory is refused: nothing is overwritten.
+  vexp::Session again;
+  open(again, kRecipe);
+  EXPECT_THROW(vexp::train(again, opt), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, ResumeGivesTheUninterruptedResult) {
+  auto full = fresh_dir("full"), split = fresh_dir("split");
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = full.string();
+    vexp::train(s, opt);
+  }
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = split.string();
+    opt.stop_after_epochs = 1;
+    auto r = vexp::train(s, opt);
+    EXPECT_FALSE(r.finished);
+    EXPECT_FALSE(fs::exists(split / "summary.json"));
+  }
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = split.string();
+    opt.resume = true;
+    auto r = vexp::train(s, opt);
+    EXPECT_TRUE(r.finished);
+  }
+  json a = read_json(full / "summary.json"), b = read_json(split / "summary.json");
+  for (const char* k : {"top1", "top5", "val_loss", "steps", "epochs"}) EXPECT_EQ(a[k], b[k]) << k;
+  auto la = read_lines(full / "metrics.jsonl"), lb = read_lines(split / "metrics.jsonl");
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["type"], lb[i]["type"]);
+    EXPECT_EQ(la[i]["global_step"], lb[i]["global_step"]);
+    if (la[i]["type"] == "step") EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
+    if (la[i]["type"] == "eval") EXPECT_EQ(la[i]["top1"], lb[i]["top1"]) << i;
+  }
+  auto ca = vexp::load_checkpoint((full / "checkpoints" / "epoch_0002.pt").string());
+  auto cb = vexp::load_checkpoint((split / "checkpoints" / "epoch_0002.pt").string());
+  ASSERT_EQ(ca.model.size(), cb.model.size());
+  for (const auto& [k, v] : ca.model) EXPECT_TRUE(at::equal(v, cb.model.at(k))) << k;
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, ResumeRefusesAChangedRecipe) {
+  auto dir = fresh_dir("changed");
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  vexp::Session s;
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("optim.lr=0.05"));
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = true;
+  try {
+    vexp::train(s, opt);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("recipe changed"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// An op that turns its input into NaN after `after` training forwards.
+class Poison : public vexp::Layer {
+ public:
+  explicit Poison(int64_t after) : after_(after) {}
+  at::Tensor forward(const std::vector<at::Tensor>& in, const vexp::ForwardContext&) override {
+    if (is_training() && ++calls_ > after_) return in[0] * std::numeric_limits<float>::quiet_NaN();
+    return in[0];
+  }
+
+ private:
+  int64_t after_, calls_ = 0;
+};
+
+TEST(Trainer, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
+  auto dir = fresh_dir("nan");
+  fs::create_directories(dir);
+  std::ofstream(dir / "poisoned.toml") << "extends = \"" << kRecipe << "\"\n"
+                                       << "[[model.rewrite]]\nat = \"features/layer4/block1/block_out\"\n"
+                                       << "insert = { op = \"poison\", after = 8 }\n";
+  vexp::Session s;
+  vexp::PluginDecl d;
+  d.name = "poison";
+  d.doc = "Turns activations into NaN after some steps (test only).";
+  d.schema.integer("after", 0, "Forwards before poisoning");
+  s.host.builtin_registrar("test").add<vexp::Layer>(
+      "op", d, [](const vexp::Params& p) { return std::make_shared<Poison>(p.i64("after")); });
+  open(s, (dir / "poisoned.toml").string());
+  vexp::TrainOptions opt;
+  opt.out_dir = (dir / "run").string();
+  try {
+    vexp::train(s, opt);
+    FAIL() << "expected DivergedError";
+  } catch (const vexp::DivergedError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("NaN"), std::string::npos) << m;
+    EXPECT_NE(m.find("epoch 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("epoch_0001.pt"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(fs::exists(dir / "run" / "summary.json"));
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints" / "epoch_0002.pt"));
+  auto c = vexp::load_checkpoint((dir / "run" / "checkpoints" / "epoch_0001.pt").string());
+  for (const auto& [k, v] : c.model)
+    if (v.is_floating_point()) EXPECT_TRUE(at::isfinite(v).all().item<bool>()) << k;
+  fs::remove_all(dir);
+}
+
+// VEXP_TEST_FAULT (test-only fault injection) for the duration of a scope.
+struct FaultEnv {
+  explicit FaultEnv(const char* spec) { ::setenv("VEXP_TEST_FAULT", spec, 1); }
+  ~FaultEnv() { ::unsetenv("VEXP_TEST_FAULT"); }
+};
+
+std::string diverged_message(const std::string& name, const char* fault, std::vector<vexp::dsl::Override> o = tiny()) {
+  auto dir = fresh_dir(name);
+  FaultEnv env(fault);
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  std::string m;
+  try {
+    vexp::train(s, opt);
+    ADD_FAILURE() << fault << ": expected DivergedError";
+  } catch (const vexp::DivergedError& e) {
+    m = e.what();
+  }
+  // Diverged: no summary claims a top-1.
+  EXPECT_FALSE(fs::exists(dir / "summary.json")) << fault;
+  fs::remove_all(dir);
+  return m;
+}
+
+TEST(Trainer, NanValidationLossIsDivergence) {
+  std::string m = diverged_message("nanval", "nan_val@epoch=1");
+  EXPECT_NE(m.find("validation loss became NaN after epoch 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("no checkpoint was written yet"), std::string::npos) << m;
+  m = diverged_message("nanval2", "nan_val@epoch=2");
+  EXPECT_NE(m.find("after epoch 2; the last good checkpoint is"), std::string::npos) << m;
+  EXPECT_NE(m.find("epoch_0001.pt"), std::string::npos) << m;
+}
+
+TEST(Trainer, NonFiniteTrainingLossIsDivergence) {
+  std::string m = diverged_message("nanloss", "nan_loss@step=3");
+  EXPECT_NE(m.find("loss became NaN at epoch 1, step 3"), std::string::npos) << m;
+}
+
+TEST(Trainer, LossGrowthIsDivergence) {
+  // Steps 9.. observed 1e6 times larger: the window of steps 7-12 (log_every 25:
+  // one line per epoch of 6 steps) is far above 1000 x the first loss.
+  std::string m = diverged_message("grow", "grow_loss@step=9");
+  EXPECT_NE(m.find("training loss grew to"), std::string::npos) << m;
+  EXPECT_NE(m.find("mean of steps 7-12, epoch 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("run.divergence_factor = 1000"), std::string::npos) << m;
+  // A lower factor catches a smaller growth; 0 turns the check off.
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("run.divergence_factor=0"));
+  auto dir = fresh_dir("grow_off");
+  {
+    FaultEnv env("grow_loss@step=9");
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    EXPECT_TRUE(vexp::train(s, opt).finished);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, BadFaultSpecIsRefused) {
+  auto dir = fresh_dir("badfault");
+  FaultEnv env("nan_loss@epoch=3");
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  EXPECT_THROW(vexp::train(s, opt), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+// Runs the tiny recipe (3 epochs) into `dir`; returns the result.
+vexp::TrainResult run3(const fs::path& dir, bool resume = false, const std::string& from = "") {
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+  o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = resume;
+  opt.resume_from = from;
+  return vexp::train(s, opt);
+}
+
+void expect_same_runs(const fs::path& full, const fs::path& split) {
+  json a = read_json(full / "summary.json"), b = read_json(split / "summary.json");
+  for (const char* k : {"top1", "top5", "val_loss", "steps", "epochs", "skipped_samples"}) EXPECT_EQ(a[k], b[k]) << k;
+  auto la = read_lines(full / "metrics.jsonl"), lb = read_lines(split / "metrics.jsonl");
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["type"], lb[i]["type"]) << i;
+    EXPECT_EQ(la[i]["global_step"], lb[i]["global_step"]) << i;
+    if (la[i]["type"] == "step") EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
+    if (la[i]["type"] == "eval") EXPECT_EQ(la[i]["val_loss"], lb[i]["val_loss"]) << i;
+  }
+}
+
+TEST(Trainer, InterruptMidEpochResumesToTheUninterruptedResult) {
+  auto full = fresh_dir("int_full"), split = fresh_dir("int_split");
+  run3(full);
+  {
+    // SIGINT during global step 9 (step 3 of epoch 2): the step finishes, a
+    // checkpoint of 1 epoch + 3 steps is written, the run reports the interruption.
+    FaultEnv env("sigint@step=9");
+    try {
+      run3(split);
+      FAIL() << "expected InterruptedError";
+    } catch (const vexp::InterruptedError& e) {
+      EXPECT_NE(std::string(e.what()).find("stopped after step 3/6 of epoch 2/3 (global step 9)"), std::string::npos)
+          << e.what();
+      EXPECT_EQ(fs::path(e.checkpoint).filename(), "epoch_0001_step_000003.pt");
+      EXPECT_TRUE(fs::exists(e.checkpoint));
+    }
+    EXPECT_FALSE(vexp::stop_requested());  // the request was honoured
+  }
+  EXPECT_FALSE(fs::exists(split / "summary.json"));
+  // A later run in this process is not stopped by the earlier signal.
+  auto r = run3(split, /*resume=*/true);
+  EXPECT_TRUE(r.finished);
+  expect_same_runs(full, split);
+  json b = read_json(split / "summary.json");
+  EXPECT_GE(b["wall_s"].get<double>(), b["train_s"].get<double>());
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, InterruptAtTheEndOfAnEpochEvaluatesOnResume) {
+  auto full = fresh_dir("inte_full"), split = fresh_dir("inte_split");
+  run3(full);
+  {
+    FaultEnv env("sigint@step=6");
+    EXPECT_THROW(run3(split), vexp::InterruptedError);
+  }
+  EXPECT_TRUE(fs::exists(split / "checkpoints" / "epoch_0000_step_000006.pt"));
+  run3(split, true);
+  expect_same_runs(full, split);
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, WallTimeCoversEveryInvocation) {
+  auto dir = fresh_dir("wall");
+  {
+    auto o = tiny();
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  auto c = vexp::load_checkpoint((dir / "checkpoints" / "epoch_0001.pt").string());
+  json meta = json::parse(c.meta_json);
+  const double first_wall = meta["wall_time_s"].get<double>();
+  EXPECT_GE(first_wall, meta["train_time_s"].get<double>());
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = true;
+  auto r = vexp::train(s, opt);
+  json b = read_json(dir / "summary.json");
+  EXPECT_GE(b["wall_s"].get<double>(), b["train_s"].get<double>());
+  EXPECT_GT(b["wall_s"].get<double>(), first_wall);
+  EXPECT_DOUBLE_EQ(r.wall_s, b["wall_s"].get<double>());
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, ResumeSkipsACorruptCheckpointAndKeepsIt) {
+  auto full = fresh_dir("cor_full"), split = fresh_dir("cor_split");
+  run3(full);
+  {
+    auto o = tiny();
+    o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+    o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = split.string();
+    opt.stop_after_epochs = 2;
+    vexp::train(s, opt);
+  }
+  const fs::path bad = split / "checkpoints" / "epoch_0002.pt";
+  fs::resize_file(bad, fs::file_size(bad) / 2);  // a torn write
+  const auto size = fs::file_size(bad);
+  run3(split, true);
+  ASSERT_TRUE(fs::exists(split / "checkpoints" / "epoch_0002.pt.corrupt"));
+  EXPECT_EQ(fs::file_size(split / "checkpoints" / "epoch_0002.pt.corrupt"), size);
+  expect_same_runs(full, split);
+  fs::remove_all(full);
+  fs::remove_all(split);
+}
+
+TEST(Trainer, ResumeFromNamesTheCheckpoint) {
+  auto a = fresh_dir("from_a"), b = fresh_dir("from_b");
+  {
+    auto o = tiny();
+    o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
+    o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
+    vexp::Session s;
+    open(s, kRecipe, o);
+    vexp::TrainOptions opt;
+    opt.out_dir = a.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  // Into a fresh directory, from another run's checkpoint.
+  auto r = run3(b, false, (a / "checkpoints" / "epoch_0001.pt").string());
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.steps, 18);
+  // A file that is not there.
+  try {
+    run3(fresh_dir("from_c"), false, (a / "nope.pt").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope.pt': no such checkpoint file"), std::string::npos) << e.what();
+  }
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(Trainer, CheckpointOfAnotherModelSaysSo) {
+  auto dir = fresh_dir("arch");
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  auto o = tiny();
+  o.push_back(*vexp::dsl::parse_override("data.params.classes=6"));  // another classifier shape
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = (dir / "other").string();
+  opt.resume_from = (dir / "checkpoints" / "epoch_0001.pt").string();
+  try {
+    vexp::train(s, opt);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("belongs to another model"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 of the model's"), std::string::npos) << m;  // classifier weight and bias
+    EXPECT_NE(m.find("[6, 64] in the model, [4, 64] in the checkpoint"), std::string::npos) << m;
+    EXPECT_EQ(m.find("recipe changed"), std::string::npos) << m;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, StaleFailureRecordsAreSetAside) {
+  auto dir = fresh_dir("stale");
+  fs::create_directories(dir / "failures");
+  std::ofstream(dir / "failures" / "rank_1.txt") << "comm mpi: an earlier failed start\n";
+  fs::last_write_time(dir / "failures" / "rank_1.txt", fs::file_time_type::clock::now() - std::chrono::hours(1));
+  vexp::Session s;
+  open(s, kRecipe);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  EXPECT_TRUE(vexp::train(s, opt).finished);
+  EXPECT_FALSE(fs::exists(dir / "failures" / "rank_1.txt"));
+  EXPECT_TRUE(fs::exists(dir / "failures" / "previous" / "rank_1.txt"));
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,126 @@
+// vexp bench allreduce [--backend local|mpi|nccl] [--mb 256] [--reps 20] [--device cpu|cuda]
+//                      [--param key=value]... [--json]
+// The allreduce bandwidth of a communication backend (the real plugin, as a run
+// uses it): one float tensor of --mb MiB summed across all ranks, median of
+// --reps after two untimed. Prints the algorithm bandwidth (bytes / time) and the
+// bus bandwidth (x 2 (n - 1) / n, NCCL-tests' convention: what each link carries).
+// Start one process per rank the way the backend expects: mpirun for mpi (and an
+// MPI-built nccl), or RANK / WORLD_SIZE / LOCAL_RANK plus
+// --param rendezvous=FILE for nccl (tools/bench/gpu.sh does this).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "vexp/runtime/precision.hpp"
+#include "vexp/comm.hpp"
+
+namespace vexp::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+struct BenchAllreduceArgs {
+  std::string backend = "local";
+  double mb = 256;
+  int64_t reps = 20;
+  std::string device = "cpu";
+  std::vector<std::string> params;
+  bool json = false;
+};
+
+void run_bench_allreduce(const BenchAllreduceArgs& a) {
+  Session s;
+  load_plugins(s);
+  report_plugin_problems(s);
+  const PluginDecl* decl = s.host.find("comm", a.backend);
+  if (!decl) throw Exit{kExitFailure, "--backend " + a.backend + ": no such communication plugin is loaded (see vexp plugins)"};
+  std::map<std::string, dsl::Value> given;
+  for (const auto& kv : a.params) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Exit{kExitInvalid, "--param '" + kv + "': expected KEY=VALUE"};
+    const std::string key = kv.substr(0, eq), text = kv.substr(eq + 1);
+    const dsl::ParamSpec* spec = decl->schema.find(key);
+    try {
+      if (spec && spec->type == dsl::ParamType::Float) given[key] = dsl::Value(std::stod(text));
+      else if (spec && spec->type == dsl::ParamType::Int) given[key] = dsl::Value(static_cast<int64_t>(std::stoll(text)));
+      else if (spec && spec->type == dsl::ParamType::Bool) given[key] = dsl::Value(text == "true");
+      else given[key] = dsl::Value(text);
+    } catch (const std::exception&) {
+      throw Exit{kExitInvalid, "--param '" + kv + "': '" + text + "' is not a " + dsl::param_type_name(spec->type)};
+    }
+  }
+  dsl::Params params;
+  try {
+    params = dsl::make_params(decl->schema, given);
+  } catch (const std::exception& e) {
+    throw Exit{kExitInvalid, "--param: " + a.backend + ": " + e.what()};
+  }
+  std::shared_ptr<Comm> comm;
+  try {
+    comm = s.host.make<Comm>("comm", a.backend, params);
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, "--backend " + a.backend + ": " + e.what()};
+  }
+  at::Tensor x;
+  try {
+    // After the backend chose this rank's GPU: "cuda" is that device.
+    const c10::Device device = resolve_device(a.device, "--device");
+    const int64_t numel = std::max<int64_t>(1, static_cast<int64_t>(a.mb * 1024 * 1024 / 4));
+    x = at::ones({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  const double bytes = static_cast<double>(x.numel()) * 4;
+  const int n = comm->size();
+  std::vector<double> t;
+  for (int64_t i = 0; i < a.reps + 2; ++i) {
+    comm->barrier();
+    const auto t0 = Clock::now();
+    comm->allreduce(x, ReduceOp::Sum);
+    device_sync(x.device());
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (i >= 2) t.push_back(dt);
+  }
+  // Every element is now n^(reps + 2): checked on one element (exact in float for small n).
+  const double expect = std::pow(static_cast<double>(n), static_cast<double>(a.reps + 2));
+  const double got = x[0].item<double>();
+  if (std::abs(got - expect) > 1e-5 * expect)
+    throw Exit{kExitFailure, "allreduce gave " + std::to_string(got) + ", expected " + std::to_string(expect)};
+  std::sort(t.begin(), t.end());
+  const double med = t[t.size() / 2];
+  const double algbw = bytes / med / 1e9, busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
+  if (comm->rank() != 0) return;
+  if (a.json) {
+    std::cout << nlohmann::json{{"backend", a.backend}, {"ranks", n}, {"device", x.device().str()},
+                                {"mb", bytes / 1048576.0}, {"reps", a.reps}, {"median_ms", med * 1e3},
+                                {"algbw_gb_per_s", algbw}, {"busbw_gb_per_s", busbw}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::printf("allreduce %s, %d rank(s), %.1f MiB float on %s, median of %lld: %.3f ms, algbw %.2f GB/s, busbw %.2f GB/s\n",
+              a.backend.c_str(), n, bytes / 1048576.0, x.device().str().c_str(), (long long)a.reps, med * 1e3, algbw,
+              busbw);
+}
+}  // namespace
+
+void add_bench_allreduce(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("allreduce", "Allreduce bandwidth of a communication backend (one process per rank)");
+  auto a = std::make_shared<BenchAllreduceArgs>();
+  cmd->add_option("--backend", a->backend, "Communication plugin: local, mpi, nccl");
+  cmd->add_option("--mb", a->mb, "Tensor size in MiB")->check(CLI::Range(0.001, 65536.0));
+  cmd->add_option("--reps", a->reps, "Timed repetitions (the median is reported)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--device", a->device, "Where the tensor lives")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--param", a->params, "Backend parameter KEY=VALUE (e.g. rendezvous=/shared/id for nccl)");
+  cmd->add_flag("--json", a->json, "Print JSON (rank 0)");
+  cmd->callback([a] { run_bench_allreduce(*a); });
+}
+
+}  // namespace vexp::cli

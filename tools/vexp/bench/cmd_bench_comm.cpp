@@ -1,0 +1,205 @@
+// vexp bench comm [--recipe R] [--reps N] [--nproc 2]: run under mpirun with 2+ ranks.
+//  1. Gradient allreduce of the recipe's model (default: TSM ResNet-50, 24.3 M
+//     parameters): the reducer (25 MiB buckets launched from backward hooks)
+//     against one flat MPI allreduce of the same bytes; prints both bandwidths
+//     and their ratio (goal >= 0.9).
+//  2. Weak scaling of a training step of the quickstart model with 1 thread per
+//     rank: N ranks (reducer) against rank 0 alone (no communication) on the
+//     same per-rank batch; efficiency = t(1 rank) / t(N ranks) (goal >= 0.85).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include "common.hpp"
+#include "vexp/runtime/dry_run.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/reducer.hpp"
+#include "launch/run_dist.hpp"
+#include "vexp/comm.hpp"
+
+namespace vexp::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
+  load_plugins(s);
+  std::string note;
+  if (!open_recipe_for_planning(s, path, sets, note)) {
+    for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
+    throw Exit{kExitInvalid, "cannot open '" + path + "' for the benchmark"};
+  }
+}
+}  // namespace
+
+void add_bench_comm(CLI::App& app) {
+  CLI::App* bench = nullptr;
+  try {
+    bench = app.get_subcommand("bench");
+  } catch (const CLI::OptionNotFound&) {
+    bench = app.add_subcommand("bench", "Benchmarks that print ratios against a baseline measured in the same run");
+    bench->require_subcommand(1);
+  }
+  auto* cmd = bench->add_subcommand("comm", "Bucketed gradient allreduce vs flat MPI allreduce; weak scaling (run under mpirun)");
+  auto recipe = std::make_shared<std::string>("recipes/tsm_k400_1536.toml");
+  auto step_recipe = std::make_shared<std::string>("recipes/quickstart/tsm_motion.toml");
+  auto reps = std::make_shared<int>(20);
+  auto steps = std::make_shared<int>(10);
+  auto nproc = std::make_shared<int>(0);
+  cmd->add_option("--recipe", *recipe, "Recipe whose model's gradients are reduced");
+  cmd->add_option("--step-recipe", *step_recipe, "Recipe whose training step is timed for weak scaling");
+  cmd->add_option("--reps", *reps, "Repetitions of each allreduce")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", *steps, "Timed training steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--nproc", *nproc, "Start this many local ranks through mpirun")->check(CLI::PositiveNumber);
+  cmd->callback([=] {
+    if (*nproc > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+      char self[4096];
+      const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+      if (len <= 0) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+      self[len] = '\0';
+      std::vector<std::string> argv{"mpirun"};
+      if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+      argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(*nproc), self,
+                               "bench", "comm", "--recipe", *recipe, "--step-recipe", *step_recipe, "--reps",
+                               std::to_string(*reps), "--steps", std::to_string(*steps)});
+      std::vector<char*> c;
+      for (auto& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      ::execvp("mpirun", c.data());
+      throw Exit{kExitFailure, "cannot start mpirun"};
+    }
+    at::set_num_threads(1);
+    Session s;
+    open_for_bench(s, *recipe, {*dsl::parse_override("dist.backend=\"mpi\"")});
+    auto comm = s.host.make<Comm>("comm", "mpi", s.plan->comm_params);
+    if (comm->size() < 2) throw Exit{kExitInvalid, "vexp bench comm needs 2 or more ranks: mpirun -np 2 vexp bench comm"};
+    const bool root = comm->rank() == 0;
+
+    // 1. Gradient allreduce.
+    std::vector<at::Tensor> params;
+    {
+      ModelGraph model(*s.plan, s.host);
+      for (const auto& p : model.named_parameters(true))
+        if (p.value().requires_grad()) params.push_back(p.value().detach().clone().set_requires_grad(true));
+    }
+    int64_t numel = 0;
+    for (auto& p : params) numel += p.numel();
+    const double bytes = static_cast<double>(numel) * 4;
+    at::Tensor flat = at::randn({numel});
+    comm->allreduce(flat, ReduceOp::Sum);  // warm-up
+    std::vector<double> t_flat, t_bucket, t_local;
+    ReducerOptions ro;
+    ro.bucket_mb = s.plan->dist.f64("bucket_mb");
+    ro.prescaled = true;
+    Reducer reducer(params, comm, ro);
+    // "Backward" of a loss touching every parameter: gradients appear in reverse order.
+    // As in the trainer, the loss carries 1/ranks, so the reducer sums and needs no
+    // averaging pass (the flat allreduce does not average either).
+    const double inv_ranks = 1.0 / static_cast<double>(comm->size());
+    auto loss_of = [&] {
+      at::Tensor l = at::zeros({});
+      for (auto& p : params) l = l + p.sum();
+      return l * inv_ranks;
+    };
+    for (int i = 0; i < *reps + 1; ++i) {
+      comm->barrier();
+      auto t0 = Clock::now();
+      comm->allreduce(flat, ReduceOp::Sum);
+      if (i) t_flat.push_back(since(t0));
+      comm->barrier();
+      for (auto& p : params) if (p.grad().defined()) p.mutable_grad().zero_();
+      at::Tensor l = loss_of();
+      t0 = Clock::now();
+      reducer.prepare(false);
+      l.backward();
+      if (i) t_local.push_back(since(t0));
+      for (auto& p : params) p.mutable_grad().zero_();
+      l = loss_of();
+      comm->barrier();
+      t0 = Clock::now();
+      reducer.prepare(true);
+      l.backward();
+      reducer.finish();
+      if (i) t_bucket.push_back(since(t0));
+    }
+    const double tf = median(t_flat), tb = median(t_bucket), tl = median(t_local);
+    if (root) {
+      std::printf("gradient allreduce, %d ranks, %lld parameters (%.1f MB), %zu buckets of %.0f MiB, median of %d:\n",
+                  comm->size(), (long long)numel, bytes / 1e6, reducer.bucket_members().size(), ro.bucket_mb, *reps);
+      std::printf("  flat MPI_Allreduce:       %8.2f ms  %7.2f GB/s\n", tf * 1e3, bytes / tf / 1e9);
+      std::printf("  reducer (hooks+buckets):  %8.2f ms  %7.2f GB/s  (backward alone %.2f ms)\n", tb * 1e3,
+                  bytes / tb / 1e9, tl * 1e3);
+      std::printf("  bandwidth ratio reducer/flat: %.3f (goal >= 0.9; the reducer's time includes backward)\n", tf / tb);
+      // What the reducer adds to a step beyond computing the gradients.
+      std::printf("  reducer beyond backward:  %8.2f ms  %7.2f GB/s  ratio to flat %.3f\n", (tb - tl) * 1e3,
+                  bytes / std::max(1e-9, tb - tl) / 1e9, tf / std::max(1e-9, tb - tl));
+    }
+
+    // 2. Weak scaling of a training step.
+    Session q;
+    open_for_bench(q, *step_recipe, {*dsl::parse_override("dist.backend=\"mpi\"")});
+    ModelGraph model(*q.plan, q.host);
+    model.train();
+    std::vector<at::Tensor> mp;
+    for (const auto& p : model.named_parameters(true))
+      if (p.value().requires_grad()) mp.push_back(p.value());
+    Reducer step_reducer(mp, comm, ro);
+    const auto& clip = q.plan->data_facts.clip;
+    const int64_t per_gpu = q.plan->dist.i64("batch_per_gpu");
+    at::manual_seed(comm->rank());
+    at::Tensor x = at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]});
+    at::Tensor y = at::randint(0, std::max<int64_t>(2, q.plan->data_facts.classes), {per_gpu}, at::kLong);
+    auto step = [&](bool distributed) {
+      for (auto& p : mp) if (p.grad().defined()) p.mutable_grad().zero_();
+      at::Tensor loss = at::cross_entropy_loss(model.forward(x), y);
+      if (distributed) loss = loss * inv_ranks;
+      if (distributed) step_reducer.prepare(true);
+      else step_reducer.prepare(false);
+      loss.backward();
+      if (distributed) step_reducer.finish();
+      at::NoGradGuard ng;
+      for (auto& p : mp) p.add_(p.grad(), -1e-4);
+    };
+    std::vector<double> t1, tn;
+    comm->barrier();
+    if (root) {
+      step(false);
+      for (int i = 0; i < *steps; ++i) {
+        auto t0 = Clock::now();
+        step(false);
+        t1.push_back(since(t0));
+      }
+    }
+    comm->barrier();  // the other ranks idle while rank 0 measures the baseline
+    step(true);
+    for (int i = 0; i < *steps; ++i) {
+      comm->barrier();
+      auto t0 = Clock::now();
+      step(true);
+      tn.push_back(since(t0));
+    }
+    if (root) {
+      const double a = median(t1), b = median(tn);
+      std::printf("training step of %s, %lld clips per rank, 1 thread per rank, median of %d:\n", step_recipe->c_str(),
+                  (long long)per_gpu, *steps);
+      std::printf("  1 rank:   %8.2f ms\n  %d ranks: %8.2f ms\n  weak-scaling efficiency: %.3f (goal >= 0.85)\n",
+                  a * 1e3, comm->size(), b * 1e3, a / b);
+    }
+    comm->barrier();
+  });
+}
+
+}  // namespace vexp::cli

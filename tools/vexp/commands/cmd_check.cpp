@@ -1,0 +1,67 @@
+// vexp check RECIPE [--set k=v]... [--print]
+#include <cstdint>
+#include <iostream>
+#include <optional>
+
+#include "common.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/dataset.hpp"
+
+namespace vexp::cli {
+
+namespace {
+
+// vexp run refuses a global batch larger than the training split
+// (core/src/dist_plan.cpp). Where the dataset can count its clips, check says so
+// too, at dist.batch_per_gpu: the dataset is made as vexp run makes it (synthetic
+// data counts from its parameters, Kinetics reads its list files). A dataset whose
+// data is missing (already a warning) or that cannot be made is not counted.
+void check_global_batch(Session& s, const std::string& path) {
+  const dsl::RecipePlan& plan = *s.plan;
+  const PluginDecl* decl = s.host.find("dataset", plan.dataset);
+  if (!decl) return;
+  int64_t train = 0;
+  try {
+    if (decl->check_data) decl->check_data(plan.dataset_params);
+    train = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params)->size(Split::Train);
+  } catch (const std::exception&) {
+    return;  // vexp run reports why the data cannot be read
+  }
+  const int64_t world = plan.dist.i64("world_size"), per_gpu = plan.dist.i64("batch_per_gpu"),
+                accum = plan.dist.i64("accum_steps");
+  const std::optional<int64_t> global = global_batch_of(plan.dist);  // nullopt: past 2^63 - 1
+  if (global && *global <= train) return;
+  const std::string global_text = global ? std::to_string(*global) : "more than 9e18";
+  dsl::Loc loc = plan.dist.get("batch_per_gpu").loc();
+  if (!loc.known()) loc = {path, 1, 1};
+  dsl::Diagnostic d{dsl::Severity::Error, loc,
+                    "the training split has " + std::to_string(train) + " clips, fewer than one global batch of " +
+                        global_text + " (dist.world_size " + std::to_string(world) + " x batch_per_gpu " +
+                        std::to_string(per_gpu) + " x accum_steps " + std::to_string(accum) + ")"};
+  std::cerr << d.str() << "\n" << path << ": 1 error\n";
+  throw Exit{kExitInvalid, ""};
+}
+
+}  // namespace
+
+void add_check(CLI::App& app) {
+  auto* cmd = app.add_subcommand("check", "Validate a recipe (exit 0 when valid, 2 when not)");
+  auto args = std::make_shared<RecipeArgs>();
+  auto print = std::make_shared<bool>(false);
+  args->add_to(cmd);
+  cmd->add_flag("--print", *print, "Print the fully resolved recipe");
+  cmd->callback([args, print] {
+    Session s;
+    if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
+    check_global_batch(s, args->path);
+    const auto& plan = *s.plan;
+    if (*print) {
+      std::cout << "# resolved recipe, hash " << dsl::recipe_hash(plan.resolved) << "\n" << dsl::to_toml(plan.resolved);
+    } else {
+      std::cout << args->path << ": ok (" << plan.nodes.size() << " nodes, " << plan.inserts.size()
+                << " inserted operators, dataset '" << plan.dataset << "', backend '" << plan.comm << "')\n";
+    }
+  });
+}
+
+}  // namespace vexp::cli

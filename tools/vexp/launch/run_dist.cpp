@@ -1,0 +1,204 @@
+#include "launch/run_dist.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "vexp/runtime/dry_run.hpp"
+
+namespace vexp::cli {
+
+namespace {
+bool under_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_ID"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+}  // namespace
+
+void print_dry_run(const RecipeArgs& args, int nproc) {
+  Session s;
+  auto overrides = parse_sets(args.sets);
+  load_session_plugins(s, args.plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, args.path, overrides, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
+  if (!ok) {
+    size_t n = s.diags.error_count();
+    std::cerr << args.path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
+    throw Exit{kExitInvalid, ""};
+  }
+  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
+  DistPlan p;
+  try {
+    p = plan_run(s, ranks);
+  } catch (const std::exception& e) {
+    throw Exit{kExitInvalid, args.path + ": " + e.what()};
+  }
+  std::cout << "plan of " << args.path << " (dry run: no data loaded, nothing trained)\n" << describe(p);
+}
+
+namespace {
+std::string shell_quote(const std::string& a) {
+  if (!a.empty() && a.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-@%") ==
+                        std::string::npos)
+    return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    out.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// The launcher's child (mpirun) and how many stop signals arrived.
+volatile pid_t g_mpirun = 0;
+volatile std::sig_atomic_t g_signals = 0;
+
+extern "C" void forward_stop(int) {
+  if (g_signals++ == 0) {
+    static const char first[] =
+        "\nvexp: interrupted: every rank stops after its current step and writes a checkpoint (interrupt again to "
+        "exit at once)\n";
+    (void)!::write(STDERR_FILENO, first, sizeof first - 1);
+    if (g_mpirun > 0) ::kill(g_mpirun, SIGUSR1);  // mpirun forwards SIGUSR1 to every rank
+    return;
+  }
+  static const char again[] = "\nvexp: interrupted again: ending the ranks at once\n";
+  (void)!::write(STDERR_FILENO, again, sizeof again - 1);
+  if (g_mpirun > 0) ::kill(g_mpirun, SIGTERM);  // mpirun ends every rank
+  ::_exit(130);
+}
+}  // namespace
+
+std::string resume_command() {
+  std::vector<std::string> a = own_arguments();
+  std::string cmd;
+  if (under_launcher()) {
+    const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (!n) n = std::getenv("PMI_SIZE");
+    cmd = std::string("mpirun -np ") + (n ? n : "N") + " ";
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& x = a[i];
+    if (x == "--resume") continue;
+    if (x == "--resume-from" || x == "--stop-after") {
+      ++i;
+      continue;
+    }
+    if (x.rfind("--resume-from=", 0) == 0 || x.rfind("--stop-after=", 0) == 0) continue;
+    cmd += (i == 0 ? "" : " ") + shell_quote(x);
+  }
+  return cmd + " --resume";
+}
+
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough) {
+  if (under_launcher()) return false;  // mpirun/srun already started us: --nproc is informational
+  Session s;
+  RecipeArgs checked = args;
+  checked.require_data = true;  // refuse before starting ranks
+  if (!open_session(s, checked)) throw Exit{kExitInvalid, ""};
+  std::vector<std::string> argv{"mpirun"};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(nproc)});
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+  self[n] = '\0';
+  argv.push_back(self);
+  argv.push_back("run");
+  argv.push_back(args.path);
+  for (const auto& set : args.sets) {
+    argv.push_back("--set");
+    argv.push_back(set);
+  }
+  for (const auto& a : args.plugin_path_argv()) argv.push_back(a);  // the ranks may load what we may
+  if (s.plan->comm == "local") {
+    argv.push_back("--set");
+    argv.push_back("dist.backend=mpi");
+  }
+  argv.insert(argv.end(), passthrough.begin(), passthrough.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const std::string resume = resume_command();
+  std::cerr << "vexp: starting " << nproc << " local ranks with mpirun\n";
+  std::cerr.flush();
+  // Stop signals are ours: mpirun runs in its own process group (a terminal's
+  // Ctrl-C reaches only this process) and gets them forwarded as SIGUSR1.
+  struct sigaction sa {};
+  sa.sa_handler = forward_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);  // no handler runs before g_mpirun is known
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Exit{kExitFailure, std::string("pipe failed: ") + std::strerror(errno)};
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Exit{kExitFailure, std::string("fork failed: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &dfl, nullptr);
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int devnull = ::open("/dev/null", O_RDONLY);  // mpirun would forward a terminal's input (and stop on it)
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::setenv("VEXP_RESUME_COMMAND", resume.c_str(), 1);
+    ::execvp("mpirun", cargv.data());
+    const int e = errno;
+    (void)!::write(err_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  g_mpirun = pid;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::close(err_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = ::read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ::close(err_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_mpirun = 0;
+  if (exec_failed)
+    throw Exit{kExitFailure, std::string("cannot start mpirun for --nproc ") + std::to_string(nproc) + ": " +
+                                 std::strerror(exec_errno) + " (install openmpi-bin, or launch with mpirun/srun yourself)"};
+  if (g_signals > 0) throw Exit{130, ""};  // rank 0 said where the checkpoint is and how to continue
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code != 0) throw Exit{code, ""};
+  return true;
+}
+
+}  // namespace vexp::cli
