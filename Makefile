@@ -3,6 +3,8 @@
 #   make test   installs what is missing, builds, runs the whole test suite
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# Compiler warnings are errors here (CI runs `make test`); `make WERROR=OFF ...` relaxes that.
+WERROR ?= ON
 
 .PHONY: all deps configure build demo test install clean
 all: build
@@ -11,7 +13,7 @@ deps:
 	@tools/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DVEXP_BUILD_TESTS=ON >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DVEXP_BUILD_TESTS=ON -DVEXP_WERROR=$(WERROR) >/dev/null
 
 build: configure
 	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS cmake --build $(BUILD) -j$(JOBS)
