@@ -89,6 +89,5 @@ VEXP_PLUGIN("temporal_smooth", "0.1.0") {
   d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
   d.schema.real("weight", 0.5, "Share of the neighbours' mean in each output frame").range(0, 1);
   d.infer_shape = infer_smooth_shape;
-  registrar.add<vexp::Layer>("op", std::move(d),
-                             [](const vexp::Params& p) { return std::make_shared<TemporalSmooth>(p); });
+  registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<TemporalSmooth>(p); });
 }

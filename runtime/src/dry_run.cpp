@@ -68,7 +68,7 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
       return f;
     };
     s.host.builtin_registrar("<planning stand-in>")
-        .add<Dataset>("dataset", std::move(d), [name](const Params&) -> std::shared_ptr<Dataset> {
+        .add_dataset(std::move(d), [name](const Params&) -> std::shared_ptr<Dataset> {
           throw std::runtime_error("dataset plugin '" + name + "' is not installed (only planned with --dry-run)");
         });
     note = "dataset plugin '" + name +

@@ -25,10 +25,11 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
     shapes[plan.model_input] = in;
   }
   for (const auto& spec : plan.nodes) {
-    Node node{spec.id, spec.op, spec.kind, {}, nullptr, {}, {}};
+    Node node{spec.id, spec.op, spec.kind, {}, nullptr, {}, {}, {}};
     node.layer = host.make<Layer>(spec.kind, spec.op, spec.params);
-    if (const PluginDecl* decl = host.find(spec.kind, spec.op); decl && !decl->library.empty() &&
-                                                                 decl->library[0] == '/') {
+    const PluginDecl* decl = host.find(spec.kind, spec.op);
+    if (decl) node.head = decl->head_parameters;
+    if (decl && !decl->library.empty() && decl->library[0] == '/') {
       node.library = decl->library;  // a loaded library (built-ins are named "<...>")
       node.activity = "running " + spec.kind + " '" + spec.op + "' of node '" + spec.id + "'";
     }
@@ -84,8 +85,7 @@ ModelLayout ModelGraph::layout() const {
   ModelLayout l;
   for (const auto& n : nodes_) {
     if (l.backbone.empty() && n.kind == "backbone") l.backbone = n.id;
-    for (const auto& p : n.layer->named_parameters(true))
-      if (p.key() == "fc.weight") l.classifier = n.id;
+    if (!n.head.empty()) l.classifier = n.id;  // the plugin declares a classification head
   }
   if (l.backbone.empty() && !nodes_.empty()) l.backbone = nodes_.front().id;
   return l;
@@ -113,11 +113,17 @@ at::Tensor ModelGraph::forward(const at::Tensor& clip) {
   return outs[output_];
 }
 
-std::vector<std::string> ModelGraph::parameter_names_of_op(const std::string& op) const {
+std::vector<std::string> ModelGraph::head_parameter_names() const {
   std::vector<std::string> out;
   for (const auto& n : nodes_) {
-    if (n.op != op) continue;
-    for (const auto& p : n.layer->named_parameters(true)) out.push_back(n.id + "." + p.key());
+    for (const auto& p : n.layer->named_parameters(true)) {
+      for (const auto& prefix : n.head) {
+        if (p.key().compare(0, prefix.size(), prefix) == 0) {
+          out.push_back(n.id + "." + p.key());
+          break;
+        }
+      }
+    }
   }
   return out;
 }
@@ -148,7 +154,7 @@ std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& o, st
   const double wd = o.f64("weight_decay");
   std::set<std::string> fc;
   if (o.flag("fc_lr5"))
-    for (auto& n : model.parameter_names_of_op("classifier")) fc.insert(n);
+    for (auto& n : model.head_parameter_names()) fc.insert(n);
   ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
   ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
   for (const auto& p : model.named_parameters(true)) {

@@ -242,6 +242,30 @@ void install_plugin_crash_handler() {
   });
 }
 
+namespace {
+
+// What every registration must satisfy, from a library or built in: a name, a
+// kind this vexp knows, the interface that kind makes, a factory. Throws a
+// sentence naming the plugin, its kind and both interfaces.
+void check_registration(const Registration& r) {
+  const PluginDecl& d = r.decl;
+  if (d.name.empty()) throw std::runtime_error("a plugin registered with an empty name");
+  if (d.kind.empty()) throw std::runtime_error("plugin '" + d.name + "' registered without a kind");
+  const PluginKind* kind = find_plugin_kind(d.kind);
+  if (!kind) {
+    throw std::runtime_error(d.kind + " '" + d.name + "': unknown plugin kind '" + d.kind +
+                             "' (this vexp knows " + known_plugin_kinds() + ")");
+  }
+  if (kind->interface != r.interface) {
+    throw std::runtime_error(d.kind + " '" + d.name + "' is registered with a factory making " +
+                             interface_name(r.interface) + ", but kind '" + d.kind + "' makes " +
+                             interface_name(kind->interface) + " (register it with add_" + d.kind + ")");
+  }
+  if (!r.factory) throw std::runtime_error(d.kind + " '" + d.name + "' registered without a factory");
+}
+
+}  // namespace
+
 // Collects a library's registrations; they are committed only when its
 // register function succeeds, so a failing plugin leaves nothing behind.
 class PluginHost::HostRegistrar final : public Registrar {
@@ -249,22 +273,21 @@ class PluginHost::HostRegistrar final : public Registrar {
   HostRegistrar(std::shared_ptr<void> library, std::string path, std::string version)
       : library_(std::move(library)), path_(std::move(path)), version_(std::move(version)) {}
 
-  void add_entry(PluginDecl decl, ErasedFactory factory) override {
-    if (decl.name.empty()) throw std::runtime_error("a plugin registered with an empty name");
-    if (decl.kind.empty()) throw std::runtime_error("plugin '" + decl.name + "' registered without a kind");
-    if (!factory) throw std::runtime_error("plugin '" + decl.name + "' registered without a factory");
+  void add_entry(Registration entry) override {
+    check_registration(entry);
+    const PluginDecl& decl = entry.decl;
     for (const auto& p : pending_) {
-      if (p.first.kind == decl.kind && p.first.name == decl.name)
+      if (p.decl.kind == decl.kind && p.decl.name == decl.name)
         throw std::runtime_error(decl.kind + " '" + decl.name + "' is registered twice by the same library");
     }
-    pending_.emplace_back(std::move(decl), std::move(factory));
+    pending_.push_back(std::move(entry));
   }
 
   void commit(PluginHost& host) {
-    for (auto& [decl, factory] : pending_) host.add(std::move(decl), std::move(factory), library_, path_, version_);
+    for (auto& entry : pending_) host.add(std::move(entry), library_, path_, version_);
     pending_.clear();
   }
-  std::vector<std::pair<PluginDecl, ErasedFactory>> pending_;
+  std::vector<Registration> pending_;
 
  private:
   std::shared_ptr<void> library_;
@@ -277,11 +300,14 @@ namespace {
 // A registrar for plugins compiled into the host: commits immediately.
 class BuiltinRegistrar final : public Registrar {
  public:
-  explicit BuiltinRegistrar(std::function<void(PluginDecl, ErasedFactory)> sink) : sink_(std::move(sink)) {}
-  void add_entry(PluginDecl decl, ErasedFactory factory) override { sink_(std::move(decl), std::move(factory)); }
+  explicit BuiltinRegistrar(std::function<void(Registration)> sink) : sink_(std::move(sink)) {}
+  void add_entry(Registration entry) override {
+    check_registration(entry);
+    sink_(std::move(entry));
+  }
 
  private:
-  std::function<void(PluginDecl, ErasedFactory)> sink_;
+  std::function<void(Registration)> sink_;
 };
 
 std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
@@ -302,8 +328,9 @@ PluginHost::~PluginHost() {
   builtin_.clear();
 }
 
-void PluginHost::add(PluginDecl decl, ErasedFactory factory, std::shared_ptr<void> library,
-                     const std::string& library_path, const std::string& library_version) {
+void PluginHost::add(Registration entry, std::shared_ptr<void> library, const std::string& library_path,
+                     const std::string& library_version) {
+  PluginDecl& decl = entry.decl;
   auto key = std::make_pair(decl.kind, decl.name);
   auto it = entries_.find(key);
   if (it != entries_.end()) {
@@ -312,7 +339,7 @@ void PluginHost::add(PluginDecl decl, ErasedFactory factory, std::shared_ptr<voi
   }
   decl.library = library_path;
   decl.library_version = library_version;
-  entries_.emplace(key, Entry{std::move(library), std::move(decl), std::move(factory)});
+  entries_.emplace(key, Entry{std::move(library), entry.interface, std::move(decl), std::move(entry.factory)});
 }
 
 void PluginHost::load_library(const std::string& path_in) {
@@ -353,14 +380,16 @@ void PluginHost::load_library(const std::string& path_in) {
     info = info_fn();
   }
   if (!info) throw PluginError("plugin '" + p + "': " VEXP_PLUGIN_ENTRY "() returned null");
+  // abi_version and struct_size sit first in every ABI's VexpPluginInfo.
   if (info->abi_version != VEXP_PLUGIN_ABI_VERSION) {
-    throw PluginError("wrong plugin ABI version on '" + p + "': got version " +
-                      std::to_string(info->abi_version) + ", vexp supports version " +
-                      std::to_string(VEXP_PLUGIN_ABI_VERSION) + "; rebuild the plugin against this vexp");
+    throw PluginError(p + ": built for vexp plugin ABI " + std::to_string(info->abi_version) +
+                      ", this vexp speaks ABI " + std::to_string(VEXP_PLUGIN_ABI_VERSION) +
+                      "; rebuild it against this vexp's SDK");
   }
-  if (info->struct_size < offsetof(VexpPluginInfo, register_all) + sizeof(info->register_all)) {
-    throw PluginError("plugin '" + p + "' declares a plugin info of " + std::to_string(info->struct_size) +
-                      " bytes, too small for ABI version 1");
+  if (info->struct_size < sizeof(VexpPluginInfo)) {
+    throw PluginError(p + ": its plugin info is " + std::to_string(info->struct_size) + " bytes, ABI " +
+                      std::to_string(VEXP_PLUGIN_ABI_VERSION) + " has " + std::to_string(sizeof(VexpPluginInfo)) +
+                      "; rebuild it against this vexp's SDK");
   }
   const std::string name = info->name ? info->name : "";
   const std::string version = info->version ? info->version : "";
@@ -381,7 +410,8 @@ void PluginHost::load_library(const std::string& path_in) {
     throw PluginError("plugin '" + p + "' failed to register: " + (err[0] ? err : "no message"));
   }
   // Commit all or nothing: check duplicates first.
-  for (const auto& [decl, _] : registrar.pending_) {
+  for (const auto& pending : registrar.pending_) {
+    const PluginDecl& decl = pending.decl;
     auto it = entries_.find({decl.kind, decl.name});
     if (it != entries_.end()) {
       throw PluginError("duplicate " + decl.kind + " plugin '" + decl.name + "': registered by '" +
@@ -440,9 +470,8 @@ void PluginHost::load_default_paths(std::vector<std::string>& problems) {
 }
 
 Registrar& PluginHost::builtin_registrar(const std::string& library) {
-  builtin_.push_back(std::make_unique<BuiltinRegistrar>([this, library](PluginDecl decl, ErasedFactory factory) {
-    add(std::move(decl), std::move(factory), nullptr, library, "builtin");
-  }));
+  builtin_.push_back(std::make_unique<BuiltinRegistrar>(
+      [this, library](Registration entry) { add(std::move(entry), nullptr, library, "builtin"); }));
   return *builtin_.back();
 }
 
@@ -465,7 +494,7 @@ std::vector<const PluginDecl*> PluginHost::all() const {
 }
 
 std::shared_ptr<void> PluginHost::make_erased(const std::string& kind, const std::string& name,
-                                              const Params& params) const {
+                                              const Params& params, Interface wanted) const {
   auto it = entries_.find({kind, name});
   if (it == entries_.end()) {
     auto known = names(kind);
@@ -475,6 +504,11 @@ std::shared_ptr<void> PluginHost::make_erased(const std::string& kind, const std
     throw PluginError(msg);
   }
   const Entry& e = it->second;
+  if (e.interface != wanted) {
+    std::string where = e.decl.library.empty() ? "" : " (from " + file_name(e.decl.library) + ")";
+    throw PluginError(kind + " '" + name + "'" + where + " makes " + interface_name(e.interface) + ", not the " +
+                      interface_name(wanted) + " vexp asked for");
+  }
   Made made;
   try {
     std::optional<ScopedActivity> creating;  // plugins compiled into the host are host code

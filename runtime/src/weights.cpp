@@ -60,6 +60,9 @@ std::string map_key(const std::string& key, const ModelLayout& layout, const std
   } else if (starts_with(k, "backbone.")) {
     k = k.substr(9);  // mmaction2
   }
+  // Checkpoint file formats (official TSM, mmaction2, torchvision), not plugin
+  // internals: where each names its classifier's linear layer. They map onto the
+  // node whose plugin declares a head (PluginDecl::head_parameters, "fc.").
   for (const char* head : {"new_fc.", "cls_head.fc_cls.", "cls_head.fc.", "fc."}) {
     if (starts_with(k, head)) {
       if (layout.classifier.empty()) return "";

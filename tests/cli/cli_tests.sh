@@ -377,7 +377,7 @@ compare_errors)
 plugin_path)
   # A folder of broken libraries on VEXP_PLUGIN_PATH: warnings, not a crash.
   VEXP_PLUGIN_PATH="$build/tests/fixtures" "$vexp" plugins >"$tmp/out" 2>&1 || fail "plugins failed"
-  expect_out "warning:"; expect_out "wrong plugin ABI version"; expect_out "fixture greeter"
+  expect_out "warning:"; expect_out "built for vexp plugin ABI 99"; expect_out "dataset greeter"
   no_crash
   # A recipe naming a missing plugin folder is an error at the path that names it.
   printf 'extends = "%s"\n[plugins]\npaths = ["no/such/dir"]\n' "$src/recipes/quickstart/tsm_motion.toml" > "$tmp/p.toml"
@@ -391,9 +391,9 @@ plugin_path)
   expect_rc 2 -- "$vexp" check "$tmp/p.toml"
   expect_out "p.toml:3:"; expect_out "is not trusted, so nothing was loaded from it"
   expect_no_out "plugins' is not trusted"
-  expect_no_out "wrong plugin ABI version"   # nothing was loaded from the fixtures
+  expect_no_out "built for vexp plugin ABI"   # nothing was loaded from the fixtures
   expect_rc 0 -- "$vexp" check "$tmp/p.toml" --plugin-path "$build/tests/fixtures"
-  expect_out "warning:"; expect_out "wrong plugin ABI version"; expect_out "p.toml: ok"
+  expect_out "warning:"; expect_out "built for vexp plugin ABI"; expect_out "p.toml: ok"
   ;;
 sdk_example)
   cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install failed"
@@ -404,6 +404,14 @@ sdk_example)
   cmake --build "$tmp/ex" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building the example failed"; }
   so=$(find "$tmp/ex" -name 'temporal_smooth.so' | head -1)
   [ -n "$so" ] || fail "temporal_smooth.so not built"
+  # The SDK exposes libtorch and nothing else: the package asks for no other
+  # dependency and the example's compile read no header of one.
+  grep -E 'find_dependency\((spdlog|tomlplusplus|nlohmann_json|CLI11)' "$tmp/prefix/lib/cmake/vexp/vexpConfig.cmake" &&
+    fail "the installed package asks for a dependency the SDK does not expose"
+  deps=$(find "$tmp/ex" -name '*.o.d' | head -1)
+  [ -n "$deps" ] || fail "no dependency file for the example's object"
+  grep -qE 'spdlog|toml\+\+|nlohmann|CLI/' "$deps" && fail "the example's compile read a header the SDK should not expose: $(grep -E 'spdlog|toml|nlohmann|CLI/' "$deps" | head -3)"
+  grep -q 'vexp/registrar.hpp' "$deps" || fail "the example's dependency file does not list vexp/registrar.hpp: $deps"
   cat > "$tmp/smooth.toml" <<TOML
 extends = "$src/recipes/quickstart/tsm_motion.toml"
 [plugins]

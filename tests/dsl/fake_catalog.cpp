@@ -1,5 +1,7 @@
 #include "fake_catalog.hpp"
 
+#include "temporal_shift_decl.hpp"  // the plugin's own, torch-free declaration
+
 #include <atomic>
 #include <fstream>
 #include <random>
@@ -56,25 +58,6 @@ PluginDecl resnet() {
     if (out || !first) return Shape{input[0], out_channels(depth, layer), spatial(size, layer), spatial(size, layer)};
     if (layer == 1) return Shape{input[0], 64, spatial(size, 1), spatial(size, 1)};
     return Shape{input[0], out_channels(depth, layer - 1), spatial(size, layer - 1), spatial(size, layer - 1)};
-  };
-  return d;
-}
-
-PluginDecl temporal_shift() {
-  PluginDecl d;
-  d.kind = "op";
-  d.name = "temporal_shift";
-  d.doc = "Shift part of the channels along time";
-  d.schema.integer("segments", 8, "Frames per clip").at_least(1);
-  d.schema.integer("fold_div", 8, "1/fold_div of the channels shift each way").at_least(1);
-  d.infer_shape = [](const Params& p, const std::vector<Shape>& in, const GraphContext&) {
-    const Shape& s = in.at(0);
-    if (s.size() != 4) throw ShapeError("expects [N*T, C, H, W], got " + shape_str(s));
-    if (s[1] < p.i64("fold_div")) {
-      throw ShapeError("fold_div " + std::to_string(p.i64("fold_div")) + " is larger than the " +
-                       std::to_string(s[1]) + " channels");
-    }
-    return s;
   };
   return d;
 }
@@ -167,7 +150,7 @@ PluginDecl simple(const std::string& kind, const std::string& name) {
 
 FakeCatalog::FakeCatalog() {
   add(resnet());
-  add(temporal_shift());
+  add(vexp_temporal_shift::declaration());
   add(downsample());
   add(fold_time());
   add(classifier());

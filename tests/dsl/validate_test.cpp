@@ -401,7 +401,7 @@ TEST(Validate, RewriteInsertsAreCheckedLikeNodes) {
       "r.toml:43:" + std::to_string(col_of(bad, 1, "fold_div")) + ": error: 'fold_div' in " + where +
           ": must be >= 1, got 0",
       "r.toml:43:" + std::to_string(col_of(bad, 1, "shift =")) + ": error: unknown key 'shift' in " + where +
-          "; known keys: segments, fold_div"}));
+          "; known keys: segments, fold_div, mode"}));
 
   auto keys = check(quickstart_with("at = \"features", "where = 1\nat = \"features"));
   EXPECT_EQ(messages(keys->diags), (std::vector<std::string>{
@@ -412,12 +412,12 @@ TEST(Validate, ShapeErrorsFromInsertedOperators) {
   auto c = check(quickstart_with("fold_div = 8", "fold_div = 128"));
   EXPECT_FALSE(c->plan);
   EXPECT_EQ(messages(c->diags), (std::vector<std::string>{
-      "r.toml:41:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_shift): fold_div 128 is "
-      "larger than the 64 channels",
-      "r.toml:41:1: error: rewrite at 'features/layer1/block1/residual_in' (temporal_shift): fold_div 128 is "
-      "larger than the 64 channels",
-      "r.toml:41:1: error: rewrite at 'features/layer2/block0/residual_in' (temporal_shift): fold_div 128 is "
-      "larger than the 64 channels",
+      "r.toml:41:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_shift): 64 channels < "
+      "fold_div 128: no channel would move",
+      "r.toml:41:1: error: rewrite at 'features/layer1/block1/residual_in' (temporal_shift): 64 channels < "
+      "fold_div 128: no channel would move",
+      "r.toml:41:1: error: rewrite at 'features/layer2/block0/residual_in' (temporal_shift): 64 channels < "
+      "fold_div 128: no channel would move",
   }));
 
   auto many = check(quickstart_with("fold_div = 8", "fold_div = 256"));

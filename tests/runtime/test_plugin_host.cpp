@@ -22,14 +22,14 @@ std::string load_error(vexp::PluginHost& host, const std::string& path) {
 TEST(PluginHost, LoadsAGoodPluginWithItsSchema) {
   vexp::PluginHost host;
   host.load_library(fixture("good"));
-  const vexp::PluginDecl* d = host.find("fixture", "greeter");
+  const vexp::PluginDecl* d = host.find("dataset", "greeter");
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->kind, "fixture");
+  EXPECT_EQ(d->kind, "dataset");
   EXPECT_EQ(d->library_version, "1.2.3");
   EXPECT_NE(d->library.find("fixture_good.so"), std::string::npos);
   ASSERT_NE(d->schema.find("who"), nullptr);
-  auto obj = host.make<FixtureObject>("fixture", "greeter", vexp::dsl::make_params(d->schema, {{"who", "vexp"}}));
-  EXPECT_EQ(obj->hello(), "hello vexp");
+  auto obj = host.make<vexp::Dataset>("dataset", "greeter", vexp::dsl::make_params(d->schema, {{"who", "vexp"}}));
+  EXPECT_EQ(obj->class_names(), std::vector<std::string>{"hello vexp"});
   ASSERT_EQ(host.libraries().size(), 1u);
   EXPECT_EQ(host.libraries()[0].name, "fixture_good");
 }
@@ -42,24 +42,79 @@ TEST(PluginHost, LoadingTheSameLibraryTwiceIsANoOp) {
 }
 
 TEST(PluginHost, ObjectsKeepTheirLibraryLoaded) {
-  std::shared_ptr<FixtureObject> obj;
+  std::shared_ptr<vexp::Dataset> obj;
   {
     vexp::PluginHost host;
     host.load_library(fixture("good"));
-    obj = host.make<FixtureObject>("fixture", "greeter",
-                                   vexp::dsl::make_params(host.find("fixture", "greeter")->schema, {}));
+    obj = host.make<vexp::Dataset>("dataset", "greeter",
+                                   vexp::dsl::make_params(host.find("dataset", "greeter")->schema, {}));
   }
   // The host is gone; the object's code (a virtual call into the .so) must still be mapped.
-  EXPECT_EQ(obj->hello(), "hello world");
+  EXPECT_EQ(obj->class_names(), std::vector<std::string>{"hello world"});
 }
 
 TEST(PluginHost, WrongAbiVersionIsRefusedWithBothVersions) {
   vexp::PluginHost host;
   std::string e = load_error(host, fixture("bad_abi"));
-  EXPECT_NE(e.find("wrong plugin ABI version"), std::string::npos) << e;
-  EXPECT_NE(e.find("got version 99"), std::string::npos) << e;
-  EXPECT_NE(e.find("supports version 2"), std::string::npos) << e;
-  EXPECT_NE(e.find("fixture_bad_abi.so"), std::string::npos) << e;
+  EXPECT_EQ(e, fixture("bad_abi") + ": built for vexp plugin ABI 99, this vexp speaks ABI " +
+                   std::to_string(VEXP_PLUGIN_ABI_VERSION) + "; rebuild it against this vexp's SDK");
+  EXPECT_TRUE(host.libraries().empty());
+}
+
+TEST(PluginHost, PluginOfAnOlderAbiIsRefusedInOneLine) {
+  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 3u);  // the fixture exports ABI 2, the one before
+  vexp::PluginHost host;
+  std::string e = load_error(host, fixture("old_abi"));
+  EXPECT_EQ(e, fixture("old_abi") +
+                   ": built for vexp plugin ABI 2, this vexp speaks ABI 3; rebuild it against this vexp's SDK");
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  EXPECT_TRUE(host.libraries().empty());
+}
+
+TEST(PluginHost, DatasetRegisteredAsAnOpIsRefusedAtLoad) {
+  vexp::PluginHost host;
+  std::string e = load_error(host, fixture("wrong_interface"));
+  EXPECT_EQ(e, "plugin '" + fixture("wrong_interface") +
+                   "' failed to register: op 'impostor' is registered with a factory making vexp::Dataset, but "
+                   "kind 'op' makes vexp::Layer (register it with add_op)");
+  EXPECT_EQ(host.find("op", "impostor"), nullptr);
+  EXPECT_TRUE(host.libraries().empty());
+}
+
+TEST(PluginHost, UnknownKindIsRefusedNamingTheKnownOnes) {
+  vexp::PluginHost host;
+  vexp::Registration r;
+  r.interface = vexp::Interface::Layer;
+  r.decl.kind = "fixture";
+  r.decl.name = "thing";
+  r.factory = [](const vexp::Params&) { return vexp::Made{}; };
+  try {
+    host.builtin_registrar("test").add_entry(std::move(r));
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "fixture 'thing': unknown plugin kind 'fixture' (this vexp knows op, backbone, dataset, comm)");
+  }
+  EXPECT_EQ(host.find("fixture", "thing"), nullptr);
+}
+
+TEST(PluginHost, MakeRefusesAnInterfaceTheEntryDoesNotMake) {
+  vexp::PluginHost host;
+  host.load_library(fixture("good"));
+  bool factory_ran = false;
+  vexp::PluginDecl d;
+  d.name = "probe";
+  host.builtin_registrar("test").add_comm(d, [&factory_ran](const vexp::Params&) -> std::shared_ptr<vexp::Comm> {
+    factory_ran = true;
+    return nullptr;
+  });
+  try {
+    host.make<vexp::Layer>("dataset", "greeter", vexp::Params{});
+    FAIL() << "expected PluginError";
+  } catch (const vexp::PluginError& e) {
+    EXPECT_STREQ(e.what(), "dataset 'greeter' (from fixture_good.so) makes vexp::Dataset, not the vexp::Layer vexp asked for");
+  }
+  EXPECT_THROW(host.make<vexp::Dataset>("comm", "probe", vexp::Params{}), vexp::PluginError);
+  EXPECT_FALSE(factory_ran);  // refused before the factory runs
 }
 
 TEST(PluginHost, BadBuildTagNamesBothSides) {
@@ -94,11 +149,11 @@ TEST(PluginHost, ThrowingFactoryBecomesPluginErrorNamingThePlugin) {
   vexp::PluginHost host;
   host.load_library(fixture("throwing_factory"));
   try {
-    host.make<FixtureObject>("fixture", "exploder", vexp::Params{});
+    host.make<vexp::Dataset>("dataset", "exploder", vexp::Params{});
     FAIL() << "expected PluginError";
   } catch (const vexp::PluginError& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("fixture 'exploder'"), std::string::npos) << m;
+    EXPECT_NE(m.find("dataset 'exploder'"), std::string::npos) << m;
     EXPECT_NE(m.find("fixture_throwing_factory.so"), std::string::npos) << m;
     EXPECT_NE(m.find("boom: the factory failed on purpose"), std::string::npos) << m;
   }
@@ -116,25 +171,25 @@ TEST(PluginHost, DuplicateNameNamesBothLibraries) {
   vexp::PluginHost host;
   host.load_library(fixture("good"));
   std::string e = load_error(host, fixture("duplicate"));
-  EXPECT_NE(e.find("duplicate fixture plugin 'greeter'"), std::string::npos) << e;
+  EXPECT_NE(e.find("duplicate dataset plugin 'greeter'"), std::string::npos) << e;
   EXPECT_NE(e.find("fixture_good.so"), std::string::npos) << e;
   EXPECT_NE(e.find("fixture_duplicate.so"), std::string::npos) << e;
   // The first registration is untouched.
-  EXPECT_EQ(host.make<FixtureObject>("fixture", "greeter",
-                                     vexp::dsl::make_params(host.find("fixture", "greeter")->schema, {}))
-                ->hello(),
-            "hello world");
+  EXPECT_EQ(host.make<vexp::Dataset>("dataset", "greeter",
+                                      vexp::dsl::make_params(host.find("dataset", "greeter")->schema, {}))
+                ->class_names(),
+            std::vector<std::string>{"hello world"});
 }
 
 TEST(PluginHost, UnknownPluginListsKnownOnesWithDidYouMean) {
   vexp::PluginHost host;
   host.load_library(fixture("good"));
   try {
-    host.make<FixtureObject>("fixture", "greeterr", vexp::Params{});
+    host.make<vexp::Dataset>("dataset", "greeterr", vexp::Params{});
     FAIL();
   } catch (const vexp::PluginError& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("unknown fixture plugin 'greeterr'"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown dataset plugin 'greeterr'"), std::string::npos) << m;
     EXPECT_NE(m.find("did you mean 'greeter'"), std::string::npos) << m;
     EXPECT_NE(m.find("known: greeter"), std::string::npos) << m;
   }
@@ -144,11 +199,11 @@ TEST(PluginHost, DirectoryLoadCollectsEveryProblem) {
   vexp::PluginHost host;
   std::vector<std::string> problems;
   host.load_directory(VEXP_TEST_FIXTURE_DIR, problems);
-  // good loads; duplicate (after good, alphabetical: bad_abi, bad_tag, duplicate, good...) -- one of
-  // good/duplicate loses; bad_abi, bad_tag, no_entry, throwing_register fail.
-  EXPECT_GE(problems.size(), 5u);
-  EXPECT_NE(host.find("fixture", "greeter"), nullptr);
-  EXPECT_NE(host.find("fixture", "exploder"), nullptr);
+  // Alphabetical: bad_abi, bad_tag, duplicate, good, ... -- one of good/duplicate
+  // loses; bad_abi, bad_tag, no_entry, old_abi, throwing_register, wrong_interface fail.
+  EXPECT_EQ(problems.size(), 7u);
+  EXPECT_NE(host.find("dataset", "greeter"), nullptr);
+  EXPECT_NE(host.find("dataset", "exploder"), nullptr);
   std::vector<std::string> missing;
   host.load_directory(std::string(VEXP_TEST_FIXTURE_DIR) + "/nope", missing);
   ASSERT_EQ(missing.size(), 1u);

@@ -182,8 +182,8 @@ TEST(Trainer, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   d.name = "poison";
   d.doc = "Turns activations into NaN after some steps (test only).";
   d.schema.integer("after", 0, "Forwards before poisoning");
-  s.host.builtin_registrar("test").add<vexp::Layer>(
-      "op", d, [](const vexp::Params& p) { return std::make_shared<Poison>(p.i64("after")); });
+  s.host.builtin_registrar("test").add_op(
+      d, [](const vexp::Params& p) { return std::make_shared<Poison>(p.i64("after")); });
   open(s, (dir / "poisoned.toml").string());
   vexp::TrainOptions opt;
   opt.out_dir = (dir / "run").string();

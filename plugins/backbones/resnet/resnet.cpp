@@ -124,6 +124,5 @@ VEXP_PLUGIN("resnet", "0.1.0") {
   d.point_shape = [](const vexp::Params& p, const std::string& point, const vexp::Shape& input) {
     return point_shape(Plan::from(p), point, input);
   };
-  registrar.add<vexp::Layer>("backbone", std::move(d),
-                             [](const vexp::Params& p) { return std::make_shared<ResNet>(p); });
+  registrar.add_backbone(std::move(d), [](const vexp::Params& p) { return std::make_shared<ResNet>(p); });
 }

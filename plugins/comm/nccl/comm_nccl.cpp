@@ -268,5 +268,5 @@ VEXP_PLUGIN("comm_nccl", "0.1.0") {
   d.doc = "NCCL collectives on CUDA tensors; bootstrapped over MPI or a rendezvous file";
   d.schema.text("rendezvous", "", "File for rank 0's NCCL id when not launched by MPI (shared file system)");
   d.schema.real("timeout_s", 600, "How long ranks wait for the rendezvous file").above(0);
-  registrar.add<vexp::Comm>("comm", std::move(d), [](const vexp::Params& p) { return std::make_shared<NcclComm>(p); });
+  registrar.add_comm(std::move(d), [](const vexp::Params& p) { return std::make_shared<NcclComm>(p); });
 }

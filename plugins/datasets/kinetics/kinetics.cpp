@@ -484,5 +484,5 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
     return f;
   };
   d.check_data = [](const vexp::Params& p) { require_paths(read_config(p)); };
-  registrar.add<vexp::Dataset>("dataset", std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); });
+  registrar.add_dataset(std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); });
 }

@@ -362,6 +362,5 @@ VEXP_PLUGIN("synthetic_motion", "0.1.0") {
     f.classes = c.classes;
     return f;
   };
-  registrar.add<vexp::Dataset>("dataset", std::move(d),
-                               [](const vexp::Params& p) { return std::make_shared<SyntheticMotion>(p); });
+  registrar.add_dataset(std::move(d), [](const vexp::Params& p) { return std::make_shared<SyntheticMotion>(p); });
 }

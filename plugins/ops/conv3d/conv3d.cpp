@@ -139,5 +139,5 @@ VEXP_PLUGIN("conv3d", "0.1.0") {
       throw ShapeError(e.what());
     }
   };
-  registrar.add<vexp::Layer>("op", std::move(d), [](const vexp::Params& p) { return std::make_shared<Conv3d>(p); });
+  registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<Conv3d>(p); });
 }

@@ -74,5 +74,6 @@ VEXP_PLUGIN("head3d", "0.1.0") {
     const int64_t classes = p.i64("classes") > 0 ? p.i64("classes") : (ctx.classes > 0 ? ctx.classes : -1);
     return Shape{in[0][0], classes};
   };
-  registrar.add<vexp::Layer>("op", std::move(d), [](const vexp::Params& p) { return std::make_shared<Classifier3d>(p); });
+  d.head_parameters = {"fc."};  // the model's classification head (optim.fc_lr5, checkpoint fc.*)
+  registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<Classifier3d>(p); });
 }

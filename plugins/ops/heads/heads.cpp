@@ -174,7 +174,7 @@ VEXP_PLUGIN("heads", "0.1.0") {
     d.name = "fold_time";
     d.doc = "Clips to frames: [N, T, C, H, W] -> [N*T, C, H, W] (a view when possible)";
     d.infer_shape = fold_time_shape;
-    registrar.add<vexp::Layer>("op", std::move(d), [](const vexp::Params&) { return std::make_shared<FoldTime>(); });
+    registrar.add_op(std::move(d), [](const vexp::Params&) { return std::make_shared<FoldTime>(); });
   }
   {
     vexp::PluginDecl d;
@@ -184,8 +184,8 @@ VEXP_PLUGIN("heads", "0.1.0") {
     d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").at_least(0).below(1);
     d.schema.real("init_std", 0.001, "Standard deviation of the normal initialisation of fc.weight (bias 0)").above(0);
     d.infer_shape = classifier_shape;
-    registrar.add<vexp::Layer>("op", std::move(d),
-                               [](const vexp::Params& p) { return std::make_shared<Classifier>(p); });
+    d.head_parameters = {"fc."};  // the model's classification head (optim.fc_lr5, checkpoint fc.*)
+    registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<Classifier>(p); });
   }
   {
     vexp::PluginDecl d;
@@ -194,7 +194,6 @@ VEXP_PLUGIN("heads", "0.1.0") {
     d.schema.text("mode", "avg", "avg: mean over the clip's frames (before softmax); max: maximum").one_of({"avg", "max"});
     d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
     d.infer_shape = consensus_shape;
-    registrar.add<vexp::Layer>("op", std::move(d),
-                               [](const vexp::Params& p) { return std::make_shared<SegmentConsensus>(p); });
+    registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<SegmentConsensus>(p); });
   }
 }

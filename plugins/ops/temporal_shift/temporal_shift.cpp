@@ -23,6 +23,7 @@
 
 #include "vexp/layer.hpp"
 #include "vexp/registrar.hpp"
+#include "temporal_shift_decl.hpp"
 
 #ifdef VEXP_TEMPORAL_SHIFT_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -384,39 +385,9 @@ class TemporalShift : public vexp::Layer {
   ShiftMode mode_;
 };
 
-vexp::Shape infer_shift_shape(const vexp::Params& p, const std::vector<vexp::Shape>& in,
-                              const vexp::dsl::GraphContext& ctx) {
-  if (in.size() != 1) throw vexp::ShapeError("expects one input, got " + std::to_string(in.size()));
-  const vexp::Shape& s = in[0];
-  if (s.size() != 4)
-    throw vexp::ShapeError("expects a 4-D input [N*T, C, H, W], got " + vexp::dsl::shape_str(s));
-  const int64_t segments = p.i64("segments");
-  const int64_t fold_div = p.i64("fold_div");
-  if (s[1] >= 0 && s[1] < fold_div)
-    throw vexp::ShapeError(std::to_string(s[1]) + " channels < fold_div " +
-                           std::to_string(fold_div) + ": no channel would move");
-  if (segments > 0 && ctx.frames > 0 && segments != ctx.frames)
-    throw vexp::ShapeError("segments = " + std::to_string(segments) + " but clips have " +
-                           std::to_string(ctx.frames) + " frames");
-  const int64_t frames = segments > 0 ? segments : ctx.frames;
-  if (s[0] > 0 && frames > 0 && s[0] % frames != 0)
-    throw vexp::ShapeError("the batch dimension N*T = " + std::to_string(s[0]) +
-                           " is not a multiple of " + std::to_string(frames) + " frames per clip");
-  return s;
-}
-
 }  // namespace
 
 VEXP_PLUGIN("temporal_shift", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "temporal_shift";
-  d.doc = "Temporal shift (TSM): 1/fold_div of the channels take the next frame, 1/fold_div the previous one";
-  d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
-  d.schema.integer("fold_div", 8, "1/fold_div of the channels shift each way").at_least(1);
-  d.schema.text("mode", "bidirectional", "bidirectional: fold channels from t+1 and fold from t-1; "
-                                         "left: fold channels from t+1; right: fold channels from t-1 (causal)")
-      .one_of({"bidirectional", "left", "right"});
-  d.infer_shape = infer_shift_shape;
-  registrar.add<vexp::Layer>("op", std::move(d),
-                             [](const vexp::Params& p) { return std::make_shared<TemporalShift>(p); });
+  registrar.add_op(vexp_temporal_shift::declaration(),
+                   [](const vexp::Params& p) { return std::make_shared<TemporalShift>(p); });
 }

@@ -31,7 +31,12 @@
 #define VEXP_TAG_CXXABI "na"
 #endif
 
-#if defined(VEXP_WITH_CUDA) && VEXP_WITH_CUDA
+// vexp::sdk defines VEXP_WITH_CUDA (0 or 1) for everything that links it, so
+// that the tag says what the build is; a missing definition would silently
+// read "off".
+#if !defined(VEXP_WITH_CUDA)
+#error "VEXP_WITH_CUDA is not defined: link the target against vexp::sdk (it defines it as 0 or 1)"
+#elif VEXP_WITH_CUDA
 #define VEXP_TAG_CUDA "on"
 #else
 #define VEXP_TAG_CUDA "off"
@@ -44,7 +49,7 @@
   ";cuda=" VEXP_TAG_CUDA
 
 namespace vexp {
-// The host's own tag (compiled into vexp_core).
+// The host's own tag (compiled into libvexp_sdk).
 const char* host_build_tag();
 // Empty when compatible, else a sentence naming both sides of the first mismatch.
 std::string compare_build_tags(const std::string& host, const std::string& plugin);

@@ -37,7 +37,10 @@ class Dataset {
   virtual int64_t num_classes() const = 0;
   virtual std::vector<std::string> class_names() const { return {}; }
 
-  // ---- optional (added with the kinetics pipeline; defaults keep older plugins working) ----
+  // ---- optional (added with the kinetics pipeline) ----
+  // Defaults let older plugin *source* compile unchanged; a built plugin must be
+  // rebuilt whenever a virtual is added, since that changes the vtable (the host
+  // refuses a library built for another VEXP_PLUGIN_ABI_VERSION).
 
   // Test-time views of every sample of `split` (temporal clips x spatial crops).
   // Evaluation runs the model on each view and averages its scores (logits).
@@ -61,7 +64,7 @@ class Dataset {
     return r;
   }
 
-  // ---- optional (plugin ABI 2) ----
+  // ---- optional (since plugin ABI 2) ----
 
   // Stable identifiers (file paths; for items without a file, e.g. "train:123") of
   // the distinct bad items met since construction, in any order. The trainer keeps

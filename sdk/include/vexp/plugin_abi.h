@@ -1,12 +1,24 @@
 /* The one C entry point every vexp plugin library exports.
- * Fields are only ever appended; `struct_size` tells the host which ones exist. */
+ * Fields are only ever appended; `struct_size` tells the host which ones exist.
+ * The first two fields (abi_version, struct_size) never move: the host reads them
+ * from a plugin of any ABI to refuse it with both versions.
+ *
+ * VEXP_PLUGIN_ABI_VERSION covers this struct and every C++ type a plugin hands
+ * over or is handed (registrar.hpp, kinds.hpp, dsl/catalog.hpp, dsl/schema.hpp,
+ * dsl/value.hpp, layer.hpp, dataset.hpp, comm.hpp); sdk/tests/test_abi_pin.cpp
+ * pins their sizes, field offsets and virtual slots for the current version, so a
+ * layout change fails there until the version is raised and the pin updated.
+ * History:
+ *   1  initial
+ *   2  Dataset::bad_items, PluginDecl::check_data
+ *   3  typed registration (Registration, Interface), PluginDecl::head_parameters */
 #ifndef VEXP_PLUGIN_ABI_H
 #define VEXP_PLUGIN_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define VEXP_PLUGIN_ABI_VERSION 2u  /* 2: Dataset::bad_items */
+#define VEXP_PLUGIN_ABI_VERSION 3u
 #define VEXP_PLUGIN_ENTRY "vexp_plugin_info"
 
 #ifdef __cplusplus

@@ -5,9 +5,12 @@
 //     vexp::dsl::PluginDecl d;
 //     d.name = "my_op"; d.doc = "What it does, in one line.";
 //     d.schema.integer("k", 3, "Kernel size").range(1, 15);
-//     registrar.add<vexp::Layer>("op", std::move(d),
-//                                [](const vexp::Params& p) { return std::make_shared<MyOp>(p); });
+//     registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<MyOp>(p); });
 //   }
+//
+// One call per kind (add_op, add_backbone, add_dataset, add_comm; vexp/kinds.hpp
+// is the table): a factory that makes the wrong interface does not compile, and
+// the host refuses a raw add_entry whose interface is not what its kind makes.
 #pragma once
 
 #include <cstring>
@@ -15,9 +18,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "vexp/build_tag.hpp"
 #include "vexp/dsl/catalog.hpp"
+#include "vexp/kinds.hpp"
 #include "vexp/plugin_abi.h"
 
 namespace vexp {
@@ -28,42 +34,74 @@ using dsl::Schema;
 using dsl::Shape;
 using dsl::ShapeError;
 
-// A factory's result, type-erased so that adding a kind never changes the ABI.
+// A factory's result, type-erased; `object` points at the interface (Layer,
+// Dataset, Comm) the registration names, never at a derived class.
 struct Made {
   std::shared_ptr<void> object;
   std::string error;  // non-empty: the factory failed (object is null)
 };
 using ErasedFactory = std::function<Made(const Params&)>;
 
+// One registration as it crosses the library boundary.
+struct Registration {
+  Interface interface = Interface::Layer;  // what `factory` makes
+  PluginDecl decl;                         // decl.kind must make `interface`
+  ErasedFactory factory;
+};
+
 class Registrar {
  public:
   virtual ~Registrar() = default;
 
-  // The single ABI-stable call: registers a plugin of any kind.
-  virtual void add_entry(PluginDecl decl, ErasedFactory factory) = 0;
+  // The single ABI call every typed one below ends in. The host refuses (throws)
+  // an entry whose kind it does not know or whose kind makes another interface.
+  virtual void add_entry(Registration entry) = 0;
 
-  // Convenience compiled into the plugin: exceptions thrown by the factory or the
-  // hooks are caught here, on the plugin's side, and handed over as values
-  // (factory) or as vexp::dsl::ShapeError / std::runtime_error (hooks).
-  template <class Interface, class Factory>
-  void add(const std::string& kind, PluginDecl decl, Factory factory) {
+  // Typed registration, compiled into the plugin. `factory(const Params&)` returns
+  // std::shared_ptr<T>, T derived from the kind's interface. Exceptions thrown by
+  // the factory or the hooks are caught here, on the plugin's side, and handed over
+  // as values (factory) or as vexp::dsl::ShapeError / std::runtime_error (hooks).
+  template <class Factory>
+  void add_op(PluginDecl decl, Factory factory) {
+    add_typed<Layer>("op", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_backbone(PluginDecl decl, Factory factory) {
+    add_typed<Layer>("backbone", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_dataset(PluginDecl decl, Factory factory) {
+    add_typed<Dataset>("dataset", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_comm(PluginDecl decl, Factory factory) {
+    add_typed<Comm>("comm", std::move(decl), std::move(factory));
+  }
+
+ private:
+  template <class Interface_, class Factory>
+  void add_typed(const char* kind, PluginDecl decl, Factory factory) {
+    using Result = std::decay_t<decltype(factory(std::declval<const Params&>()))>;
+    static_assert(std::is_convertible<Result, std::shared_ptr<Interface_>>::value,
+                  "vexp plugin registration: the factory must return std::shared_ptr<T> with T derived from the "
+                  "interface this kind makes (add_op, add_backbone: vexp::Layer; add_dataset: vexp::Dataset; "
+                  "add_comm: vexp::Comm)");
     decl.kind = kind;
     wrap_hooks(decl);
     ErasedFactory erased = [factory](const Params& p) -> Made {
       try {
-        std::shared_ptr<Interface> obj = factory(p);
+        std::shared_ptr<Interface_> obj = factory(p);
         if (!obj) return {nullptr, "factory returned nothing"};
-        return {std::static_pointer_cast<void>(obj), {}};
+        return {std::static_pointer_cast<void>(std::move(obj)), {}};
       } catch (const std::exception& e) {
         return {nullptr, e.what()};
       } catch (...) {
         return {nullptr, "unknown exception"};
       }
     };
-    add_entry(std::move(decl), std::move(erased));
+    add_entry(Registration{InterfaceOf<Interface_>::value, std::move(decl), std::move(erased)});
   }
 
- private:
   static void wrap_hooks(PluginDecl& d) {
     if (auto f = d.infer_shape) {
       d.infer_shape = [f](const Params& p, const std::vector<Shape>& in, const dsl::GraphContext& c) {

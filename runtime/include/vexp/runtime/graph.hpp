@@ -19,8 +19,9 @@ class ModelGraph : public torch::nn::Module {
   ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host);
   // clip: [N, T, C, H, W] -> the output node's tensor.
   at::Tensor forward(const at::Tensor& clip);
-  // Names (as in named_parameters) of parameters that belong to nodes of `op`.
-  std::vector<std::string> parameter_names_of_op(const std::string& op) const;
+  // Names (as in named_parameters) of the parameters that the nodes' plugins
+  // declare as a classification head (PluginDecl::head_parameters).
+  std::vector<std::string> head_parameter_names() const;
   int64_t parameter_count() const;
   // Multiply-adds of one clip's forward pass, counted by running it.
   double macs_per_clip(const dsl::Shape& clip_shape);
@@ -37,6 +38,7 @@ class ModelGraph : public torch::nn::Module {
     std::string kind;
     std::vector<int> inputs;  // index into node outputs; -1 = the model input
     std::shared_ptr<Layer> layer;
+    std::vector<std::string> head;  // its plugin's PluginDecl::head_parameters
     // For the fatal-signal handler (PluginActivityScope around forward): the
     // plugin library's path ("" for code compiled into the host) and
     // "running op 'x' of node 'y'", formatted once here, not per forward.

@@ -84,25 +84,30 @@ class PluginHost : public dsl::PluginCatalog {
   const std::vector<LoadedLibrary>& libraries() const { return libraries_; }
 
   // Creates an object; throws PluginError naming the plugin and its library.
-  // The result keeps the library loaded for as long as it lives.
+  // T is a plugin interface (vexp/kinds.hpp: Layer, Dataset, Comm; anything else
+  // does not compile); a plugin whose registration makes another interface is
+  // refused with a sentence naming both. The result keeps the library loaded for
+  // as long as it lives.
   template <class T>
   std::shared_ptr<T> make(const std::string& kind, const std::string& name, const Params& params) const {
-    return std::static_pointer_cast<T>(make_erased(kind, name, params));
+    return std::static_pointer_cast<T>(make_erased(kind, name, params, InterfaceOf<T>::value));
   }
-  std::shared_ptr<void> make_erased(const std::string& kind, const std::string& name,
-                                    const Params& params) const;
 
  private:
+  // The object, pointing at the interface `wanted` (checked against the entry).
+  std::shared_ptr<void> make_erased(const std::string& kind, const std::string& name, const Params& params,
+                                    Interface wanted) const;
   struct Entry {
     std::shared_ptr<void> library;  // first member: destroyed last, after the
                                     // plugin-owned std::functions below
+    Interface interface;
     PluginDecl decl;
     ErasedFactory factory;
   };
   class HostRegistrar;
   friend class HostRegistrar;
-  void add(PluginDecl decl, ErasedFactory factory, std::shared_ptr<void> library,
-           const std::string& library_path, const std::string& library_version);
+  void add(Registration entry, std::shared_ptr<void> library, const std::string& library_path,
+           const std::string& library_version);
 
   std::map<std::pair<std::string, std::string>, Entry> entries_;
   std::vector<LoadedLibrary> libraries_;

@@ -9,6 +9,7 @@
 
 #include "vexp/dsl/schema.hpp"
 #include "vexp/dsl/value.hpp"
+#include "vexp/kinds.hpp"
 
 namespace vexp::dsl {
 
@@ -36,7 +37,7 @@ struct DatasetFacts {
 
 // A plugin's declaration. Optional hooks may be empty.
 struct PluginDecl {
-  std::string kind;      // "op", "backbone", "dataset", "comm", ... (open set)
+  std::string kind;      // "op", "backbone", "dataset", "comm" (vexp/kinds.hpp)
   std::string name;
   std::string doc;       // one line
   std::string library;   // file it came from ("" for built-ins)
@@ -56,6 +57,12 @@ struct PluginDecl {
   // that starts with a parameter's name ("train_list: ...") is reported at the
   // place the recipe gives that parameter.
   std::function<void(const Params&)> check_data;
+  // Ops that are a model's classification head: the names of the head's
+  // parameters, relative to the node, each a prefix ("fc." for a linear `fc`).
+  // The runtime takes the last node whose op declares a head as the model's
+  // classifier (checkpoint formats map their classifier tensors to it) and gives
+  // these parameters the head's learning rates (optim.fc_lr5). Empty: not a head.
+  std::vector<std::string> head_parameters;
 };
 
 class PluginCatalog {
@@ -66,9 +73,9 @@ class PluginCatalog {
   virtual std::vector<std::string> names(const std::string& kind) const = 0;
 };
 
-// Layers of a model graph may come from these kinds.
+// Layers of a model graph may come from these kinds (those making vexp::Layer).
 inline const std::vector<std::string>& layer_kinds() {
-  static const std::vector<std::string> kinds{"op", "backbone"};
+  static const std::vector<std::string> kinds = kinds_making(Interface::Layer);
   return kinds;
 }
 
