@@ -1,21 +1,22 @@
 #include "vexp/dsl/table_check.hpp"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 namespace vexp::dsl {
 
 CheckedTable check_table(const Schema& schema, const Value* given, const Loc& owner, const std::string& where,
-                         const std::set<std::string>& skip, Diagnostics& diags) {
+                         const std::set<std::string>& skip, Diagnostics& diags,
+                         const std::vector<std::string>& unchecked) {
   CheckedTable c;
   c.resolved = Value::table().at(owner);
   std::map<std::string, Value> values;
   if (given && given->is_table()) {
     std::vector<std::string> known = schema.names();
-    for (const auto& key : skip)
-      if (!schema.find(key)) known.push_back(key);
+    known.insert(known.end(), unchecked.begin(), unchecked.end());
     for (const auto& [key, value] : given->as_table()) {
-      if (skip.count(key) || schema.find(key)) continue;
+      if (skip.count(key) || std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key '" + key + "' in " + where;
       const std::string hint = did_you_mean(key, known);
       if (!hint.empty()) {
@@ -35,7 +36,6 @@ CheckedTable check_table(const Schema& schema, const Value* given, const Loc& ow
     }
   }
   for (const auto& spec : schema.params()) {
-    if (skip.count(spec.name)) continue;
     const Value* v = given ? given->find(spec.name) : nullptr;
     if (!v) {
       if (spec.required()) {

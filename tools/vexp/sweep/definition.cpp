@@ -35,7 +35,7 @@ ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc)
 
 // The keys of a sweep file, table by table. Keys whose values no Schema type
 // describes (arrays of tables, arrays of mixed scalars) are checked by hand below
-// and named here as `skip` keys of check_table.
+// and named here as the `unchecked` keys of check_table.
 struct SweepSchemas {
   Schema file, sweep, random, prune, axis, axis_random;
 };
@@ -80,9 +80,9 @@ const SweepSchemas& sweep_schemas() {
   return s;
 }
 
-const std::set<std::string> kSweepByHand{"axis"};
-const std::set<std::string> kAxisByHand{"grid", "points"};
-const std::set<std::string> kAxisRandomByHand{"choices"};
+const std::vector<std::string> kSweepByHand{"axis"};
+const std::vector<std::string> kAxisByHand{"grid", "points"};
+const std::vector<std::string> kAxisRandomByHand{"choices"};
 
 // Flattens nested tables into dotted keys ("run.epochs" or [sweep.set.run] epochs).
 void flatten(const Value& t, const std::string& prefix, std::vector<std::pair<std::string, const Value*>>& out) {
@@ -113,7 +113,7 @@ const Value* given_array(const Value& t, const std::string& key, const std::stri
 bool load_axis(const Value& a, Axis& ax, bool& any_random, dsl::Diagnostics& d) {
   const std::string A = "[[sweep.axis]]";
   const SweepSchemas& S = sweep_schemas();
-  const dsl::CheckedTable c = dsl::check_table(S.axis, &a, a.loc(), A, kAxisByHand, d);
+  const dsl::CheckedTable c = dsl::check_table(S.axis, &a, a.loc(), A, {}, d, kAxisByHand);
   ax.loc = a.loc();
   const Value* key = a.find("key");
   const Value* keys = a.find("keys");
@@ -165,7 +165,7 @@ bool load_axis(const Value& a, Axis& ax, bool& any_random, dsl::Diagnostics& d) 
       any_random = true;
       if (!random) return false;  // not a table: check_table said so
       const std::string R = "'random' of [[sweep.axis]]";
-      const dsl::CheckedTable r = dsl::check_table(S.axis_random, random, random->loc(), R, kAxisRandomByHand, d);
+      const dsl::CheckedTable r = dsl::check_table(S.axis_random, random, random->loc(), R, {}, d, kAxisRandomByHand);
       if (const Value* choices = given_array(*random, "choices", R, d)) {
         ax.random.choices = choices->as_array();
         if (ax.random.choices.empty()) d.error(choices->loc(), "'choices' is empty");
@@ -219,7 +219,7 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
     if (!sw) d.error(file_loc, "a sweep file needs a [sweep] table with at least 'base' and one [[sweep.axis]]");
     return std::nullopt;
   }
-  const dsl::CheckedTable top = dsl::check_table(S.sweep, sw, sw->loc(), "[sweep]", kSweepByHand, d);
+  const dsl::CheckedTable top = dsl::check_table(S.sweep, sw, sw->loc(), "[sweep]", {}, d, kSweepByHand);
   const dsl::Params& p = top.params;
   def.name = fs::path(path).stem().string();
   if (const Value* v = sw->find("name"); v && p.has("name")) {

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/dsl/schema.hpp"
@@ -21,10 +22,12 @@ struct CheckedTable {
 // `diags`, at the offending value: an unknown key (with "did you mean" or the
 // known keys), a value of the wrong type or out of range ("'KEY' in WHERE: ..."),
 // and, at `owner`, a missing required key ("WHERE needs 'KEY'"). `where` names the
-// table in messages ("[optim]"). Keys in `skip` are known but the caller's to check
-// (values no Schema type describes, such as arrays of tables): suggested for
-// unknown keys, otherwise left alone.
+// table in messages ("[optim]"). Keys in `skip` are left to other checks. Keys in
+// `unchecked` belong to this table but hold values no Schema type describes
+// (arrays of tables, arrays of mixed scalars): the caller checks them; they are
+// named in suggestions and in the known keys.
 CheckedTable check_table(const Schema& schema, const Value* given, const Loc& owner, const std::string& where,
-                         const std::set<std::string>& skip, Diagnostics& diags);
+                         const std::set<std::string>& skip, Diagnostics& diags,
+                         const std::vector<std::string>& unchecked = {});
 
 }  // namespace vexp::dsl
