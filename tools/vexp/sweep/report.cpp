@@ -273,45 +273,43 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   // 2. training curves of all trials: loss (left) and the metric per epoch (right).
   {
     std::vector<std::pair<std::string, std::string>> train_files, eval_files;  // file, title
+    // Writes REPORT_DIR/curve_NNN_WHAT.dat and lists it with its title.
+    auto write_curve = [&](const Row& r, const char* what, const auto& points, const std::string& title,
+                           std::vector<std::pair<std::string, std::string>>& files) {
+      if (points.empty()) return;
+      fs::path f = rd / ("curve_" + trial_name(r.id) + "_" + what + ".dat");
+      std::ofstream s(f);
+      for (auto& [x, y] : points) s << x << " " << y << "\n";
+      files.emplace_back(f.string(), title);
+    };
+    // One plot of every listed curve, or a note where there is none.
+    auto plot_curves = [&](const std::vector<std::pair<std::string, std::string>>& files, const char* style,
+                           const char* none) {
+      if (files.empty()) {
+        gp << "set label 1 '" << none << "' at graph 0.3,0.5\nplot 1/0 notitle\nunset label 1\n";
+        return;
+      }
+      gp << "plot ";
+      for (size_t i = 0; i < files.size(); ++i)
+        gp << (i ? ", \\\n     " : "") << "'" << files[i].first << "' using 1:2 with " << style << " title '"
+           << files[i].second << "'";
+      gp << "\n";
+    };
     for (const auto& r : o.rows) {
       Curves c = read_curves(r.run_dir, o.metric);
       std::string title = trial_name(r.id) + " b" + std::to_string(r.global_batch) + " lr " + fmt("%.3g", r.lr) +
                           (r.status == "done" ? "" : " (" + r.status + ")");
-      if (!c.loss.empty()) {
-        fs::path f = rd / ("curve_" + trial_name(r.id) + "_loss.dat");
-        std::ofstream s(f);
-        for (auto& [x, y] : c.loss) s << x << " " << y << "\n";
-        train_files.emplace_back(f.string(), title);
-      }
-      if (!c.eval.empty()) {
-        fs::path f = rd / ("curve_" + trial_name(r.id) + "_eval.dat");
-        std::ofstream s(f);
-        for (auto& [x, y] : c.eval) s << x << " " << y << "\n";
-        eval_files.emplace_back(f.string(), title);
-      }
+      write_curve(r, "loss", c.loss, title, train_files);
+      write_curve(r, "eval", c.eval, title, eval_files);
     }
     out_png("curves.png");
     gp << "set multiplot layout 1,2 title '" << o.name << ": training curves of all trials'\n"
        << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss (log scale)'\nset logscale y\n"
        << "set key top right font 'sans,8'\n";
-    if (train_files.empty()) gp << "set label 1 'no training steps recorded' at graph 0.3,0.5\nplot 1/0 notitle\nunset label 1\n";
-    else {
-      gp << "plot ";
-      for (size_t i = 0; i < train_files.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << "'" << train_files[i].first << "' using 1:2 with lines lw 1.5 title '"
-           << train_files[i].second << "'";
-      gp << "\n";
-    }
+    plot_curves(train_files, "lines lw 1.5", "no training steps recorded");
     gp << "unset logscale y\nset title 'validation " << o.metric << "'\nset ylabel '" << o.metric
        << "'\nset key bottom right font 'sans,8'\n";
-    if (eval_files.empty()) gp << "set label 1 'no evaluation recorded' at graph 0.3,0.5\nplot 1/0 notitle\nunset label 1\n";
-    else {
-      gp << "plot ";
-      for (size_t i = 0; i < eval_files.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << "'" << eval_files[i].first << "' using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 title '"
-           << eval_files[i].second << "'";
-      gp << "\n";
-    }
+    plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6", "no evaluation recorded");
     gp << "unset multiplot\nset key default\n";
   }
 
