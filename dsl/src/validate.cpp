@@ -2,6 +2,7 @@
 // rewrites and early shape checks. Every problem is collected, each at the place
 // where the offending value was written.
 #include "vexp/dsl/validate.hpp"
+#include "vexp/dsl/table_check.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -144,11 +145,7 @@ std::string absolute_from(const Loc& loc, const std::string& fallback_file, cons
   return abs.lexically_normal().string();
 }
 
-struct Checked {
-  Params params;
-  Value resolved;  // the table with defaults filled, in schema order
-  bool ok = true;
-};
+using Checked = CheckedTable;
 
 struct NodeInfo {
   NodeSpec spec;
@@ -204,45 +201,7 @@ class Validator {
   // --- generic table check -------------------------------------------------
   Checked check_table(const Schema& schema, const Value* given, const Loc& owner, const std::string& where,
                       const std::set<std::string>& skip) {
-    Checked c;
-    c.resolved = Value::table().at(owner);
-    std::map<std::string, Value> values;
-    if (given && given->is_table()) {
-      for (const auto& [key, value] : given->as_table()) {
-        if (skip.count(key) || schema.find(key)) continue;
-        std::string msg = with_hint("unknown key '" + key + "' in " + where, key, schema.names());
-        if (msg.find("did you mean") == std::string::npos) {
-          msg += schema.params().empty() ? " (it takes no keys)" : "; known keys: " + join(schema.names(), ", ");
-        }
-        diags_.error(value.loc(), msg);
-        c.ok = false;
-      }
-    }
-    for (const auto& spec : schema.params()) {
-      const Value* v = given ? given->find(spec.name) : nullptr;
-      if (!v) {
-        if (spec.required()) {
-          diags_.error(owner, where + " needs '" + spec.name + "'");
-          c.ok = false;
-          continue;
-        }
-        values[spec.name] = spec.default_value;
-        c.resolved.set(spec.name, spec.default_value);
-        continue;
-      }
-      Value copy = *v;
-      const std::string problem = check_value(spec, copy);
-      if (!problem.empty()) {
-        diags_.error(v->loc(), "'" + spec.name + "' in " + where + ": " + problem);
-        c.ok = false;
-        c.resolved.set(spec.name, *v);
-        continue;
-      }
-      c.resolved.set(spec.name, copy);
-      values[spec.name] = std::move(copy);
-    }
-    c.params = Params(std::move(values), owner);
-    return c;
+    return dsl::check_table(schema, given, owner, where, skip, diags_);
   }
 
   // Finds `name` among plugins of `kinds`; reports an unknown one with the known names.

@@ -142,6 +142,44 @@ PY
   expect_rc 1 -- "$vexp" predict data/tiny_video.toml --weights "$ckpt" --input "$tmp/bad.mp4"
   expect_out "bad.mp4"; no_crash
   ;;
+predict_video_centre)
+  # vexp predict on a video for a dataset without a video pipeline (synthetic_motion):
+  # segment centres, short-side resize, centre crop, ImageNet normalisation, decoded
+  # by vexp::media. At the clip's own size nothing is resized: the logits equal those
+  # of the same frames decoded by PyAV and given as a .pt tensor.
+  rgb=(--set data.params.channels=3 --set model.node.1.in_channels=3)
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  expect_rc 0 -- "$vexp" run data/tiny.toml "${rgb[@]}" --set run.epochs=1 --out "$tmp/run"
+  video="$tmp/motion/$(head -1 "$tmp/motion/val_list.txt" | cut -d' ' -f1)"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video" --short-side 16 \
+    --logits "$tmp/video.json"
+  expect_out "clip 0:"
+  $PY - "$video" "$tmp/frames.pt" <<'PY' || fail "could not decode the clip with PyAV"
+import sys, av, numpy as np, torch
+frames = [f.to_ndarray(format="rgb24") for f in av.open(sys.argv[1]).decode(video=0)]
+n, T = len(frames), 4
+idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
+x = torch.tensor(np.stack([frames[i] for i in idx])).permute(0, 3, 1, 2).float()
+mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
+std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
+torch.save((x - mean) / std, sys.argv[2])
+PY
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$tmp/frames.pt" \
+    --logits "$tmp/tensor.json"
+  $PY - "$tmp/video.json" "$tmp/tensor.json" <<'PY' || fail "the decoded video differs from PyAV's frames"
+import json, sys
+a, b = (json.load(open(f))["logits"][0] for f in sys.argv[1:3])
+assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4 * max(1.0, max(abs(y) for y in b)), (a, b)
+PY
+  # the default short side (crop x 256/224) resizes first; another shape with --clip
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video"
+  expect_out "clip 0:"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video" --clip 3x3x12x12
+  expect_out "clip 0:"
+  printf 'not a video' > "$tmp/bad.mp4"
+  expect_rc 1 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$tmp/bad.mp4"
+  expect_out "cannot decode video '$tmp/bad.mp4': cannot open: "; no_crash
+  ;;
 data_video_run)
   # The quickstart through real mp4 files: make-synthetic, check, one epoch.
   expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 48 --val-clips 16

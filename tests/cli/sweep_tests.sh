@@ -75,6 +75,22 @@ bad_sweep)
   expect_out "does_not_exist.toml"
   no_crash
   ;;
+definition_keys)
+  # Each table of the sweep file is checked against its dsl::Schema: every problem at
+  # the value that has it, unknown keys with a suggestion (also among keys such as
+  # 'grid' that the sweep checks itself), and no error that follows from another.
+  expect_rc 2 -- "$vexp" sweep data/sweep_keys.toml --dry-run
+  no_crash
+  f=data/sweep_keys.toml
+  expect_out "$f:5:1: error: 'metric' in [sweep]: must be one of \"top1\", \"top5\", \"val_loss\", \"clips_per_s\", \"wall_s\", \"train_s\", got \"top3\""
+  expect_out "$f:6:1: error: 'reference_batch' in [sweep]: must be > 0"
+  expect_out "$f:9:1: error: 'after_epochs' in [sweep.prune]: must be >= 1, got 0"
+  expect_out "$f:11:1: error: [sweep.random] needs 'count'"
+  expect_out "$f:16:1: error: unknown key 'grids' in [[sweep.axis]] (did you mean 'grid'?)"
+  expect_out "$f:22:1: error: unknown key 'sweeps' in the sweep file (everything goes under [sweep]) (did you mean 'sweep'?)"
+  expect_out "7 errors"
+  expect_no_out "median pruning"   # the metric is wrong, not the pruning
+  ;;
 run_results_report)
   expect_rc 0 -- "$vexp" sweep data/sweep_tiny.toml --out "$tmp/s" --jobs 2
   no_crash

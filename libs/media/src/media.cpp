@@ -1,6 +1,7 @@
 #include "vexp/media/media.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -276,6 +277,39 @@ void VideoReader::read(const std::vector<int64_t>& indices, Rect crop, int out_w
     fail(path_, "frame " + std::to_string(missing) + " of " + std::to_string(idx.frames()) +
                     " could not be decoded (truncated or corrupt file)");
   }
+}
+
+// ---------------------------------------------------------------- one clip
+
+std::vector<int64_t> segment_centres(int64_t frames, int64_t count) {
+  std::vector<int64_t> idx;
+  const double seg = static_cast<double>(frames) / static_cast<double>(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const auto k = static_cast<int64_t>(seg / 2.0 + seg * static_cast<double>(i));
+    idx.push_back(std::clamp<int64_t>(k, 0, frames - 1));
+  }
+  return idx;
+}
+
+std::vector<uint8_t> read_centre_clip(const std::string& path, const CentreClip& c) {
+  VideoReader r(path);
+  // The whole frame scaled to (sw, sh), then the centre cut out of it: resize, then
+  // crop, as the TSN / TSM test pipelines do.
+  const double scale = static_cast<double>(c.short_side) / std::min(r.width(), r.height());
+  const int sw = std::max(c.width, static_cast<int>(std::lround(r.width() * scale)));
+  const int sh = std::max(c.height, static_cast<int>(std::lround(r.height() * scale)));
+  const size_t px = static_cast<size_t>(c.channels);
+  std::vector<uint8_t> scaled(static_cast<size_t>(c.frames) * sw * sh * px);
+  r.read(segment_centres(r.frames(), c.frames), Rect{}, sw, sh, c.channels, scaled.data());
+  const int x0 = (sw - c.width) / 2, y0 = (sh - c.height) / 2;
+  std::vector<uint8_t> out(static_cast<size_t>(c.frames) * c.width * c.height * px);
+  uint8_t* dst = out.data();
+  for (int t = 0; t < c.frames; ++t) {
+    const uint8_t* frame = scaled.data() + static_cast<size_t>(t) * sw * sh * px;
+    for (int y = 0; y < c.height; ++y, dst += c.width * px)
+      std::memcpy(dst, frame + ((static_cast<size_t>(y0 + y) * sw) + x0) * px, c.width * px);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- JPEG

@@ -1,6 +1,8 @@
 // vexp predict RECIPE --weights FILE --input FILE [--topk K] [--logits OUT]
 // Runs the recipe's model in evaluation mode on a preprocessed clip tensor (.pt)
 // or a video file and prints the top-K classes.
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -14,8 +16,8 @@
 #include "model_session.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/torch_save.hpp"
-#include "video_input.hpp"
 #include "vexp/dataset.hpp"
+#include "vexp/media/media.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -78,6 +80,34 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
   } catch (const std::exception& e) {
     throw Exit{kExitFailure, "cannot use video '" + video + "': " + e.what()};
   }
+}
+
+// A video for a recipe whose dataset has no video pipeline: TSN segment centres,
+// short-side resize, centre crop, ImageNet normalisation (mean 123.675, 116.28,
+// 103.53 and std 58.395, 57.12, 57.375 on 0..255). Returns [1, T, 3, H, W].
+at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, int64_t short_side) {
+  media::CentreClip c;
+  c.frames = static_cast<int>(clip[0]);
+  c.height = static_cast<int>(clip[2]);
+  c.width = static_cast<int>(clip[3]);
+  c.short_side = static_cast<int>(short_side);
+  c.channels = 3;
+  std::vector<uint8_t> pixels;
+  try {
+    pixels = media::read_centre_clip(video, c);
+  } catch (const media::MediaError& e) {
+    throw Exit{kExitFailure, std::string("cannot decode video ") + e.what()};
+  }
+  const int64_t T = clip[0], H = clip[2], W = clip[3];
+  at::Tensor out = at::empty({1, T, 3, H, W});
+  const float mean[3] = {123.675f, 116.28f, 103.53f};
+  const float stdv[3] = {58.395f, 57.12f, 57.375f};
+  float* o = out.data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t i = 0; i < H * W; ++i)
+        *o++ = (static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * 3 + ch)]) - mean[ch]) / stdv[ch];
+  return out;
 }
 
 }  // namespace
@@ -146,16 +176,7 @@ void add_predict(CLI::App& app) {
         // resize, centre crop, ImageNet normalisation.
         if (clip.size() != 4 || clip[1] != 3)
           throw Exit{kExitInvalid, "'" + args->path + "': video input needs the dataset's clip shape [T, 3, H, W]"};
-        ClipSampling cs;
-        cs.frames = clip[0];
-        cs.height = clip[2];
-        cs.width = clip[3];
-        cs.short_side = *short_side > 0 ? *short_side : (clip[2] * 256 + 111) / 224;
-        try {
-          clips = decode_clip(*input, cs).unsqueeze(0);
-        } catch (const std::exception& e) {
-          throw Exit{kExitFailure, e.what()};
-        }
+        clips = centre_clip(*input, clip, *short_side > 0 ? *short_side : (clip[2] * 256 + 111) / 224);
       }
     }
     auto model = build_model(s);

@@ -93,6 +93,23 @@ class VideoWriter {
   std::string path_;
 };
 
+// ---------------------------------------------------------------- one clip
+// TSN's test sampling of `count` frames from a video of `frames`: the centre of
+// each of `count` equal segments, int(seg / 2 + seg * i) with seg = frames / count.
+std::vector<int64_t> segment_centres(int64_t frames, int64_t count);
+
+struct CentreClip {
+  int frames = 8;          // segment centres sampled
+  int width = 224, height = 224;  // the centre crop
+  int short_side = 256;    // the frame is first resized so that its shorter side is this
+  int channels = 3;        // 1: gray, 3: RGB
+};
+
+// The segment centres of `path`, each resized (aspect kept, at least width x height)
+// and centre-cropped: frames x height x width x channels packed 8-bit pixels.
+// Throws MediaError naming the file.
+std::vector<uint8_t> read_centre_clip(const std::string& path, const CentreClip& clip);
+
 // Quiets FFmpeg's own logging (its errors are reported through MediaError).
 void quiet_ffmpeg_logs();
 

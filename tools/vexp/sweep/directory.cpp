@@ -1,0 +1,255 @@
+#include "sweep/directory.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "common.hpp"
+#include "vexp/dsl/recipe.hpp"
+#include "vexp/runtime/checkpoint.hpp"
+
+namespace vexp::sweep {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using cli::Exit;
+
+namespace {
+
+// "==== vexp sweep: trial 003, attempt 2, 2026-01-31 12:00:00, resuming" opens an
+// attempt; "==== vexp sweep: end of trial 003 failed, exit code 1, 12.345 s: message"
+// closes it.
+constexpr const char* kStartTag = "==== vexp sweep: trial ";
+constexpr const char* kEndTag = "==== vexp sweep: end of trial ";
+
+// `threads = N` of the [run] table of a resolved recipe ("" when absent).
+std::string run_threads_in(const fs::path& resolved) {
+  std::ifstream in(resolved);
+  std::string line;
+  bool in_run = false;
+  static const std::regex threads(R"(^threads\s*=\s*(\d+)\s*$)");
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '[') in_run = line == "[run]";
+    std::smatch m;
+    if (in_run && std::regex_match(line, m, threads)) return m[1];
+  }
+  return "";
+}
+
+double mtime_s(const fs::path& p) {
+  std::error_code ec;
+  auto t = fs::last_write_time(p, ec);
+  if (ec) return 0;
+  auto sys = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+      t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+  return std::chrono::duration<double>(sys.time_since_epoch()).count();
+}
+
+// Fills a new store from DIR/trials/NNN: a trial whose resolved.toml is this
+// trial's recipe is done when it left a summary.json, failed / diverged / pruned
+// when its log.txt ends so, and otherwise still to run (from its last checkpoint).
+// Directories of another recipe stay pending: running them moves them aside.
+void rebuild_from_trials(Store& store, Session& s, const Definition& def, const fs::path& dir) {
+  std::map<std::string, int> counts;
+  int found = 0;
+  for (Row r : store.rows()) {
+    const fs::path tdir = dir / "trials" / trial_name(r.id);
+    if (!fs::is_directory(tdir)) continue;
+    ++found;
+    r.run_dir = fs::absolute(tdir).lexically_normal().string();
+    const std::string threads = run_threads_in(tdir / "resolved.toml");
+    std::vector<dsl::Override> ov = overrides_of(r);
+    if (!threads.empty()) ov.push_back({"run.threads", threads});
+    // The recipe this trial runs, as launched alone or by a multi-rank sweep (MPI backend).
+    const std::string found_hash = hash_in_resolved(tdir / "resolved.toml");
+    bool ours = false;
+    for (int variant = 0; variant < 2 && !ours && !found_hash.empty(); ++variant) {
+      if (variant == 1) ov.push_back({"dist.backend", "\"mpi\""});
+      s.diags = dsl::Diagnostics{};
+      ours = open_recipe(s, def.base, ov, false) && s.plan && dsl::recipe_hash(s.plan->resolved) == found_hash;
+    }
+    // Attempts and the recorded outcome, from the log.
+    std::string end_line;
+    {
+      std::ifstream in(tdir / "log.txt");
+      std::string line;
+      const std::string start = kStartTag + trial_name(r.id) + ", attempt ";
+      while (std::getline(in, line)) {
+        if (line.rfind(start, 0) == 0) {
+          ++r.attempts;
+          end_line.clear();
+        } else if (line.rfind(kEndTag, 0) == 0) {
+          end_line = line.substr(std::strlen(kEndTag));
+        }
+      }
+    }
+    r.started_at = mtime_s(tdir / "resolved.toml");
+    json summary;
+    bool has_summary = false;
+    if (ours) {
+      std::ifstream in(tdir / "summary.json");
+      try {
+        if (in) {
+          in >> summary;
+          has_summary = summary.is_object();
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
+    std::smatch m;
+    const bool ended = std::regex_match(end_line, m, end_re) && m[1] == trial_name(r.id);
+    if (ours && has_summary) {
+      r.status = "done";
+      r.exit_code = 0;
+      r.metrics = summary;
+      if (summary.contains(def.metric) && summary[def.metric].is_number()) r.metric = summary[def.metric].get<double>();
+      r.wall_s = ended ? std::stod(m[4]) : summary.value("wall_s", 0.0);
+      r.finished_at = mtime_s(tdir / "summary.json");
+    } else if (ours && ended && m[2] != "done") {
+      r.status = m[2];
+      r.exit_code = std::stoi(m[3]);
+      r.wall_s = std::stod(m[4]);
+      r.message = m[6];
+      r.finished_at = mtime_s(tdir / "log.txt");
+      json evals = json::object();
+      for (auto& [e, v] : read_curves(tdir, def.metric).eval) evals[std::to_string(e)] = v;
+      r.metrics = json{{"evals", evals}};
+    } else {
+      r.status = "pending";  // interrupted, or another recipe's directory
+      r.started_at = 0;
+    }
+    ++counts[r.status];
+    store.restore(r);
+  }
+  std::cout << "rebuilt sweep.db from " << found << " trial director" << (found == 1 ? "y" : "ies") << ":";
+  const char* sep = " ";
+  for (const auto& [st, n] : counts) {
+    std::cout << sep << n << " " << st;
+    sep = ", ";
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+Curves read_curves(const fs::path& run_dir, const std::string& metric) {
+  Curves c;
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::string line;
+  std::map<int64_t, int64_t> steps_in_epoch;
+  std::vector<json> steps;
+  double cps = 0;
+  int n = 0;
+  while (std::getline(in, line)) {
+    try {
+      json j = json::parse(line);
+      const std::string type = j.value("type", "");
+      if (type == "step") {
+        auto& m = steps_in_epoch[j.value("epoch", int64_t(0))];
+        m = std::max(m, j.value("step", int64_t(0)));
+        cps += j.value("clips_per_s", 0.0);
+        ++n;
+        steps.push_back(std::move(j));
+      } else if (type == "eval" && j.contains(metric) && j[metric].is_number()) {
+        c.eval[j.value("epoch", int64_t(0))] = j[metric].get<double>();
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  const int64_t per_epoch = steps_in_epoch.empty() ? 1 : std::max<int64_t>(1, steps_in_epoch.begin()->second);
+  for (const auto& j : steps) {
+    double x = static_cast<double>(j.value("epoch", int64_t(1)) - 1) +
+               static_cast<double>(j.value("step", int64_t(0))) / static_cast<double>(per_epoch);
+    double loss = j.value("loss", 0.0);
+    if (std::isfinite(loss) && loss > 0) c.loss.emplace_back(x, loss);
+  }
+  c.mean_clips_per_s = n > 0 ? cps / n : 0;
+  return c;
+}
+
+std::string hash_in_resolved(const fs::path& resolved) {
+  std::ifstream in(resolved);
+  std::string first;
+  std::getline(in, first);
+  const std::string tag = "# resolved recipe, hash ";
+  return first.rfind(tag, 0) == 0 ? first.substr(tag.size()) : "";
+}
+
+bool has_checkpoint(const fs::path& run_dir) { return !latest_checkpoint((run_dir / "checkpoints").string()).empty(); }
+
+void log_attempt(const fs::path& log, int64_t id, int64_t attempt, bool resume, const std::vector<std::string>& argv) {
+  std::ofstream l(log, std::ios::app);
+  std::time_t t = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  l << kStartTag << trial_name(id) << ", attempt " << attempt << ", " << when << (resume ? ", resuming" : "")
+    << "\n$";
+  for (const auto& x : argv) l << " " << x;
+  l << "\n";
+}
+
+void log_outcome(const fs::path& log, int64_t id, const std::string& status, int exit_code, double wall_s,
+                 const std::string& message) {
+  std::ofstream l(log, std::ios::app);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", exit code %d, %.3f s", exit_code, wall_s);
+  l << kEndTag << trial_name(id) << " " << status << buf << (message.empty() ? "" : ": " + message) << "\n";
+}
+
+std::string last_error(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, found;
+  while (std::getline(in, line))
+    if (line.find("error") != std::string::npos || line.find("diverged") != std::string::npos) found = line;
+  if (found.size() > 400) found = found.substr(0, 400);
+  return found;
+}
+
+void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, const std::vector<Trial>& trials,
+                      Session& s) {
+  const std::string hash = sweep_hash(def, trials);
+  // A damaged sweep.db is moved aside (kept) and rebuilt below: the trial
+  // directories are the source of truth.
+  const std::string db_path = (dir / "sweep.db").string();
+  try {
+    try {
+      store.open(db_path, true);
+      store.has_meta();
+    } catch (const CorruptDatabase& e) {
+      store.close();
+      const std::string aside = move_aside(db_path);
+      std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << e.what() << "); kept it as '" << aside
+                << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
+      store.open(db_path, true);
+    }
+  } catch (const std::exception& e) {
+    throw Exit{cli::kExitFailure, e.what()};
+  }
+  if (store.has_meta()) {
+    if (store.meta("sweep_hash") != hash)
+      throw Exit{cli::kExitFailure, "'" + dir.string() + "' holds another sweep (definition hash " +
+                                        store.meta("sweep_hash") + ", now " + hash + ", from '" +
+                                        store.meta("sweep_file") +
+                                        "'): the sweep file or its base recipe changed; use --out for a new directory"};
+    std::cout << "resuming sweep in '" << dir.string() << "'\n";
+    return;
+  }
+  store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
+  std::ifstream in(def.file);
+  std::stringstream text;
+  text << in.rdbuf();
+  store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()}, {"name", def.name},
+                  {"metric", def.metric}, {"direction", def.direction}, {"base", def.base},
+                  {"definition", text.str()}, {"created_at", std::to_string(now_s())}});
+  // A new store over trial directories that exist (the old one damaged or deleted):
+  // their results are taken from them.
+  if (!fs::is_empty(dir / "trials")) rebuild_from_trials(store, s, def, dir);
+}
+
+}  // namespace vexp::sweep

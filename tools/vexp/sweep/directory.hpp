@@ -1,0 +1,49 @@
+// A sweep directory: DIR/sweep.db and one folder per trial, DIR/trials/NNN, which
+// holds what `vexp run` writes (resolved.toml, metrics.jsonl, summary.json,
+// checkpoints/) and log.txt, where each attempt's start and end are recorded so
+// that the trial folders alone can rebuild a lost or damaged sweep.db.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sweep/definition.hpp"
+#include "sweep/expansion.hpp"
+#include "sweep/store.hpp"
+#include "vexp/runtime/session.hpp"
+
+namespace vexp::sweep {
+
+// What a run's metrics.jsonl says, for pruning and plots.
+struct Curves {
+  std::vector<std::pair<double, double>> loss;  // (epoch position, training loss)
+  std::map<int64_t, double> eval;               // epoch -> evaluated `metric`
+  double mean_clips_per_s = 0;                  // over the logged steps
+};
+Curves read_curves(const std::filesystem::path& run_dir, const std::string& metric);
+
+// The hash in the first line of a run's resolved.toml ("" when absent).
+std::string hash_in_resolved(const std::filesystem::path& resolved);
+// Whether the run folder holds a checkpoint to resume.
+bool has_checkpoint(const std::filesystem::path& run_dir);
+
+// log.txt: the line that starts attempt `attempt` of trial `id`, with its command.
+void log_attempt(const std::filesystem::path& log, int64_t id, int64_t attempt, bool resume,
+                 const std::vector<std::string>& argv);
+// log.txt: the line recording how the attempt ended.
+void log_outcome(const std::filesystem::path& log, int64_t id, const std::string& status, int exit_code,
+                 double wall_s, const std::string& message);
+// The last error line a trial printed to its log (for the store's message column).
+std::string last_error(const std::filesystem::path& log);
+
+// Opens DIR/sweep.db for `def`: a new store (filled from trial folders already in
+// DIR/trials), or the same sweep resumed; a damaged file is moved aside and rebuilt.
+// Throws cli::Exit (failure) when DIR holds another sweep or cannot be opened.
+void open_sweep_store(Store& store, const std::filesystem::path& dir, const Definition& def,
+                      const std::vector<Trial>& trials, Session& session);
+
+}  // namespace vexp::sweep

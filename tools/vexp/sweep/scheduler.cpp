@@ -1,0 +1,333 @@
+#include "sweep/scheduler.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common.hpp"
+#include "sweep/directory.hpp"
+#include "vexp/dsl/recipe.hpp"
+
+namespace vexp::sweep {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using cli::Exit;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct Running {
+  int64_t id = 0;
+  pid_t pid = 0;
+  int slot = 0;
+  std::string dir;
+  double started = 0;
+  bool pruned = false;
+  std::string prune_message;
+  int64_t checked_epoch = 0;
+};
+
+int count_gpus() {
+  int n = 0;
+  std::error_code ec;
+  static const std::regex dev("nvidia[0-9]+");
+  for (fs::directory_iterator it("/dev", ec), end; !ec && it != end; it.increment(ec))
+    if (std::regex_match(it->path().filename().string(), dev)) ++n;
+  return n;
+}
+
+// Forks and execs `argv` in its own process group, bound to `cpus` (all when
+// empty), with CUDA_VISIBLE_DEVICES = `gpu_list` when `gpus` > 0, its output appended to `log`.
+pid_t start_child(std::vector<std::string> argv, const std::vector<int>& cpus, int gpus, const std::string& gpu_list,
+                  int threads, const fs::path& log) {
+  std::vector<char*> cargv;
+  for (auto& x : argv) cargv.push_back(x.data());
+  cargv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw Exit{cli::kExitFailure, std::string("fork failed: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed sweep takes its trials with it
+    if (::getppid() != parent) ::_exit(127);
+    if (!cpus.empty()) {
+      cpu_set_t m;
+      CPU_ZERO(&m);
+      for (int c : cpus) CPU_SET(c, &m);
+      ::sched_setaffinity(0, sizeof m, &m);
+    }
+    if (gpus > 0) ::setenv("CUDA_VISIBLE_DEVICES", gpu_list.c_str(), 1);
+    ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "vexp sweep: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  return pid;
+}
+
+}  // namespace
+
+std::string find_on_path(const std::string& exe) {
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    fs::path p = fs::path(dir) / exe;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+Slots plan_slots(int jobs, int ranks, int gpus) {
+  Slots s;
+  s.jobs = jobs;
+  s.ranks = ranks;
+  // Devices: cores (this process's affinity) and GPUs are split into `jobs` slots.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) s.cpus.push_back(c);
+  if (s.cpus.empty())
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) s.cpus.push_back(static_cast<int>(c));
+  s.per_slot = static_cast<int>(s.cpus.size()) / jobs;
+  if (s.per_slot == 0)
+    std::cerr << "vexp: warning: --jobs " << jobs << " exceeds the " << s.cpus.size()
+              << " cores: trials will share cores (1 thread each)\n";
+  s.threads = std::max(1, s.per_slot / ranks);
+  s.gpus = gpus >= 0 ? gpus : count_gpus();
+  if (s.gpus > 0 && jobs * ranks > s.gpus)
+    throw Exit{cli::kExitInvalid, "--jobs " + std::to_string(jobs) + " x --ranks-per-trial " + std::to_string(ranks) +
+                                      " needs " + std::to_string(jobs * ranks) + " GPUs but " + std::to_string(s.gpus) +
+                                      " are present: trials would share a GPU"};
+  return s;
+}
+
+void run_trials(Store& store, Session& s, const Definition& def, const fs::path& dir, const Slots& slots,
+                const Launch& launch_opts) {
+  const int jobs = slots.jobs, ranks = slots.ranks, threads = slots.threads;
+  std::vector<int64_t> pending;
+  std::map<int64_t, Row> by_id;
+  std::map<int64_t, std::map<int64_t, double>> finished_curves;  // done trials' per-epoch metric
+  for (auto& r : store.rows()) {
+    if (r.status == "running") {
+      std::cout << "trial " << trial_name(r.id) << " was interrupted: running it again\n";
+      store.reset(r.id);
+      r.status = "pending";
+    }
+    if (r.status == "failed" && launch_opts.retry_failed) {
+      store.reset(r.id);
+      r.status = "pending";
+    }
+    if (r.status == "pending") pending.push_back(r.id);
+    if (r.status == "done" && def.prune) finished_curves[r.id] = read_curves(r.run_dir, def.metric).eval;
+    by_id[r.id] = r;
+  }
+  std::cout << pending.size() << " trials to run, " << jobs << " at a time, " << threads << " thread"
+            << (threads == 1 ? "" : "s") << " per " << (ranks > 1 ? "rank" : "trial") << "\n";
+  std::cout.flush();
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::string base_backend = "local";
+  {
+    s.diags = dsl::Diagnostics{};
+    if (open_recipe(s, def.base, {}, false) && s.plan) base_backend = s.plan->comm;
+  }
+  std::map<pid_t, Running> running;
+  std::vector<bool> busy(static_cast<size_t>(jobs), false);
+  size_t next = 0;
+
+  auto launch = [&](int64_t id, int slot) {
+    const Row& row = by_id.at(id);
+    const fs::path tdir = dir / "trials" / trial_name(id);
+    std::vector<dsl::Override> ov = overrides_of(row);
+    ov.push_back({"run.threads", std::to_string(threads)});
+    // A multi-rank trial needs a multi-rank backend: a recipe written for one
+    // process ("local") runs on MPI, as `vexp run --nproc` does.
+    if (ranks > 1 && base_backend == "local") ov.push_back({"dist.backend", "\"mpi\""});
+    // An interrupted attempt: continue it when it has a checkpoint of this very
+    // recipe; otherwise move it aside and start afresh.
+    bool resume = false;
+    if (fs::exists(tdir)) {
+      std::string expected;
+      s.diags = dsl::Diagnostics{};
+      if (open_recipe(s, def.base, ov)) expected = dsl::recipe_hash(s.plan->resolved);
+      if (has_checkpoint(tdir) && !expected.empty() && hash_in_resolved(tdir / "resolved.toml") == expected) {
+        resume = true;
+      } else if (!fs::is_empty(tdir)) {
+        int k = 1;
+        while (fs::exists(tdir.string() + ".attempt-" + std::to_string(k))) ++k;
+        fs::rename(tdir, tdir.string() + ".attempt-" + std::to_string(k));
+      }
+    }
+    fs::create_directories(tdir);
+    std::vector<std::string> argv;
+    if (ranks > 1) argv = {launch_opts.mpirun, "-np", std::to_string(ranks), "--allow-run-as-root", "--oversubscribe",
+                           "--bind-to", "none", launch_opts.exe};
+    else argv = {launch_opts.exe};
+    argv.insert(argv.end(), {"run", def.base});
+    for (const auto& o : ov) argv.insert(argv.end(), {"--set", o.path + "=" + o.text});
+    for (const auto& d : s.plugin_dirs) argv.insert(argv.end(), {"--plugin-path", d});  // trials load what we may
+    argv.insert(argv.end(), {"--out", tdir.string()});
+    if (resume) argv.push_back("--resume");
+    const fs::path log = tdir / "log.txt";
+    log_attempt(log, id, row.attempts + 1, resume, argv);
+    store.mark_running(id, tdir.string());
+    // Cores of this slot; GPUs of this slot.
+    std::vector<int> slot_cpus;
+    if (slots.per_slot > 0)
+      slot_cpus.assign(slots.cpus.begin() + slot * slots.per_slot, slots.cpus.begin() + (slot + 1) * slots.per_slot);
+    std::string gpu_list;
+    for (int g = slot * ranks; slots.gpus > 0 && g < (slot + 1) * ranks; ++g)
+      gpu_list += (gpu_list.empty() ? "" : ",") + std::to_string(g);
+    const pid_t pid = start_child(argv, slot_cpus, slots.gpus, gpu_list, threads, log);
+    Running& r = running[pid];
+    r.id = id;
+    r.pid = pid;
+    r.slot = slot;
+    r.dir = tdir.string();
+    r.started = now_s();
+    busy[static_cast<size_t>(slot)] = true;
+    std::cout << "trial " << trial_name(id) << " started (" << row.params.dump() << ")"
+              << (resume ? ", resuming its last checkpoint" : "") << "\n";
+    std::cout.flush();
+  };
+
+  auto reap = [&](pid_t pid, int status) {
+    auto it = running.find(pid);
+    if (it == running.end()) return;
+    Running r = it->second;
+    running.erase(it);
+    busy[static_cast<size_t>(r.slot)] = false;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const double wall = now_s() - r.started;
+    const fs::path tdir(r.dir);
+    json metrics = json::object();
+    std::optional<double> metric;
+    std::string st, msg;
+    auto curve = read_curves(tdir, def.metric).eval;
+    if (r.pruned) {
+      st = "pruned";
+      msg = r.prune_message;
+    } else if (code == 0) {
+      std::ifstream in(tdir / "summary.json");
+      try {
+        in >> metrics;
+        st = "done";
+        if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
+      } catch (const std::exception&) {
+        st = "failed";
+        msg = "the run exited 0 but left no readable summary.json";
+      }
+    } else if (code == cli::kExitDiverged) {
+      st = "diverged";
+      msg = last_error(tdir / "log.txt");
+    } else {
+      st = "failed";
+      msg = last_error(tdir / "log.txt");
+      if (msg.empty()) msg = "exit code " + std::to_string(code);
+    }
+    if (st != "done") {
+      json evals = json::object();
+      for (auto& [e, v] : curve) evals[std::to_string(e)] = v;
+      metrics["evals"] = evals;
+    }
+    store.finish(r.id, st, code, metric, metrics, wall, msg);
+    // The trial directory records its own outcome: a damaged sweep.db is rebuilt from it.
+    log_outcome(tdir / "log.txt", r.id, st, code, wall, msg);
+    if (st == "done" && def.prune) finished_curves[r.id] = curve;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "trial %s %s in %.1f s", trial_name(r.id).c_str(), st.c_str(), wall);
+    std::cout << buf;
+    if (metric) std::cout << ": " << def.metric << " " << *metric;
+    if (!msg.empty()) std::cout << " (" << msg << ")";
+    std::cout << "\n";
+    std::cout.flush();
+  };
+
+  auto check_pruning = [&]() {
+    if (!def.prune) return;
+    const bool higher = def.direction == "max";
+    for (auto& [pid, r] : running) {
+      if (r.pruned) continue;
+      auto curve = read_curves(r.dir, def.metric).eval;
+      if (curve.empty()) continue;
+      const auto& [epoch, value] = *curve.rbegin();
+      if (epoch < def.prune_after || epoch <= r.checked_epoch) continue;
+      r.checked_epoch = epoch;
+      std::vector<double> others;
+      for (const auto& [id, c] : finished_curves) {
+        auto it = c.find(epoch);
+        if (it != c.end()) others.push_back(it->second);
+      }
+      if (static_cast<int64_t>(others.size()) < def.prune_min_trials) continue;
+      std::sort(others.begin(), others.end());
+      const size_t m = others.size();
+      const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
+      if (higher ? value < median : value > median) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
+                      static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
+        r.pruned = true;
+        r.prune_message = buf;
+        ::kill(-r.pid, SIGTERM);
+      }
+    }
+  };
+
+  while (!g_stop && (next < pending.size() || !running.empty())) {
+    for (int slot = 0; slot < jobs && next < pending.size() && !g_stop; ++slot)
+      if (!busy[static_cast<size_t>(slot)]) launch(pending[next++], slot);
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) reap(pid, status);
+    check_pruning();
+    if (!running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (g_stop) {
+    for (auto& [pid, r] : running) ::kill(-pid, SIGTERM);
+    for (auto& [pid, r] : running) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      store.reset(r.id);
+    }
+    throw Exit{130, "interrupted: " + std::to_string(running.size()) +
+                        " running trial(s) will run again when this command is repeated"};
+  }
+}
+
+}  // namespace vexp::sweep

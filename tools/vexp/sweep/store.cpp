@@ -1,0 +1,253 @@
+#include "sweep/store.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+namespace vexp::sweep {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+sqlite3* DB(void* p) { return static_cast<sqlite3*>(p); }
+
+// A failed SQLite call on `db`: CorruptDatabase when the file is damaged.
+[[noreturn]] void fail(sqlite3* db, const std::string& message) {
+  const int code = sqlite3_errcode(db) & 0xff;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) throw CorruptDatabase(message);
+  throw std::runtime_error(message);
+}
+
+struct Stmt {
+  sqlite3_stmt* st = nullptr;
+  sqlite3* db;
+  Stmt(sqlite3* d, const char* sql) : db(d) {
+    if (sqlite3_prepare_v2(d, sql, -1, &st, nullptr) != SQLITE_OK) fail(d, std::string("sweep.db: ") + sqlite3_errmsg(d));
+  }
+  ~Stmt() { sqlite3_finalize(st); }
+  Stmt& text(int i, const std::string& s) { sqlite3_bind_text(st, i, s.c_str(), -1, SQLITE_TRANSIENT); return *this; }
+  Stmt& i64(int i, int64_t v) { sqlite3_bind_int64(st, i, v); return *this; }
+  Stmt& f64(int i, double v) { sqlite3_bind_double(st, i, v); return *this; }
+  Stmt& null(int i) { sqlite3_bind_null(st, i); return *this; }
+  bool step() {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db, std::string("sweep.db: ") + sqlite3_errmsg(db));
+  }
+  std::string col_text(int i) {
+    auto* p = sqlite3_column_text(st, i);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+};
+
+json parse_or(const std::string& s, json dflt) {
+  try {
+    return s.empty() ? dflt : json::parse(s);
+  } catch (const std::exception&) {
+    return dflt;
+  }
+}
+
+}  // namespace
+
+Store::~Store() { close(); }
+
+void Store::close() {
+  if (db_) sqlite3_close(DB(db_));
+  db_ = nullptr;
+}
+
+void Store::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(DB(db_), sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err ? err : "unknown error";
+    sqlite3_free(err);
+    fail(DB(db_), "sweep.db: " + m);
+  }
+}
+
+void Store::open(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw std::runtime_error("cannot open '" + path + "': " + m);
+  }
+  db_ = db;
+  sqlite3_busy_timeout(db, 5000);
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  {
+    // Every page, not only those the first queries touch (a few KiB for a sweep).
+    Stmt q(db, "PRAGMA quick_check");
+    std::string problem;
+    while (q.step())
+      if (problem.empty() && q.col_text(0) != "ok") problem = q.col_text(0);
+    if (!problem.empty()) throw CorruptDatabase("sweep.db: " + problem);
+  }
+  if (!create) {
+    Stmt q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')");
+    q.step();
+    if (sqlite3_column_int(q.st, 0) != 2) throw std::runtime_error("'" + path + "' is not a vexp sweep database");
+    return;
+  }
+  exec(
+      "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS trials("
+      " id INTEGER PRIMARY KEY, params TEXT NOT NULL, overrides TEXT NOT NULL,"
+      " global_batch INTEGER, lr REAL, recipe_hash TEXT,"
+      " status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','diverged','pruned')),"
+      " attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, metric REAL, metrics TEXT,"
+      " started_at REAL, finished_at REAL, wall_s REAL, run_dir TEXT NOT NULL, message TEXT);");
+}
+
+bool Store::has_meta() const {
+  Stmt q(DB(db_), "SELECT count(*) FROM meta");
+  q.step();
+  return sqlite3_column_int64(q.st, 0) > 0;
+}
+
+std::string Store::meta(const std::string& key) const {
+  Stmt q(DB(db_), "SELECT value FROM meta WHERE key=?");
+  q.text(1, key);
+  return q.step() ? q.col_text(0) : "";
+}
+
+void Store::set_meta(const std::map<std::string, std::string>& kv) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& [k, v] : kv) {
+      Stmt q(DB(db_), "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
+      q.text(1, k).text(2, v).step();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+void Store::insert_trials(const std::vector<Trial>& trials, const std::string& trials_dir) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& t : trials) {
+      json ov = json::array();  // ordered: the recipe hash depends on the order overrides are applied
+      for (const auto& o : t.overrides) ov.push_back({o.path, o.text});
+      Stmt q(DB(db_),
+             "INSERT OR IGNORE INTO trials(id, params, overrides, global_batch, lr, recipe_hash, status, run_dir)"
+             " VALUES(?, ?, ?, ?, ?, ?, 'pending', ?)");
+      q.i64(1, t.id).text(2, t.params.dump()).text(3, ov.dump()).i64(4, t.global_batch).f64(5, t.lr)
+          .text(6, t.recipe_hash).text(7, (fs::path(trials_dir) / trial_name(t.id)).string()).step();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::vector<Row> Store::rows() const {
+  Stmt q(DB(db_),
+         "SELECT id, params, overrides, global_batch, lr, recipe_hash, status, attempts, exit_code, metric, metrics,"
+         " started_at, finished_at, wall_s, run_dir, message FROM trials ORDER BY id");
+  std::vector<Row> out;
+  while (q.step()) {
+    Row r;
+    r.id = sqlite3_column_int64(q.st, 0);
+    r.params = parse_or(q.col_text(1), json::object());
+    r.overrides = parse_or(q.col_text(2), json::array());
+    r.global_batch = sqlite3_column_int64(q.st, 3);
+    r.lr = sqlite3_column_double(q.st, 4);
+    r.recipe_hash = q.col_text(5);
+    r.status = q.col_text(6);
+    r.attempts = sqlite3_column_int64(q.st, 7);
+    r.exit_code = sqlite3_column_type(q.st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(q.st, 8);
+    if (sqlite3_column_type(q.st, 9) != SQLITE_NULL) r.metric = sqlite3_column_double(q.st, 9);
+    r.metrics = parse_or(q.col_text(10), json::object());
+    r.started_at = sqlite3_column_double(q.st, 11);
+    r.finished_at = sqlite3_column_double(q.st, 12);
+    r.wall_s = sqlite3_column_double(q.st, 13);
+    r.run_dir = q.col_text(14);
+    r.message = q.col_text(15);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void Store::mark_running(int64_t id, const std::string& run_dir) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET status='running', attempts=attempts+1, started_at=?, finished_at=NULL, run_dir=?,"
+         " exit_code=NULL, message=NULL WHERE id=?");
+  q.f64(1, now_s()).text(2, run_dir).i64(3, id).step();  // a single statement is its own transaction
+}
+
+void Store::finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
+                   const json& metrics, double wall_s, const std::string& message) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET status=?, exit_code=?, metric=?, metrics=?, finished_at=?, wall_s=?, message=? WHERE id=?");
+  q.text(1, status).i64(2, exit_code);
+  if (metric) q.f64(3, *metric);
+  else q.null(3);
+  q.text(4, metrics.dump()).f64(5, now_s()).f64(6, wall_s).text(7, message).i64(8, id).step();
+}
+
+void Store::restore(const Row& r) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET status=?, attempts=?, exit_code=?, metric=?, metrics=?, started_at=?, finished_at=?,"
+         " wall_s=?, run_dir=?, message=? WHERE id=?");
+  q.text(1, r.status).i64(2, r.attempts);
+  if (r.exit_code >= 0) q.i64(3, r.exit_code);
+  else q.null(3);
+  if (r.metric) q.f64(4, *r.metric);
+  else q.null(4);
+  q.text(5, r.metrics.dump());
+  if (r.started_at > 0) q.f64(6, r.started_at);
+  else q.null(6);
+  if (r.finished_at > 0) q.f64(7, r.finished_at);
+  else q.null(7);
+  q.f64(8, r.wall_s).text(9, r.run_dir).text(10, r.message).i64(11, r.id).step();
+}
+
+std::string move_aside(const std::string& db_path) {
+  std::time_t t = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", std::localtime(&t));
+  std::string aside = db_path + ".corrupt-" + when;
+  for (int k = 2; fs::exists(aside); ++k) aside = db_path + ".corrupt-" + when + "." + std::to_string(k);
+  fs::rename(db_path, aside);
+  for (const char* side : {"-wal", "-shm"}) {
+    std::error_code ec;
+    if (fs::exists(db_path + side, ec)) fs::rename(db_path + side, aside + side, ec);
+  }
+  return aside;
+}
+
+void Store::reset(int64_t id) {
+  Stmt q(DB(db_), "UPDATE trials SET status='pending' WHERE id=?");
+  q.i64(1, id).step();
+}
+
+std::vector<dsl::Override> overrides_of(const Row& r) {
+  std::vector<dsl::Override> ov;
+  for (const auto& p : r.overrides) ov.push_back({p[0].get<std::string>(), p[1].get<std::string>()});
+  return ov;
+}
+
+json row_json(const Row& r) {
+  json j{{"id", r.id},           {"status", r.status},   {"params", r.params},       {"global_batch", r.global_batch},
+         {"lr", r.lr},           {"attempts", r.attempts}, {"run_dir", r.run_dir},   {"wall_s", r.wall_s},
+         {"metrics", r.metrics}, {"message", r.message}, {"recipe_hash", r.recipe_hash}};
+  j["metric"] = r.metric ? json(*r.metric) : json(nullptr);
+  j["exit_code"] = r.exit_code >= 0 ? json(r.exit_code) : json(nullptr);
+  return j;
+}
+
+}  // namespace vexp::sweep

@@ -1,0 +1,75 @@
+// DIR/sweep.db: the SQLite store of a sweep's trials (their parameters, status,
+// attempts and results) and its meta table (the definition and its hash).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/expansion.hpp"
+
+namespace vexp::sweep {
+
+struct Row {
+  int64_t id = 0;
+  nlohmann::json params, overrides, metrics;
+  int64_t global_batch = 0;
+  double lr = 0;
+  std::string recipe_hash, status, run_dir, message;
+  int64_t attempts = 0, exit_code = -1;
+  std::optional<double> metric;
+  double started_at = 0, finished_at = 0, wall_s = 0;
+};
+
+// DIR/sweep.db is damaged (SQLite: "database disk image is malformed", "file is
+// not a database"). The trial directories still hold every result: `vexp sweep`
+// moves the file aside and rebuilds it from them.
+struct CorruptDatabase : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Store {
+ public:
+  Store() = default;
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  // Opens (creating when `create`) DIR/sweep.db and checks every page of it;
+  // throws CorruptDatabase when it is damaged, std::runtime_error otherwise.
+  void open(const std::string& path, bool create);
+  void close();
+  bool has_meta() const;
+  std::string meta(const std::string& key) const;
+  void set_meta(const std::map<std::string, std::string>& kv);  // one transaction
+  void insert_trials(const std::vector<Trial>& trials, const std::string& trials_dir);
+  std::vector<Row> rows() const;
+  void mark_running(int64_t id, const std::string& run_dir);
+  void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
+              const nlohmann::json& metrics, double wall_s, const std::string& message);
+  void reset(int64_t id);  // back to pending (interrupted)
+  // Sets every column of trial r.id from `r` (rebuilding the store from trial directories).
+  void restore(const Row& r);
+
+ private:
+  void exec(const std::string& sql) const;
+  void* db_ = nullptr;
+};
+
+nlohmann::json row_json(const Row& r);
+
+// The --set overrides of a stored trial, in the order they were applied.
+std::vector<dsl::Override> overrides_of(const Row& r);
+
+// Renames a damaged DB_PATH (and its -wal / -shm files) to DB_PATH.corrupt-YYYYmmdd-HHMMSS;
+// returns the new name.
+std::string move_aside(const std::string& db_path);
+
+// Seconds since the epoch (the store's timestamps).
+double now_s();
+
+}  // namespace vexp::sweep
