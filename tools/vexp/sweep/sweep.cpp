@@ -15,6 +15,7 @@
 
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/dsl/schema.hpp"
+#include "vexp/runtime/dist_plan.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
@@ -465,6 +466,16 @@ bool check_trial(Session& s, const Definition& def, const std::vector<dsl::Overr
   return ok;
 }
 
+// The validated trial's global batch (dist_plan's global_batch_of); an error when
+// it does not fit in 64 bits.
+std::optional<int64_t> trial_global_batch(const Session& s, const Definition& def, int64_t id, dsl::Diagnostics& d) {
+  const std::optional<int64_t> global = global_batch_of(s.plan->dist);
+  if (!global)
+    d.error(Loc{def.file, 0, 0}, "trial " + std::to_string(id) +
+                                     ": the global batch (dist.world_size x batch_per_gpu x accum_steps) does not fit in 64 bits");
+  return global;
+}
+
 }  // namespace
 
 std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d) {
@@ -537,13 +548,15 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
     }
     if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
     if (!def.derived.empty() || def.linear_scaling) {
-      const dsl::Params& dist = s.plan->dist;
-      vars["world_size"] = static_cast<double>(dist.i64("world_size"));
-      vars["batch_per_gpu"] = static_cast<double>(dist.i64("batch_per_gpu"));
-      vars["accum_steps"] = static_cast<double>(dist.i64("accum_steps"));
-      vars["global_batch"] = static_cast<double>(dist.i64("world_size") * dist.i64("batch_per_gpu") * dist.i64("accum_steps"));
-      vars["lr"] = s.plan->optim.f64("lr");
-      if (!vars.count("base_lr")) vars["base_lr"] = s.plan->optim.f64("lr");
+      const dsl::DistConfig& dist = s.plan->dist;
+      const std::optional<int64_t> global = trial_global_batch(s, def, t.id, d);
+      if (!global) continue;
+      vars["world_size"] = static_cast<double>(dist.world_size);
+      vars["batch_per_gpu"] = static_cast<double>(dist.batch_per_gpu);
+      vars["accum_steps"] = static_cast<double>(dist.accum_steps);
+      vars["global_batch"] = static_cast<double>(*global);
+      vars["lr"] = s.plan->optim.lr;
+      if (!vars.count("base_lr")) vars["base_lr"] = s.plan->optim.lr;
       bool bad = false;
       for (const auto& dv : def.derived) {
         try {
@@ -565,10 +578,11 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
       }
       if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
     }
-    const dsl::Params& dist = s.plan->dist;
-    t.global_batch = dist.i64("world_size") * dist.i64("batch_per_gpu") * dist.i64("accum_steps");
-    t.world_size = dist.i64("world_size");
-    t.lr = s.plan->optim.f64("lr");
+    const std::optional<int64_t> global = trial_global_batch(s, def, t.id, d);
+    if (!global) continue;
+    t.global_batch = *global;
+    t.world_size = s.plan->dist.world_size;
+    t.lr = s.plan->optim.lr;
     t.recipe_hash = dsl::recipe_hash(s.plan->resolved);
     trials.push_back(std::move(t));
   }
