@@ -8,9 +8,7 @@
 #include <system_error>
 #include <unordered_map>
 
-namespace vexp::dsl {
-
-namespace detail {
+namespace vexp::dsl::detail {
 
 namespace fs = std::filesystem;
 
@@ -313,6 +311,4 @@ void Validator::check_output(const std::vector<std::string>& ids) {
   }
 }
 
-}  // namespace detail
-
-}  // namespace vexp::dsl
+}  // namespace vexp::dsl::detail

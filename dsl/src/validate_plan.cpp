@@ -2,9 +2,7 @@
 // its defaults filled, as `vexp check --print` and resolved.toml show it).
 #include "validator.hpp"
 
-namespace vexp::dsl {
-
-namespace detail {
+namespace vexp::dsl::detail {
 
 void Validator::build_resolved() {
   Value resolved = Value::table().at(file_loc_);
@@ -54,6 +52,4 @@ void Validator::build_resolved() {
   plan_.resolved = std::move(resolved);
 }
 
-}  // namespace detail
-
-}  // namespace vexp::dsl
+}  // namespace vexp::dsl::detail

@@ -4,9 +4,7 @@
 
 #include <algorithm>
 
-namespace vexp::dsl {
-
-namespace detail {
+namespace vexp::dsl::detail {
 
 namespace {
 
@@ -173,6 +171,4 @@ void Validator::expand_rule(RuleInfo& rule) {
   diags_.error(rule.at_value->loc(), msg);
 }
 
-}  // namespace detail
-
-}  // namespace vexp::dsl
+}  // namespace vexp::dsl::detail

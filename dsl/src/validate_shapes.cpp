@@ -4,9 +4,7 @@
 
 #include <algorithm>
 
-namespace vexp::dsl {
-
-namespace detail {
+namespace vexp::dsl::detail {
 
 // Runs a plugin hook; a failure becomes an error "<prefix>: <message>". Plugins
 // often start their messages with their own name, which the prefix already says.
@@ -161,6 +159,4 @@ void Validator::check_output_shape(const std::vector<Shape>& shapes, const Graph
                    " but training needs [batch, classes] = " + shape_str(want));
 }
 
-}  // namespace detail
-
-}  // namespace vexp::dsl
+}  // namespace vexp::dsl::detail
