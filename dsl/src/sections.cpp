@@ -1,5 +1,7 @@
-// The built-in recipe sections. The trainer reads exactly these keys: change a name,
-// type or default here only together with core/ and docs/recipes.md.
+// The built-in recipe sections. Each key of [run], [data], [dist], [optim] and
+// [schedule] becomes one field of the typed configuration (config.hpp, read in
+// config.cpp; validation fails loudly on a key without a field): change a name,
+// type or default here only together with those and docs/recipes.md.
 #include "vexp/dsl/validate.hpp"
 
 namespace vexp::dsl {

@@ -7,33 +7,32 @@
 
 namespace vexp {
 
-double scaled_lr(const dsl::Params& o, int64_t global_batch) {
-  const double base = o.f64("base_lr");
-  if (base <= 0) return o.f64("lr");
-  const double ratio = static_cast<double>(global_batch) / static_cast<double>(o.i64("base_batch"));
-  const std::string& how = o.str("lr_scaling");
+double scaled_lr(const dsl::OptimConfig& o, int64_t global_batch) {
+  const double base = o.base_lr;
+  if (base <= 0) return o.lr;
+  const double ratio = static_cast<double>(global_batch) / static_cast<double>(o.base_batch);
+  const std::string& how = o.lr_scaling;
   if (how == "linear") return base * ratio;
   if (how == "sqrt") return base * std::sqrt(ratio);
   return base;
 }
 
-std::optional<int64_t> global_batch_of(const dsl::Params& d) {
+std::optional<int64_t> global_batch_of(const dsl::DistConfig& d) {
   int64_t g = 0;
-  if (__builtin_mul_overflow(d.i64("world_size"), d.i64("batch_per_gpu"), &g) ||
-      __builtin_mul_overflow(g, d.i64("accum_steps"), &g))
+  if (__builtin_mul_overflow(d.world_size, d.batch_per_gpu, &g) || __builtin_mul_overflow(g, d.accum_steps, &g))
     return std::nullopt;
   return g;
 }
 
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params) {
-  const dsl::Params& d = plan.dist;
-  const dsl::Params& o = plan.optim;
-  const dsl::Params& sc = plan.schedule;
+  const dsl::DistConfig& d = plan.dist;
+  const dsl::OptimConfig& o = plan.optim;
+  const dsl::ScheduleConfig& sc = plan.schedule;
   DistPlan p;
-  p.world = d.i64("world_size");
+  p.world = d.world_size;
   p.ranks = ranks;
-  p.per_gpu = d.i64("batch_per_gpu");
-  p.accum = d.i64("accum_steps");
+  p.per_gpu = d.batch_per_gpu;
+  p.accum = d.accum_steps;
   if (ranks < 1 || p.world % ranks != 0)
     throw std::runtime_error("dist.world_size = " + std::to_string(p.world) + " is not a multiple of the " +
                              std::to_string(ranks) + " ranks launched");
@@ -48,30 +47,30 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   if (p.steps_per_epoch < 1)
     throw std::runtime_error("the training split has " + std::to_string(train_size) +
                              " clips, fewer than one global batch of " + std::to_string(p.global_batch));
-  p.epochs = plan.run.i64("epochs");
+  p.epochs = plan.run.epochs;
   p.total_steps = p.steps_per_epoch * p.epochs;
-  p.scaled = o.f64("base_lr") > 0;
-  p.base_lr = o.f64("base_lr");
-  p.base_batch = o.i64("base_batch");
-  p.lr_scaling = o.str("lr_scaling");
+  p.scaled = o.base_lr > 0;
+  p.base_lr = o.base_lr;
+  p.base_batch = o.base_batch;
+  p.lr_scaling = o.lr_scaling;
   p.lr = scaled_lr(o, p.global_batch);
 
   LrSchedule& s = p.schedule;
-  s.type = sc.str("type");
+  s.type = sc.type;
   s.base_lr = p.lr;
-  s.min_lr = sc.f64("min_lr");
-  s.warmup_start = sc.f64("warmup_start");
-  s.warmup_steps = static_cast<int64_t>(std::llround(sc.f64("warmup_epochs") * static_cast<double>(p.steps_per_epoch)));
+  s.min_lr = sc.min_lr;
+  s.warmup_start = sc.warmup_start;
+  s.warmup_steps = static_cast<int64_t>(std::llround(sc.warmup_epochs * static_cast<double>(p.steps_per_epoch)));
   s.steps_per_epoch = p.steps_per_epoch;
   s.total_steps = p.total_steps;
-  s.milestones = sc.i64_list("milestones");
-  s.gamma = sc.f64("gamma");
+  s.milestones = sc.milestones;
+  s.gamma = sc.gamma;
   for (int64_t m : s.milestones) p.milestone_steps.push_back(m * p.steps_per_epoch);
 
-  p.compression = d.str("compression");
+  p.compression = d.compression;
   p.grad_params = grad_params;
   p.grad_bytes = grad_params * (p.compression == "none" ? 4 : 2);
-  const double bucket_bytes = d.f64("bucket_mb") * 1024.0 * 1024.0;
+  const double bucket_bytes = d.bucket_mb * 1024.0 * 1024.0;
   p.buckets = grad_params > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(p.grad_bytes) / bucket_bytes)) : 0;
   return p;
 }

@@ -82,7 +82,7 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
 
 DistPlan plan_run(Session& s, int64_t ranks) {
   const dsl::RecipePlan& plan = *s.plan;
-  int64_t train_size = plan.data.i64("train_size");
+  int64_t train_size = plan.data.train_size;
   if (train_size <= 0) {
     auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
     train_size = data->size(Split::Train);

@@ -13,17 +13,9 @@ namespace vexp {
 
 ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
   std::map<std::string, int> index;
-  dsl::GraphContext gctx;
-  gctx.batch = plan.dist.i64("batch_per_gpu");
-  if (!plan.data_facts.clip.empty()) gctx.frames = plan.data_facts.clip[0];
-  gctx.classes = plan.data_facts.classes;
-
+  const dsl::GraphContext& gctx = plan.context;  // as validation gave it to the shape hooks
   std::map<std::string, dsl::Shape> shapes;
-  if (!plan.data_facts.clip.empty()) {
-    dsl::Shape in{gctx.batch};
-    in.insert(in.end(), plan.data_facts.clip.begin(), plan.data_facts.clip.end());
-    shapes[plan.model_input] = in;
-  }
+  if (!plan.input_shape.empty()) shapes[plan.model_input] = plan.input_shape;
   for (const auto& spec : plan.nodes) {
     Node node{spec.id, spec.op, spec.kind, {}, nullptr, {}, {}, {}};
     node.layer = host.make<Layer>(spec.kind, spec.op, spec.params);
@@ -150,10 +142,10 @@ double ModelGraph::macs_per_clip(const dsl::Shape& clip_shape) {
   return macs;
 }
 
-std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& o, std::vector<at::Tensor>& all) {
-  const double wd = o.f64("weight_decay");
+std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::OptimConfig& o, std::vector<at::Tensor>& all) {
+  const double wd = o.weight_decay;
   std::set<std::string> fc;
-  if (o.flag("fc_lr5"))
+  if (o.fc_lr5)
     for (auto& n : model.head_parameter_names()) fc.insert(n);
   ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
   ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
@@ -162,7 +154,7 @@ std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& o, st
     all.push_back(p.value());
     ParamGroup* g = &decay;
     if (fc.count(p.key())) g = p.value().dim() > 1 ? &fc_w : &fc_b;
-    else if (o.flag("no_decay_bn_bias") && p.value().dim() <= 1) g = &no_decay;
+    else if (o.no_decay_bn_bias && p.value().dim() <= 1) g = &no_decay;
     g->names.push_back(p.key());
     g->params.push_back(p.value());
   }

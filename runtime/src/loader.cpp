@@ -10,17 +10,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
-namespace vexp {
+#include "seed.hpp"
 
-namespace {
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 27;
-  return x;
-}
-}  // namespace
+namespace vexp {
 
 DistributedSampler::DistributedSampler(int64_t size, int64_t rank, int64_t ranks, int64_t batch, int64_t micro,
                                        uint64_t seed, bool shuffle)
@@ -34,7 +26,7 @@ std::vector<std::vector<int64_t>> DistributedSampler::epoch_batches(int64_t epoc
   std::vector<int64_t> order(static_cast<size_t>(size_));
   std::iota(order.begin(), order.end(), 0);
   if (shuffle_) {
-    std::mt19937_64 rng(mix(seed_, static_cast<uint64_t>(epoch)));
+    std::mt19937_64 rng(mix_seed(seed_, static_cast<uint64_t>(epoch)));
     std::shuffle(order.begin(), order.end(), rng);
   }
   std::vector<std::vector<int64_t>> out;

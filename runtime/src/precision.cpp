@@ -1,9 +1,12 @@
 #include "vexp/runtime/precision.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
@@ -73,10 +76,16 @@ c10::Device resolve_device(const std::string& setting, const std::string& where)
   return c10::impl::VirtualGuardImpl(c10::kCUDA).getDevice();
 }
 
-std::string run_setting_where(const dsl::Params& run, const std::string& key, const std::string& recipe_path) {
-  const dsl::Loc& loc = run.get(key).loc();
-  const std::string file = !run.owner().file.empty() ? run.owner().file : recipe_path;
-  return (loc.known() ? loc.str() : file.empty() ? std::string("the recipe") : file) + ": [run] " + key;
+int64_t set_intra_op_threads(int64_t requested) {
+  const int64_t threads = requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(threads));
+  return threads;
+}
+
+std::string run_setting_where(const dsl::RunConfig& run, const dsl::Loc& value, const std::string& key,
+                              const std::string& recipe_path) {
+  const std::string file = !run.section.file.empty() ? run.section.file : recipe_path;
+  return (value.known() ? value.str() : file.empty() ? std::string("the recipe") : file) + ": [run] " + key;
 }
 
 void check_precision(Precision p, const c10::Device& device, const std::string& where) {

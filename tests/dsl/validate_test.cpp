@@ -82,11 +82,11 @@ TEST(Validate, QuickstartProducesAFullPlan) {
   EXPECT_DOUBLE_EQ(p.comm_params.f64("timeout_s"), 60.0);
   EXPECT_EQ(p.data_facts.clip, (Shape{8, 3, 64, 64}));
   EXPECT_EQ(p.data_facts.classes, 10);
-  EXPECT_EQ(p.run.i64("log_every"), 20);
-  EXPECT_EQ(p.run.str("progress"), "auto");
-  EXPECT_DOUBLE_EQ(p.optim.f64("lr"), 0.01);
-  EXPECT_DOUBLE_EQ(p.optim.f64("momentum"), 0.9);
-  EXPECT_EQ(p.schedule.str("type"), "cosine");
+  EXPECT_EQ(p.run.log_every, 20);
+  EXPECT_EQ(p.run.progress, "auto");
+  EXPECT_DOUBLE_EQ(p.optim.lr, 0.01);
+  EXPECT_DOUBLE_EQ(p.optim.momentum, 0.9);
+  EXPECT_EQ(p.schedule.type, "cosine");
   EXPECT_EQ(p.model_input, "clip");
   EXPECT_EQ(p.model_output, "logits");
   ASSERT_EQ(p.rewrites.size(), 1u);
@@ -456,8 +456,8 @@ TEST(Validate, SetTextBecomesAStringWhereAStringIsExpected) {
   o.overrides.push_back(*parse_override("dist.batch_per_gpu=2"));
   auto c = check(kQuickstart, o);
   ASSERT_TRUE(c->plan) << c->diags.str();
-  EXPECT_EQ(c->plan->run.str("name"), "007");
-  EXPECT_EQ(c->plan->dist.i64("batch_per_gpu"), 2);
+  EXPECT_EQ(c->plan->run.name, "007");
+  EXPECT_EQ(c->plan->dist.batch_per_gpu, 2);
   EXPECT_EQ(c->plan->nodes.back().output_shape, (Shape{2, 10}));
 
   LoadOptions bad;
@@ -494,7 +494,7 @@ TEST(Validate, RunNameIsOneFolderName) {
   }
   auto unnamed = check(quickstart_with("name = \"tsm_quick\"\n", ""));
   ASSERT_TRUE(unnamed->plan) << unnamed->diags.str();
-  EXPECT_EQ(unnamed->plan->run.str("name"), "");
+  EXPECT_EQ(unnamed->plan->run.name, "");
 }
 
 // A number too large for its type, typed after --set or through a whole ${VAR},

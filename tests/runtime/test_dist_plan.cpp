@@ -22,7 +22,7 @@ DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<ds
   for (const auto& d : s.diags.sorted())
     if (d.severity == dsl::Severity::Error) ADD_FAILURE() << d.str();
   EXPECT_TRUE(ok) << path;
-  return make_dist_plan(*s.plan, ranks, s.plan->data.i64("train_size"), 0);
+  return make_dist_plan(*s.plan, ranks, s.plan->data.train_size, 0);
 }
 
 TEST(DistPlan, Tsm1536) {

@@ -40,33 +40,30 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (opt.warmup < 0) throw std::invalid_argument("bench train: --warmup must be >= 0");
   const dsl::RecipePlan& plan = *s.plan;
   BenchTrainResult r;
-  int64_t threads = plan.run.i64("threads");
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(threads));
-  r.threads = threads;
+  r.threads = set_intra_op_threads(plan.run.threads);
 
   const auto& clip = plan.data_facts.clip;
   if (clip.size() != 4) throw std::runtime_error("bench train: the dataset does not give a clip shape [T, C, H, W]");
   r.clip = clip;
   r.frames_per_clip = clip[0];
-  const int64_t per_gpu = plan.dist.i64("batch_per_gpu");
+  const int64_t per_gpu = plan.dist.batch_per_gpu;
   r.clips_per_step = per_gpu;
-  const uint64_t seed = static_cast<uint64_t>(plan.run.i64("seed"));
+  const uint64_t seed = static_cast<uint64_t>(plan.run.seed);
   at::manual_seed(seed);
 
   auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
   r.ranks = comm->size();
   const bool device_from_cli = !opt.device.empty(), precision_from_cli = !opt.precision.empty();
-  const c10::Device device = resolve_device(device_from_cli ? opt.device : plan.run.str("device"),
-                                            device_from_cli ? "--device" : run_setting_where(plan.run, "device", ""));
+  const c10::Device device = resolve_device(device_from_cli ? opt.device : plan.run.device,
+                                            device_from_cli ? "--device" : run_setting_where(plan.run, plan.run.device_loc, "device", ""));
   Precision precision;
   try {
-    precision = parse_precision(precision_from_cli ? opt.precision : plan.run.str("precision"));
+    precision = parse_precision(precision_from_cli ? opt.precision : plan.run.precision);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--precision: ") + e.what());
   }
   check_precision(precision, device,
-                  precision_from_cli ? "--precision" : run_setting_where(plan.run, "precision", ""));
+                  precision_from_cli ? "--precision" : run_setting_where(plan.run, plan.run.precision_loc, "precision", ""));
   r.device = device.str();
   r.precision = precision_name(precision);
   GradScaler scaler(precision == Precision::Fp16);
@@ -75,7 +72,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (!device.is_cpu()) model->to(device);
   MemoryFormat memory_format;
   try {
-    memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.str("memory_format") : opt.memory_format);
+    memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.memory_format : opt.memory_format);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
@@ -83,15 +80,15 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   apply_memory_format(model->parameters(true), memory_format);
   r.params = model->parameter_count();
   std::vector<at::Tensor> all;
-  Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.f64("momentum"), plan.optim.flag("nesterov"));
-  if (plan.optim.flag("lars")) sgd.set_lars(plan.optim.f64("lars_eta"));
-  const double lr = plan.optim.f64("lr");
+  Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.momentum, plan.optim.nesterov);
+  if (plan.optim.lars) sgd.set_lars(plan.optim.lars_eta);
+  const double lr = plan.optim.lr;
 
   std::unique_ptr<Reducer> reducer;
   if (r.ranks > 1) {
     ReducerOptions ro;
-    ro.bucket_mb = plan.dist.f64("bucket_mb");
-    ro.compression = plan.dist.str("compression");
+    ro.bucket_mb = plan.dist.bucket_mb;
+    ro.compression = plan.dist.compression;
     ro.prescaled = true;  // as in the trainer: the loss carries 1/ranks
     reducer = std::make_unique<Reducer>(all, comm, ro);
   }
@@ -121,8 +118,8 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     }
     LoaderOptions lo;
     lo.seed = seed;
-    lo.workers = plan.data.i64("workers");
-    lo.prefetch = plan.data.i64("prefetch");
+    lo.workers = plan.data.workers;
+    lo.prefetch = plan.data.prefetch;
     lo.pin_memory = device.is_cuda();
     loader = std::make_unique<Loader>(*data, std::move(batches), lo);
   }

@@ -102,7 +102,7 @@ void add_bench_comm(CLI::App& app) {
     comm->allreduce(flat, ReduceOp::Sum);  // warm-up
     std::vector<double> t_flat, t_bucket, t_local;
     ReducerOptions ro;
-    ro.bucket_mb = s.plan->dist.f64("bucket_mb");
+    ro.bucket_mb = s.plan->dist.bucket_mb;
     ro.prescaled = true;
     Reducer reducer(params, comm, ro);
     // "Backward" of a loss touching every parameter: gradients appear in reverse order.
@@ -158,7 +158,7 @@ void add_bench_comm(CLI::App& app) {
       if (p.value().requires_grad()) mp.push_back(p.value());
     Reducer step_reducer(mp, comm, ro);
     const auto& clip = q.plan->data_facts.clip;
-    const int64_t per_gpu = q.plan->dist.i64("batch_per_gpu");
+    const int64_t per_gpu = q.plan->dist.batch_per_gpu;
     at::manual_seed(comm->rank());
     at::Tensor x = at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]});
     at::Tensor y = at::randint(0, std::max<int64_t>(2, q.plan->data_facts.classes), {per_gpu}, at::kLong);

@@ -27,17 +27,16 @@ void check_global_batch(Session& s, const std::string& path) {
   } catch (const std::exception&) {
     return;  // vexp run reports why the data cannot be read
   }
-  const int64_t world = plan.dist.i64("world_size"), per_gpu = plan.dist.i64("batch_per_gpu"),
-                accum = plan.dist.i64("accum_steps");
-  const std::optional<int64_t> global = global_batch_of(plan.dist);  // nullopt: past 2^63 - 1
+  const dsl::DistConfig& dist = plan.dist;
+  const std::optional<int64_t> global = global_batch_of(dist);  // nullopt: past 2^63 - 1
   if (global && *global <= train) return;
   const std::string global_text = global ? std::to_string(*global) : "more than 9e18";
-  dsl::Loc loc = plan.dist.get("batch_per_gpu").loc();
+  dsl::Loc loc = dist.batch_per_gpu_loc;
   if (!loc.known()) loc = {path, 1, 1};
   dsl::Diagnostic d{dsl::Severity::Error, loc,
                     "the training split has " + std::to_string(train) + " clips, fewer than one global batch of " +
-                        global_text + " (dist.world_size " + std::to_string(world) + " x batch_per_gpu " +
-                        std::to_string(per_gpu) + " x accum_steps " + std::to_string(accum) + ")"};
+                        global_text + " (dist.world_size " + std::to_string(dist.world_size) + " x batch_per_gpu " +
+                        std::to_string(dist.batch_per_gpu) + " x accum_steps " + std::to_string(dist.accum_steps) + ")"};
   std::cerr << d.str() << "\n" << path << ": 1 error\n";
   throw Exit{kExitInvalid, ""};
 }

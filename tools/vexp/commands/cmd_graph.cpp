@@ -46,11 +46,7 @@ void add_graph(CLI::App& app) {
       return;
     }
     std::cout << plan.model_input;
-    if (!plan.data_facts.clip.empty()) {
-      dsl::Shape in{plan.dist.i64("batch_per_gpu")};
-      in.insert(in.end(), plan.data_facts.clip.begin(), plan.data_facts.clip.end());
-      std::cout << " " << dsl::shape_str(in);
-    }
+    if (!plan.input_shape.empty()) std::cout << " " << dsl::shape_str(plan.input_shape);
     std::cout << "  (model input)\n";
     for (const auto& n : plan.nodes) {
       std::cout << n.id << " = " << n.op << "(" << join(n.inputs, ", ") << ")";

@@ -83,7 +83,7 @@ void add_info(CLI::App& app) {
     for (const auto& p : model->parameters(true))
       if (p.requires_grad()) grad_bytes += p.numel() * static_cast<int64_t>(p.element_size());
     const double macs = model->macs_per_clip(clip);
-    const int64_t batch = s.plan->dist.i64("batch_per_gpu");
+    const int64_t batch = s.plan->dist.batch_per_gpu;
     const double act = activation_bytes_per_clip(*model, clip);
     const int64_t classes_out = s.plan->data_facts.classes;
     if (*json) {

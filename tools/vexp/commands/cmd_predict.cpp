@@ -182,7 +182,7 @@ void add_predict(CLI::App& app) {
     auto model = build_model(s);
     WeightReport r = load_model_weights(*model, weights_path, true);
     std::cerr << "vexp: " << r.summary(weights_path, false) << "\n";
-    apply_memory_format(model->parameters(true), parse_memory_format(s.plan->run.str("memory_format")));
+    apply_memory_format(model->parameters(true), parse_memory_format(s.plan->run.memory_format));
     model->eval();
     at::Tensor logits;
     {

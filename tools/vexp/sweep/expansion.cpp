@@ -20,14 +20,14 @@ std::string trial_name(int64_t id) {
   return b;
 }
 
-// The only place a sweep reads dist.* and optim.* keys.
+// The only place a sweep reads the recipe's dist and optim figures.
 RecipeFigures recipe_figures(const dsl::RecipePlan& plan) {
   RecipeFigures f;
-  f.world_size = plan.dist.i64("world_size");
-  f.batch_per_gpu = plan.dist.i64("batch_per_gpu");
-  f.accum_steps = plan.dist.i64("accum_steps");
+  f.world_size = plan.dist.world_size;
+  f.batch_per_gpu = plan.dist.batch_per_gpu;
+  f.accum_steps = plan.dist.accum_steps;
   f.global_batch = global_batch_of(plan.dist).value_or(0);  // 0: past 2^63 - 1 (vexp check says so)
-  f.lr = plan.optim.f64("lr");
+  f.lr = plan.optim.lr;
   return f;
 }
 

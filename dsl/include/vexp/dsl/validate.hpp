@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vexp/dsl/catalog.hpp"
+#include "vexp/dsl/config.hpp"
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/dsl/recipe.hpp"
 
@@ -42,8 +43,12 @@ struct RewriteSpec {
 };
 
 struct RecipePlan {
-  // Built-in sections, defaults filled.
-  Params run, data, dist, optim, schedule;
+  // Built-in sections, typed, defaults filled (config.hpp).
+  RunConfig run;
+  DataConfig data;
+  DistConfig dist;
+  OptimConfig optim;
+  ScheduleConfig schedule;
   std::string dataset;              // data.dataset
   Params dataset_params;            // data.params
   std::string comm;                 // dist.backend
@@ -54,6 +59,12 @@ struct RecipePlan {
   std::vector<RewriteSpec> rewrites;
   std::vector<InsertSpec> inserts;  // rewrites expanded, in rule order
   DatasetFacts data_facts;
+  // What the plugins' shape hooks and builds are told: dist.batch_per_gpu, the
+  // clip's frames and the dataset's classes (-1 where unknown).
+  GraphContext context;
+  // The model input [dist.batch_per_gpu, T, C, H, W]; empty when the dataset
+  // gives no clip shape.
+  Shape input_shape;
   Value resolved;                   // full tree with defaults filled and overrides applied
 };
 

@@ -45,13 +45,13 @@ struct DistPlan {
 // (world_size not a multiple of ranks, fewer clips than one global batch).
 // The global batch, dist.world_size x batch_per_gpu x accum_steps (clips per
 // optimizer step); std::nullopt when the product does not fit in 64 bits.
-std::optional<int64_t> global_batch_of(const dsl::Params& dist);
+std::optional<int64_t> global_batch_of(const dsl::DistConfig& dist);
 
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params);
 
 // The learning rate after scaling: base_lr x (global/base_batch) or its square
 // root when optim.base_lr > 0, else optim.lr as written.
-double scaled_lr(const dsl::Params& optim, int64_t global_batch);
+double scaled_lr(const dsl::OptimConfig& optim, int64_t global_batch);
 
 // Multi-line human-readable plan (what --dry-run prints).
 std::string describe(const DistPlan& p);

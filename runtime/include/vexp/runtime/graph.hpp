@@ -53,6 +53,7 @@ class ModelGraph : public torch::nn::Module {
 // The optimizer's parameter groups for `model` as [optim] says: decay, no decay
 // (biases and BatchNorm, optim.no_decay_bn_bias), TSN's fc_lr5 (classifier weight
 // lr x5, bias lr x10). Appends every trainable parameter to `trainable`.
-std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::Params& optim, std::vector<at::Tensor>& trainable);
+std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::OptimConfig& optim,
+                                     std::vector<at::Tensor>& trainable);
 
 }  // namespace vexp

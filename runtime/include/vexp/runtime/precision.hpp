@@ -15,7 +15,7 @@
 #include <c10/core/Device.h>
 
 #include "vexp/runtime/loader.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/dsl/config.hpp"
 
 namespace vexp {
 
@@ -34,10 +34,15 @@ bool cuda_available();
 // for CUDA where there is none is a one-line std::runtime_error.
 c10::Device resolve_device(const std::string& setting, const std::string& where);
 
+// Intra-op CPU threads ([run] threads): `requested`, or every core when it is 0
+// (Debian's libtorch starts with one). Sets them and returns the number.
+int64_t set_intra_op_threads(int64_t requested);
+
 // Where a [run] key was set, for errors: "recipe.toml:7:1: [run] device" (or
 // "--set run.device=cuda: [run] device"; the recipe file alone when the key
-// took its default).
-std::string run_setting_where(const dsl::Params& run, const std::string& key, const std::string& recipe_path);
+// took its default). `value` is the key's location (run.device_loc, ...).
+std::string run_setting_where(const dsl::RunConfig& run, const dsl::Loc& value, const std::string& key,
+                              const std::string& recipe_path);
 
 // Checks that `p` can run on `device` (fp16 autocast needs CUDA: libtorch's CPU
 // autocast runs bf16); throws std::runtime_error naming `where` otherwise.

@@ -1,0 +1,124 @@
+// The built-in sections ([run], [data], ...) against their schemas, run.name,
+// the plugin sections ([data] dataset + params, [dist] backend + params) and
+// [plugins] paths.
+#include "validator.hpp"
+
+namespace vexp::dsl {
+
+namespace detail {
+
+void Validator::check_top_level(const Value& root) {
+  std::vector<std::string> names;
+  for (const auto& s : builtin_sections()) names.push_back(s.first);
+  for (const auto& [key, value] : root.as_table()) {
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    diags_.error(value.loc(), with_hint("unknown section '" + key + "'", key, names));
+  }
+}
+
+void Validator::check_section(const Value& root, const std::string& name, const Schema& schema) {
+  const Value* sec = root.find(name);
+  Loc owner = sec && sec->loc().known() ? sec->loc() : file_loc_;
+  if (sec && !sec->is_table()) {
+    diags_.error(sec->loc(), "[" + name + "] must be a table, got " + got(*sec));
+    sec = nullptr;
+  }
+  std::set<std::string> skip;
+  if (name == "model") skip = {"node", "rewrite"};
+  Checked c = check_table(schema, sec, owner, "[" + name + "]", skip);
+  section_given_[name] = sec;
+  section_loc_[name] = owner;
+  sections_[name] = std::move(c);
+}
+
+// run.name names the folder runs/<name>: one path component, so that no name
+// can place a run outside runs/ (--out or run.out choose another folder).
+void Validator::check_run_name() {
+  const Value* v = given("run", "name");
+  if (!v || !v->is_string()) return;  // absent, or the type is already reported
+  const std::string problem = folder_name_problem(v->as_string());
+  if (!problem.empty()) {
+    diags_.error(v->loc(), "run.name " + v->to_toml_inline() + " " + problem +
+                               "; a run name is one folder name under runs/ (use --out or run.out to choose another "
+                               "folder)");
+    sections_["run"].ok = false;
+  }
+}
+
+const Value* Validator::given(const std::string& section, const std::string& key) const {
+  const Value* sec = section_given_.at(section);
+  return sec ? sec->find(key) : nullptr;
+}
+
+Loc Validator::loc_or_section(const std::string& section, const std::string& key) const {
+  const Value* v = given(section, key);
+  return v && v->loc().known() ? v->loc() : section_loc_.at(section);
+}
+
+// The plugin named by `section.key` and its `section.params`.
+void Validator::check_plugin_section(const std::string& section, const std::string& key, const std::string& kind,
+                                     std::string& name_out, Params& params_out, const PluginDecl*& decl_out,
+                                     bool& params_ok) {
+  const Params& p = sections_[section].params;
+  params_ok = false;
+  if (!p.has(key) || !p.get(key).is_string()) return;
+  name_out = p.str(key);
+  const Value* params = given(section, "params");
+  decl_out = find_plugin({kind}, kind + " plugin", name_out, loc_or_section(section, key), nullptr);
+  if (!decl_out) return;
+  if (params && !params->is_table()) return;  // reported by the section schema
+  const Loc owner = params && params->loc().known() ? params->loc() : section_loc_.at(section);
+  Checked c = check_table(decl_out->schema, params, owner,
+                          "[" + section + ".params] of " + kind + " '" + name_out + "'", {});
+  params_out = c.params;
+  params_ok = c.ok;
+  plugin_params_resolved_[section] = std::move(c.resolved);
+}
+
+void Validator::check_data() {
+  check_plugin_section("data", "dataset", "dataset", plan_.dataset, plan_.dataset_params, dataset_decl_,
+                       dataset_params_ok_);
+}
+
+void Validator::check_dist() {
+  const PluginDecl* decl = nullptr;
+  bool ok = false;
+  check_plugin_section("dist", "backend", "comm", plan_.comm, plan_.comm_params, decl, ok);
+}
+
+void Validator::check_plugins() {
+  const Value* paths = given("plugins", "paths");
+  if (!paths || !paths->is_array()) return;
+  for (const auto& p : paths->as_array()) {
+    if (!p.is_string()) continue;
+    plan_.plugin_paths.push_back(absolute_from(p.loc(), recipe_.path, p.as_string()));
+  }
+}
+
+}  // namespace detail
+
+std::vector<std::string> plugin_paths(const Recipe& recipe) {
+  std::vector<std::string> out;
+  const Value* plugins = recipe.root.find("plugins");
+  const Value* paths = plugins ? plugins->find("paths") : nullptr;
+  if (!paths || !paths->is_array()) return out;
+  for (const auto& p : paths->as_array()) {
+    if (p.is_string()) out.push_back(detail::absolute_from(p.loc(), recipe.path, p.as_string()));
+  }
+  return out;
+}
+
+// Why `name` cannot be a run name ("" when it can). Empty means "the recipe
+// file's stem" (the default, which a resolved recipe writes out as "").
+std::string folder_name_problem(const std::string& name) {
+  if (name.empty()) return "";
+  if (name == "." || name == "..") return "is not a folder name";
+  if (name.find('/') != std::string::npos) return "contains '/'";
+  if (name.size() > 255) return "is longer than 255 bytes";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  return "";
+}
+
+}  // namespace vexp::dsl

@@ -1,0 +1,304 @@
+// The epochs of a run: each step's micro-batches (forward, backward, gradient
+// reduction, optimizer), the logged metrics and the divergence checks, the
+// evaluation and the checkpoint after an epoch, and stopping on a signal.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "seed.hpp"
+#include "trainer_parts.hpp"
+#include "vexp/log.hpp"
+#include "vexp/runtime/tensorboard.hpp"
+
+namespace vexp::trainer {
+
+using json = nlohmann::json;
+
+namespace {
+
+// metrics.jsonl and the TensorBoard scalars next to it (rank 0 only).
+class MetricsLog {
+ public:
+  MetricsLog(const fs::path& out, bool writer) : writer_(writer) {
+    if (!writer_) return;
+    file_.open(out / "metrics.jsonl", std::ios::app);
+    if (!tb_.open(out.string())) log_warn("cannot write TensorBoard events in '" + out.string() + "'");
+  }
+  void emit(const json& j) {
+    if (!writer_) return;
+    file_ << j.dump() << "\n";
+    file_.flush();
+    tb_.metrics(j);
+  }
+
+ private:
+  bool writer_;
+  std::ofstream file_;
+  EventWriter tb_;
+};
+
+class EpochLoop {
+ public:
+  explicit EpochLoop(Run& r)
+      : r_(r),
+        dp_(r.dp),
+        st_(r.state),
+        seed_(static_cast<uint64_t>(r.plan.run.seed)),
+        sampler_(dp_.train_size, r.rank, r.ranks, dp_.per_gpu, dp_.micro, seed_),
+        metrics_(r.out, r.writer),
+        // The growth rule: a logged training-loss window mean above divergence_factor
+        // times max(the first step's loss, ln(classes)) is divergence.
+        chance_loss_(std::log(static_cast<double>(std::max<int64_t>(2, r.plan.data_facts.classes)))) {
+    end_epoch_ = dp_.epochs;
+    if (r.opt.stop_after_epochs > 0) end_epoch_ = std::min(dp_.epochs, st_.start_epoch + r.opt.stop_after_epochs);
+  }
+
+  LoopResult run() {
+    // Stopping on a signal: every rank stops after the same step. Before the first
+    // step nothing new exists to save.
+    if (agree_stop(*r_.comm, stop_requested())) {
+      clear_stop_request();
+      const std::string last = latest_checkpoint(r_.ckpt_dir);
+      throw InterruptedError("interrupted before the first step of this invocation: nothing new to save" +
+                                 (last.empty() ? std::string() : "; the last checkpoint is " + last),
+                             last);
+    }
+    for (int64_t epoch = st_.start_epoch; epoch < end_epoch_; ++epoch) run_epoch(epoch);
+    return {end_epoch_, last_eval_};
+  }
+
+ private:
+  // An epoch's loader starts when the previous epoch's last batch was taken, so
+  // its first batches decode during that step, evaluation and checkpointing.
+  // A resumed epoch skips the steps done before the interruption.
+  std::unique_ptr<Loader> epoch_loader(int64_t epoch, int64_t skip_steps) {
+    LoaderOptions train_lo = r_.loader_opts;
+    train_lo.seed = mix_seed(seed_, static_cast<uint64_t>(epoch));
+    auto batches = sampler_.epoch_batches(epoch);
+    const size_t skip = std::min(batches.size(), static_cast<size_t>(skip_steps * dp_.micro));
+    batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(skip));
+    return std::make_unique<Loader>(*r_.data, std::move(batches), train_lo);
+  }
+
+  // One batch ahead: on a GPU its host->device copy overlaps the step before it.
+  void fetch_next() {
+    const auto t = Clock::now();
+    Batch nb;
+    if (loader_->next(nb)) feeder_->put(std::move(nb));
+    fetch_s_ = seconds_since(t);
+  }
+
+  void run_epoch(int64_t epoch) {
+    first_step_ = epoch == st_.start_epoch ? st_.start_step : 0;
+    loader_ = upcoming_ ? std::move(upcoming_) : epoch_loader(epoch, first_step_);
+    feeder_ = std::make_unique<DeviceFeeder>(r_.exec.device);
+    fetch_next();
+    pending_data_s_ = fetch_s_;
+    epoch_start_ = Clock::now();
+    epoch_data_ = epoch_compute_ = epoch_comm_ = 0;
+    for (int64_t step = first_step_; step < dp_.steps_per_epoch; ++step) run_step(epoch, step);
+    end_epoch_work(epoch);
+    feeder_.reset();
+    loader_.reset();
+  }
+
+  // The micro-batches of one step, forward and backward; returns the sum of their losses.
+  double forward_backward(int64_t epoch, int64_t step, double& data_s, double& compute_s) {
+    const int64_t micro = dp_.micro;
+    double loss_sum = 0;
+    for (int64_t m = 0; m < micro; ++m) {
+      // Dropout and other randomness: a function of (seed, step, GPU) only, so a
+      // resumed run draws exactly what an uninterrupted one would, and GPU g of
+      // an emulated world draws what rank g of a real one does.
+      const uint64_t gpu = static_cast<uint64_t>(r_.comm->rank() * micro + m);
+      at::manual_seed(mix_seed(mix_seed(seed_ ^ 0x5eedULL, static_cast<uint64_t>(st_.global_step)), gpu));
+      if (feeder_->empty()) throw std::logic_error("loader ran out of batches");
+      Batch b = feeder_->take();
+      fetch_next();  // the next micro-batch is on its way while this one computes
+      data_s += pending_data_s_;
+      pending_data_s_ = fetch_s_;
+      if (step + 1 == dp_.steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch_) upcoming_ = epoch_loader(epoch + 1, 0);
+      auto t1 = Clock::now();
+      at::Tensor loss;
+      {
+        AutocastScope autocast(r_.exec.device.type(), r_.exec.precision);
+        at::Tensor logits = r_.model->forward(b.clips);
+        loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
+      }
+      double lv = loss.item<double>();
+      if (r_.faults.hit("nan_loss", st_.global_step + 1, r_.rank)) lv = std::numeric_limits<double>::quiet_NaN();
+      if (r_.faults.hit("grow_loss", st_.global_step + 1, r_.rank)) lv *= 1e6;
+      if (!std::isfinite(lv)) {
+        r_.progress->end_bar();
+        throw DivergedError("loss became " + std::string(std::isnan(lv) ? "NaN" : "infinite") + " at epoch " +
+                            std::to_string(epoch + 1) + ", step " + std::to_string(st_.global_step + 1) +
+                            last_good_checkpoint(r_.ckpt_dir) + kDivergenceAdvice);
+      }
+      loss_sum += lv;
+      if (r_.reducer) r_.reducer->prepare(m == micro - 1);  // only the last backward communicates
+      // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
+      // allreduce (summed by the reducer, which then needs no averaging pass).
+      const double loss_scale = 1.0 / static_cast<double>(micro * r_.ranks);
+      r_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
+      compute_s += seconds_since(t1);
+    }
+    return loss_sum;
+  }
+
+  void run_step(int64_t epoch, int64_t step) {
+    const auto step_start = Clock::now();
+    double data_s = 0, compute_s = 0, comm_s = 0;
+    double loss_sum = forward_backward(epoch, step, data_s, compute_s);
+    if (r_.faults.hit("sigint", st_.global_step + 1, r_.rank)) ::raise(SIGINT);
+    bool stop = stop_requested();
+    int64_t buckets = 0, overlapped = 0;
+    if (r_.reducer) {
+      auto t2 = Clock::now();
+      r_.reducer->finish();
+      comm_s = seconds_since(t2);
+      buckets = r_.reducer->last_step().buckets;
+      overlapped = r_.reducer->last_step().launched_in_backward;
+      // The logged loss is the mean over all GPUs; the stop flag rides along
+      // (non-zero when any rank was asked to stop).
+      at::Tensor l = at::empty({2}, at::kDouble);
+      l.data_ptr<double>()[0] = loss_sum;
+      l.data_ptr<double>()[1] = stop ? 1.0 : 0.0;
+      r_.comm->allreduce(l, ReduceOp::Avg);
+      loss_sum = l.data_ptr<double>()[0];
+      stop = l.data_ptr<double>()[1] > 0;
+    }
+    auto t3 = Clock::now();
+    // fp16: gradients back to their true size; a step with an inf / NaN among
+    // them is skipped and the loss scale backs off (every rank sees the same
+    // reduced gradients, so every rank decides alike).
+    const bool finite = r_.scaler->unscale(r_.all_params);
+    const double clip = r_.plan.optim.clip_grad_norm;
+    if (finite && clip > 0) clip_grad_norm(r_.all_params, clip);
+    const double lr = dp_.schedule.at(st_.global_step);
+    if (finite) r_.sgd->step(lr);
+    r_.scaler->update(finite);
+    r_.sgd->zero_grad();
+    compute_s += seconds_since(t3);
+    ++st_.global_step;
+    const double step_s = seconds_since(step_start);
+    st_.train_time += step_s;
+    st_.train_clips += dp_.global_batch;
+    epoch_data_ += data_s;
+    epoch_compute_ += compute_s;
+    epoch_comm_ += comm_s;
+    const double loss_mean = loss_sum / static_cast<double>(dp_.micro);
+    if (st_.reference_loss < 0) st_.reference_loss = loss_mean;
+    st_.window_sum += loss_mean;
+    ++st_.window_n;
+    const double clips_per_s = static_cast<double>(dp_.global_batch) * static_cast<double>(step + 1 - first_step_) /
+                               std::max(1e-9, seconds_since(epoch_start_));
+    const int64_t steps_left = (end_epoch_ - epoch) * dp_.steps_per_epoch - (step + 1);
+    const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start_) /
+                       static_cast<double>(step + 1 - first_step_);
+    r_.progress->step(epoch + 1, dp_.epochs, step + 1, dp_.steps_per_epoch,
+                      st_.window_sum / static_cast<double>(st_.window_n), lr, clips_per_s, eta);
+    if ((step + 1) % r_.plan.run.log_every == 0 || step + 1 == dp_.steps_per_epoch) {
+      json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", st_.global_step},
+                {"loss", st_.window_sum / static_cast<double>(st_.window_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
+                {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
+                {"ranks", r_.ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}};
+      if (r_.scaler->enabled()) {
+        line["loss_scale"] = r_.scaler->scale();
+        line["skipped_steps"] = r_.scaler->skipped_steps();
+      }
+      metrics_.emit(line);
+      close_window(epoch);
+    }
+    if (stop) stop_after(epoch, step);
+  }
+
+  // Ends the logged window of step losses; a mean grown past the limit is divergence.
+  void close_window(int64_t epoch) {
+    const double window_mean = st_.window_sum / static_cast<double>(st_.window_n);
+    const int64_t window_first = st_.global_step - st_.window_n + 1;
+    st_.window_sum = 0;
+    st_.window_n = 0;
+    const double factor = r_.plan.run.divergence_factor;
+    const double limit = factor * std::max(st_.reference_loss, chance_loss_);
+    if (factor <= 0 || window_mean <= limit) return;
+    r_.progress->end_bar();
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "training loss grew to %.4g (mean of steps %lld-%lld, epoch %lld), more than "
+                  "run.divergence_factor = %g times max(the first step's loss %.4g, ln(classes) %.4g)",
+                  window_mean, static_cast<long long>(window_first), static_cast<long long>(st_.global_step),
+                  static_cast<long long>(epoch + 1), factor, st_.reference_loss, chance_loss_);
+    throw DivergedError(buf + last_good_checkpoint(r_.ckpt_dir) + kDivergenceAdvice +
+                        "; run.divergence_factor = 0 turns this check off");
+  }
+
+  // A stop was asked for: checkpoint after this step, then InterruptedError.
+  [[noreturn]] void stop_after(int64_t epoch, int64_t step) {
+    r_.progress->end_bar();
+    const std::string path = save_state(r_, epoch, step + 1);
+    if (r_.ranks > 1) r_.comm->barrier();  // the checkpoint exists before any rank reports
+    clear_stop_request();                  // honoured: a later run in this process starts afresh
+    throw InterruptedError("interrupted: stopped after step " + std::to_string(step + 1) + "/" +
+                               std::to_string(dp_.steps_per_epoch) + " of epoch " + std::to_string(epoch + 1) + "/" +
+                               std::to_string(dp_.epochs) + " (global step " + std::to_string(st_.global_step) +
+                               "); checkpoint written: " + path,
+                           path);
+  }
+
+  // After an epoch: evaluation (every eval_every epochs and after the last) and
+  // a checkpoint (every checkpoint_every epochs, after the last, and where
+  // --stop-after stops).
+  void end_epoch_work(int64_t epoch) {
+    const dsl::RunConfig& run = r_.plan.run;
+    const int64_t done_epochs = epoch + 1;
+    const bool last_epoch = done_epochs == dp_.epochs;
+    if ((run.eval_every > 0 && done_epochs % run.eval_every == 0) || last_epoch) {
+      const EvalResult e = evaluate_after(r_, done_epochs);
+      last_eval_ = e;
+      metrics_.emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", st_.global_step}, {"top1", e.top1},
+                     {"top5", e.top5}, {"val_loss", e.loss}});
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "epoch %lld/%lld: val top-1 %.4f top-5 %.4f loss %.4f (data %.1fs compute %.1fs comm %.1fs)",
+                    (long long)done_epochs, (long long)dp_.epochs, e.top1, e.top5, e.loss, epoch_data_,
+                    epoch_compute_, epoch_comm_);
+      r_.progress->line(buf);
+      check_eval(r_, e, done_epochs);
+    } else {
+      r_.progress->end_bar();
+    }
+    const bool stop_here = done_epochs == end_epoch_;
+    if ((run.checkpoint_every > 0 && done_epochs % run.checkpoint_every == 0) || last_epoch || stop_here)
+      save_state(r_, done_epochs, 0);
+  }
+
+  Run& r_;
+  const DistPlan& dp_;
+  TrainState& st_;
+  const uint64_t seed_;
+  DistributedSampler sampler_;
+  MetricsLog metrics_;
+  const double chance_loss_;
+  int64_t end_epoch_ = 0;
+  std::optional<EvalResult> last_eval_;
+  // The epoch under way.
+  int64_t first_step_ = 0;
+  std::unique_ptr<Loader> loader_, upcoming_;
+  std::unique_ptr<DeviceFeeder> feeder_;
+  double fetch_s_ = 0, pending_data_s_ = 0;
+  Clock::time_point epoch_start_;
+  double epoch_data_ = 0, epoch_compute_ = 0, epoch_comm_ = 0;
+};
+
+}  // namespace
+
+LoopResult train_epochs(Run& r) { return EpochLoop(r).run(); }
+
+}  // namespace vexp::trainer

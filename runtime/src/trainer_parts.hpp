@@ -1,0 +1,207 @@
+// The trainer's jobs, one file each, shared through this private header:
+//   trainer.cpp          train(): stop signals, the failure path of a rank, and
+//                        train_body, which calls the jobs below in order
+//   trainer_run_dir.cpp  the run directory: its path, the checkpoint to resume
+//                        from, resolved.toml, metrics truncation, failure records
+//   trainer_ranks.cpp    what every rank must agree on (resume point, stop, bad
+//                        items) and the DDP setup (same model, rank 0's weights, reducer)
+//   trainer_state.cpp    a checkpoint's contents: the state saved and restored
+//   trainer_loop.cpp     the epochs: steps, divergence checks, evaluation, checkpoints
+//   trainer_eval.cpp     evaluation on the validation split
+//   trainer_report.cpp   progress display, test fault injection, the summary
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "vexp/comm.hpp"
+#include "vexp/dataset.hpp"
+#include "vexp/runtime/checkpoint.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/loader.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/precision.hpp"
+#include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/trainer.hpp"
+
+namespace vexp::trainer {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t);
+
+// A stop signal was honoured: a later run in this process starts afresh (trainer.cpp).
+void clear_stop_request();
+
+// ---- trainer_report.cpp ----
+
+// Shows progress on a terminal (a bar redrawn in place) or as plain log lines.
+class Progress {
+ public:
+  Progress(const std::string& mode, int64_t log_every);
+  void step(int64_t epoch, int64_t epochs, int64_t step, int64_t steps, double loss, double lr, double clips_per_s,
+            double eta_s);
+  void line(const std::string& text);
+  void end_bar();
+
+ private:
+  int64_t log_every_;
+  bool bar_ = false, quiet_ = false, dirty_ = false;
+};
+
+// Test-only fault injection (VEXP_TEST_FAULT; docs/recipes.md).
+struct Faults {
+  struct Fault {
+    std::string kind;
+    int64_t at = 0;
+    int rank = -1;
+  };
+  std::vector<Fault> list;
+
+  static Faults from_env();
+  // Whether fault `kind` fires at `at` (for grow_loss: at or after) on `rank`.
+  bool hit(const std::string& kind, int64_t at, int rank) const;
+};
+
+// ---- the run being trained ----
+
+// Where and how the steps compute ([run] threads, device, precision, memory_format).
+struct Execution {
+  int64_t threads = 1;
+  c10::Device device{c10::kCPU};
+  Precision precision = Precision::Fp32;
+  MemoryFormat memory_format = MemoryFormat::Contiguous;
+};
+
+// Everything a checkpoint holds besides the tensors: where the run stands.
+struct TrainState {
+  int64_t start_epoch = 0;      // epochs done
+  int64_t start_step = 0;       // steps done of the next epoch (an interrupted epoch)
+  int64_t global_step = 0;
+  double train_time = 0;        // seconds in steps, over every invocation
+  double prior_wall = 0;        // wall seconds of earlier invocations
+  int64_t train_clips = 0;
+  double reference_loss = -1;   // the first step's training loss
+  double window_sum = 0;        // the logged window of step losses so far
+  int64_t window_n = 0;
+  std::set<std::string> bad_saved;  // distinct bad items of earlier invocations
+};
+
+struct EvalResult {
+  double top1 = 0, top5 = 0, loss = 0;
+  int64_t clips = 0;
+};
+
+struct Run {
+  Run(const dsl::RecipePlan& plan, const TrainOptions& opt, std::shared_ptr<Comm> comm);
+
+  const dsl::RecipePlan& plan;
+  const TrainOptions& opt;
+  const std::shared_ptr<Comm> comm;
+  const int rank;
+  const int64_t ranks;
+  const bool writer;  // rank 0 writes the run directory
+  const Clock::time_point wall_start = Clock::now();
+  const Faults faults = Faults::from_env();
+  Execution exec;
+  fs::path out, ckpt_dir;
+  std::string recipe_hash;
+
+  std::shared_ptr<Dataset> data;
+  std::shared_ptr<ModelGraph> model;
+  int64_t params_count = 0;
+  double macs = 0;              // multiply-adds per clip
+  std::vector<at::Tensor> all_params;
+  std::unique_ptr<Sgd> sgd;
+  std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<Reducer> reducer;
+  DistPlan dp;
+  LoaderOptions loader_opts;
+  TrainState state;
+  std::unique_ptr<Progress> progress;
+};
+
+// ---- trainer_run_dir.cpp ----
+
+// run.name, or the recipe file's stem.
+std::string run_name_of(const dsl::RecipePlan& plan, const TrainOptions& opt);
+// --out, else run.out, else runs/<name>.
+fs::path run_dir_of(const dsl::RecipePlan& plan, const TrainOptions& opt);
+
+struct ResumePoint {
+  std::string path;                     // "" : start from the beginning
+  std::optional<Checkpoint> checkpoint;
+};
+// --resume-from's checkpoint, else (--resume) the newest one of `out` that loads
+// (a newer one that does not is kept aside by the writer as NAME.corrupt); without
+// either, refuses a directory that already holds a run.
+ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer);
+// Failure records of an earlier invocation move to failures/previous/.
+void set_aside_stale_failures(const fs::path& out);
+// The checkpoints folder and resolved.toml.
+void start_run_dir(const Run& r);
+// Keeps the metrics lines up to `global_step` / `epochs_done`.
+void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_done);
+// "; the last good checkpoint is X" (or that none was written yet), for errors.
+std::string last_good_checkpoint(const fs::path& ckpt_dir);
+
+// ---- trainer_ranks.cpp ----
+
+// Every rank resumes from the checkpoint rank 0 chose (a shared file system).
+void agree_on_resume_point(Comm& comm, const std::string& resume_from);
+// Whether any rank was asked to stop (every rank stops after the same step).
+bool agree_stop(Comm& comm, bool mine);
+// The distinct bad items every rank has met, plus `saved`. A collective.
+std::set<std::string> all_bad_items(const Dataset& data, Comm& comm, const std::set<std::string>& saved);
+// Same recipe and model on every rank, rank 0's weights and momentum everywhere,
+// and the reducer that averages the gradients.
+std::unique_ptr<Reducer> set_up_ddp(Run& r);
+
+// ---- trainer_state.cpp ----
+
+// Loads model, momentum, loss scale and counters from `c` (written by `path`),
+// after checking that it is this recipe's and this model's.
+TrainState restore(Run& r, const Checkpoint& c, const std::string& path);
+// Writes the state after `done_epochs` epochs and `epoch_step` steps of the next
+// one (rank 0; every rank calls it, the bad items are gathered); returns its path.
+std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step);
+
+// ---- trainer_eval.cpp ----
+
+EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes, const LoaderOptions& lo,
+                    const c10::Device& device, Precision precision);
+// The evaluation after `done_epochs` epochs (faults injected).
+EvalResult evaluate_after(Run& r, int64_t done_epochs);
+// A non-finite reported metric ends the run as diverged (DivergedError).
+void check_eval(Run& r, const EvalResult& e, int64_t done_epochs);
+// " (lower optim.lr, ...)": what a diverged run can change.
+extern const char* const kDivergenceAdvice;
+
+// ---- trainer_loop.cpp ----
+
+struct LoopResult {
+  int64_t end_epoch = 0;               // epochs done when the loop ended
+  std::optional<EvalResult> last_eval;
+};
+// Trains from r.state to the last epoch (or --stop-after): throws
+// InterruptedError when a stop was asked for, DivergedError when the loss diverges.
+LoopResult train_epochs(Run& r);
+
+// ---- trainer_report.cpp ----
+
+// The result, and summary.json when the run finished (its final evaluation too
+// when the loop did not evaluate).
+TrainResult finish(Run& r, LoopResult loop);
+
+}  // namespace vexp::trainer

@@ -1,0 +1,128 @@
+// A checkpoint's contents: the model's tensors, the momentum buffers, the loss
+// scale and the counters of TrainState, saved after a step or an epoch and
+// restored by a resumed run (after checking it is this recipe's and model's).
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "trainer_parts.hpp"
+#include "vexp/log.hpp"
+
+namespace vexp::trainer {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string shape_str(at::IntArrayRef sizes) {
+  std::ostringstream s;
+  s << sizes;
+  return s.str();
+}
+
+// A checkpoint of another model (another recipe's architecture, a TSN run's
+// checkpoint given to a TSM recipe): says which parameters do not match.
+void check_same_architecture(const Checkpoint& c, ModelGraph& model, const std::string& path) {
+  const auto params = model.named_parameters(true);
+  const auto buffers = model.named_buffers(true);
+  int64_t bad = 0, extra = 0;
+  std::string first;
+  for (const auto& p : params) {
+    auto it = c.model.find(p.key());
+    if (it == c.model.end()) {
+      ++bad;
+      if (first.empty()) first = "'" + p.key() + "' " + shape_str(p.value().sizes()) + " is not in the checkpoint";
+    } else if (!it->second.sizes().equals(p.value().sizes())) {
+      ++bad;
+      if (first.empty())
+        first = "'" + p.key() + "' is " + shape_str(p.value().sizes()) + " in the model, " +
+                shape_str(it->second.sizes()) + " in the checkpoint";
+    }
+  }
+  for (const auto& [k, v] : c.model)
+    if (!params.contains(k) && !buffers.contains(k)) {
+      ++extra;
+      if (first.empty()) first = "the checkpoint's '" + k + "' " + shape_str(v.sizes()) + " is not in the model";
+    }
+  if (bad == 0 && extra == 0) return;
+  throw std::runtime_error("checkpoint '" + path + "' belongs to another model than this recipe's: " +
+                           std::to_string(bad) + " of the model's " + std::to_string(params.size()) +
+                           " parameters are missing from it or have another shape, and " + std::to_string(extra) +
+                           " of its " + std::to_string(c.model.size()) + " tensors are not in the model (first: " +
+                           first + "); resume it with the recipe it was trained with (its run directory's resolved.toml)");
+}
+
+}  // namespace
+
+// A checkpoint holds the state after `epoch` epochs and `epoch_step` steps of
+// the next one (non-zero when the run was interrupted mid-epoch).
+TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
+  json meta = json::parse(c.meta_json);
+  check_same_architecture(c, *r.model, path);
+  if (meta.value("recipe_hash", "") != r.recipe_hash) {
+    throw std::runtime_error("cannot resume '" + r.out.string() + "' from '" + path +
+                             "': the recipe changed since the run started (hash " + meta.value("recipe_hash", "?") +
+                             ", now " + r.recipe_hash + "); resume with the same recipe and --set values");
+  }
+  at::NoGradGuard no_grad;
+  for (auto& p : r.model->named_parameters(true)) p.value().copy_(c.model.at(p.key()));
+  for (auto& b : r.model->named_buffers(true)) {
+    auto it = c.model.find(b.key());
+    if (it != c.model.end()) b.value().copy_(it->second);
+  }
+  // Momentum buffers take their parameter's device and layout (checkpoints hold
+  // contiguous CPU copies; a channels-last weight wants a channels-last buffer).
+  const auto params = r.model->named_parameters(true);
+  for (auto& [k, v] : c.optimizer) {
+    const at::Tensor* p = params.find(k);
+    r.sgd->state()[k] = p && p->sizes() == v.sizes() ? at::empty_like(*p).copy_(v)
+                                                     : v.to(v.options().device(r.exec.device), false, /*copy=*/true);
+  }
+  if (meta.contains("grad_scale"))
+    r.scaler->restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
+                      meta.value("skipped_steps", int64_t(0)));
+  TrainState s;
+  s.start_epoch = meta.at("epoch").get<int64_t>();
+  s.start_step = meta.value("epoch_step", int64_t(0));
+  s.global_step = meta.at("global_step").get<int64_t>();
+  s.train_time = meta.value("train_time_s", 0.0);
+  s.prior_wall = meta.value("wall_time_s", s.train_time);
+  s.train_clips = meta.value("train_clips", int64_t(0));
+  s.reference_loss = meta.value("reference_loss", -1.0);
+  s.window_sum = meta.value("window_loss_sum", 0.0);
+  s.window_n = meta.value("window_steps", int64_t(0));
+  if (meta.contains("bad_items"))
+    for (const auto& b : meta.at("bad_items")) s.bad_saved.insert(b.get<std::string>());
+  if (s.start_step < 0 || s.start_step > r.dp.steps_per_epoch)
+    throw std::runtime_error("checkpoint '" + path + "' stopped at step " + std::to_string(s.start_step) +
+                             " of an epoch of " + std::to_string(r.dp.steps_per_epoch) + " steps");
+  return s;
+}
+
+std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
+  const TrainState& s = r.state;
+  const std::set<std::string> bad = all_bad_items(*r.data, *r.comm, s.bad_saved);
+  const std::string path = (r.ckpt_dir / checkpoint_file_name(done_epochs, epoch_step)).string();
+  if (!r.writer) return path;
+  Checkpoint c;
+  for (const auto& p : r.model->named_parameters(true)) c.model[p.key()] = p.value();
+  for (const auto& b : r.model->named_buffers(true)) c.model[b.key()] = b.value();
+  c.optimizer = r.sgd->state();
+  json meta{{"epoch", done_epochs},            {"epoch_step", epoch_step},
+            {"global_step", s.global_step},    {"recipe_hash", r.recipe_hash},
+            {"train_time_s", s.train_time},    {"wall_time_s", s.prior_wall + seconds_since(r.wall_start)},
+            {"train_clips", s.train_clips},    {"reference_loss", s.reference_loss},
+            {"window_loss_sum", s.window_sum}, {"window_steps", s.window_n},
+            {"bad_items", std::vector<std::string>(bad.begin(), bad.end())}};
+  if (r.scaler->enabled()) {
+    meta["grad_scale"] = r.scaler->scale();
+    meta["grad_scale_good_steps"] = r.scaler->good_steps();
+    meta["skipped_steps"] = r.scaler->skipped_steps();
+  }
+  c.meta_json = meta.dump();
+  save_checkpoint(path, c);
+  return path;
+}
+
+}  // namespace vexp::trainer
