@@ -124,7 +124,7 @@ TEST(PluginTrust, SessionRefusesAnUntrustedFolderAndLoadsNothing) {
     for (const auto& lib : s.host.libraries()) has_marker |= lib.name == "fixture_marker";
     EXPECT_TRUE(has_marker);
     EXPECT_TRUE(fs::exists(marker));
-    EXPECT_NE(s.host.find("fixture", "marker"), nullptr);
+    EXPECT_NE(s.host.find("dataset", "marker"), nullptr);
   }
   ::unsetenv("VEXP_TEST_MARKER");
 }
