@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <utility>
 
 #include "common.hpp"
 #include "sweep/definition.hpp"

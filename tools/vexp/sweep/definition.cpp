@@ -47,7 +47,8 @@ const SweepSchemas& sweep_schemas() {
 
     Schema& w = d.sweep;
     w.text("name", "", "Sweep name: one folder under runs/sweeps/ (default: the sweep file's stem)");
-    w.text("base", "", "The recipe every trial starts from, relative to the sweep file").require();
+    // Required; not declared so, for the longer message below.
+    w.text("base", "", "The recipe every trial starts from, relative to the sweep file");
     w.text("out", "", "Sweep directory (default: runs/sweeps/<name>; --out overrides it)");
     w.text("metric", "top1", "summary.json value the sweep optimises").one_of(as_values(metric_names()));
     w.text("direction", "", "max or min (default: max for top1, top5 and clips_per_s, min otherwise)")
@@ -120,13 +121,15 @@ bool load_axis(const Value& a, Axis& ax, bool& any_random, dsl::Diagnostics& d) 
   const Value* grid = given_array(a, "grid", A, d);
   const Value* points = given_array(a, "points", A, d);
   const Value* random = given_table(a, "random");
-  const int forms = (grid ? 1 : 0) + (points ? 1 : 0) + (a.find("random") ? 1 : 0);
+  const bool has_grid = a.find("grid"), has_points = a.find("points"), has_random = a.find("random");
+  const int forms = (has_grid ? 1 : 0) + (has_points ? 1 : 0) + (has_random ? 1 : 0);
   if (forms != 1) {
     d.error(a.loc(), "a [[sweep.axis]] has exactly one of 'grid' (with 'key'), 'points' (with 'keys') or "
                      "'random' (with 'key')");
     return false;
   }
-  if (points) {
+  if (has_points) {
+    if (!points) return false;  // not an array: reported
     ax.kind = Axis::Kind::List;
     if (keys && !c.params.has("keys")) return false;  // not a list of strings: reported
     if (keys) ax.keys = c.params.str_list("keys");
@@ -154,7 +157,8 @@ bool load_axis(const Value& a, Axis& ax, bool& any_random, dsl::Diagnostics& d) 
     }
     if (!c.params.has("key")) return false;  // not a string: reported
     ax.keys = {c.params.str("key")};
-    if (grid) {
+    if (has_grid) {
+      if (!grid) return false;  // not an array: reported
       ax.kind = Axis::Kind::Grid;
       for (const auto& v : grid->as_array()) {
         if (!scalar(v)) d.error(v.loc(), "grid values must be numbers, strings or booleans");
@@ -232,7 +236,9 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
                             "choose another folder)");
   }
   if (p.has("out")) def.out = p.str("out");
-  if (p.has("base")) {
+  if (!sw->find("base")) {
+    d.error(sw->loc(), "[sweep] needs 'base', the recipe every trial starts from");
+  } else if (p.has("base")) {
     fs::path b = p.str("base");
     if (b.is_relative()) b = fs::path(path).parent_path() / b;
     def.base = b.lexically_normal().string();
@@ -295,7 +301,9 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
       }
     }
   }
-  if (def.axes.empty()) d.error(sw->loc(), "[sweep] has no [[sweep.axis]]: nothing to vary");
+  const Value* axis_tables = sw->find("axis");
+  if (!axis_tables || (axis_tables->is_array() && axis_tables->as_array().empty()))  // (a refused axis was reported)
+    d.error(sw->loc(), "[sweep] has no [[sweep.axis]]: nothing to vary");
   if (any_random && def.random_count == 0)
     d.error(sw->loc(), "a random axis needs [sweep.random] count = N (trials drawn per grid point)");
   if (!any_random && def.random_count > 0)
