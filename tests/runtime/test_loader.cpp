@@ -58,7 +58,9 @@ TEST(DistributedSampler, CoversEverySampleExactlyOnceAcrossRanks) {
     EXPECT_EQ(static_cast<int64_t>(seen.size()), used);
     std::set<int64_t> unique(seen.begin(), seen.end());
     EXPECT_EQ(unique.size(), seen.size()) << "no sample twice (ranks " << ranks << ")";
-    if (n % (ranks * micro * batch) == 0) EXPECT_EQ(used, n) << "every sample (ranks " << ranks << ")";
+    if (n % (ranks * micro * batch) == 0) {
+      EXPECT_EQ(used, n) << "every sample (ranks " << ranks << ")";
+    }
   }
 }
 

@@ -121,8 +121,12 @@ TEST(Trainer, ResumeGivesTheUninterruptedResult) {
   for (size_t i = 0; i < la.size(); ++i) {
     EXPECT_EQ(la[i]["type"], lb[i]["type"]);
     EXPECT_EQ(la[i]["global_step"], lb[i]["global_step"]);
-    if (la[i]["type"] == "step") EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
-    if (la[i]["type"] == "eval") EXPECT_EQ(la[i]["top1"], lb[i]["top1"]) << i;
+    if (la[i]["type"] == "step") {
+      EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
+    }
+    if (la[i]["type"] == "eval") {
+      EXPECT_EQ(la[i]["top1"], lb[i]["top1"]) << i;
+    }
   }
   auto ca = vexp::load_checkpoint((full / "checkpoints" / "epoch_0002.pt").string());
   auto cb = vexp::load_checkpoint((split / "checkpoints" / "epoch_0002.pt").string());
@@ -200,7 +204,9 @@ TEST(Trainer, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints" / "epoch_0002.pt"));
   auto c = vexp::load_checkpoint((dir / "run" / "checkpoints" / "epoch_0001.pt").string());
   for (const auto& [k, v] : c.model)
-    if (v.is_floating_point()) EXPECT_TRUE(at::isfinite(v).all().item<bool>()) << k;
+    if (v.is_floating_point()) {
+      EXPECT_TRUE(at::isfinite(v).all().item<bool>()) << k;
+    }
   fs::remove_all(dir);
 }
 
@@ -299,8 +305,12 @@ void expect_same_runs(const fs::path& full, const fs::path& split) {
   for (size_t i = 0; i < la.size(); ++i) {
     EXPECT_EQ(la[i]["type"], lb[i]["type"]) << i;
     EXPECT_EQ(la[i]["global_step"], lb[i]["global_step"]) << i;
-    if (la[i]["type"] == "step") EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
-    if (la[i]["type"] == "eval") EXPECT_EQ(la[i]["val_loss"], lb[i]["val_loss"]) << i;
+    if (la[i]["type"] == "step") {
+      EXPECT_EQ(la[i]["loss"], lb[i]["loss"]) << i;
+    }
+    if (la[i]["type"] == "eval") {
+      EXPECT_EQ(la[i]["val_loss"], lb[i]["val_loss"]) << i;
+    }
   }
 }
 
