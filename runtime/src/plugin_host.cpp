@@ -28,7 +28,7 @@ namespace vexp {
 namespace {
 
 // The current activity of each thread. thread_local with the initial-exec model:
-// libvexp_core is linked by the executable (DT_NEEDED, never dlopen'ed), so the
+// libvexp_sdk is linked by the executable (DT_NEEDED, never dlopen'ed), so the
 // variable sits in the static TLS block at a fixed offset from the thread
 // pointer. Reading it from the signal handler is then a plain load (no
 // __tls_get_addr, which may allocate and is not async-signal-safe), and setting

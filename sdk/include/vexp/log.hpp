@@ -1,4 +1,4 @@
-// One logger for the host and every plugin (plugins link vexp_core).
+// One logger for the host and every plugin (plugins link vexp::sdk).
 #pragma once
 
 #include <string>

@@ -12,7 +12,7 @@ namespace vexp::cli {
 namespace {
 
 // vexp run refuses a global batch larger than the training split
-// (core/src/dist_plan.cpp). Where the dataset can count its clips, check says so
+// (runtime/src/dist_plan.cpp). Where the dataset can count its clips, check says so
 // too, at dist.batch_per_gpu: the dataset is made as vexp run makes it (synthetic
 // data counts from its parameters, Kinetics reads its list files). A dataset whose
 // data is missing (already a warning) or that cannot be made is not counted.

@@ -1,6 +1,6 @@
 // vexp trust DIR... | --list | --remove DIR...
 // The plugin folders this user allows recipes to name in [plugins] paths (see
-// core/src/plugin_trust.hpp): canonical absolute paths, one per line, in
+// runtime/include/vexp/runtime/plugin_trust.hpp): canonical absolute paths, one per line, in
 // ${XDG_CONFIG_HOME:-$HOME/.config}/vexp/trusted-plugin-dirs.
 #include <algorithm>
 #include <filesystem>
