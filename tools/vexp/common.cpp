@@ -65,12 +65,36 @@ bool open_session(Session& s, const RecipeArgs& args) {
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }
+  return print_recipe_diagnostics(s, args.path, ok);
+}
+
+bool print_recipe_diagnostics(const Session& s, const std::string& path, bool valid) {
   for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
-  if (!ok) {
+  if (!valid) {
     size_t n = s.diags.error_count();
-    std::cerr << args.path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
+    std::cerr << path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
   }
-  return ok;
+  return valid;
+}
+
+std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string& option, const std::string& layout,
+                                      const std::string& example) {
+  const std::string where = option + " '" + text + "': ";
+  std::vector<int64_t> s;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t x = text.find('x', pos);
+    if (x == std::string::npos) x = text.size();
+    const std::string part = text.substr(pos, x - pos);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
+      throw Exit{kExitInvalid, where + "expected " + layout + ", for example " + example};
+    s.push_back(std::stoll(part));
+    pos = x + 1;
+  }
+  if (s.size() != 4) throw Exit{kExitInvalid, where + "expected four sizes " + layout};
+  for (int64_t v : s)
+    if (v < 1) throw Exit{kExitInvalid, where + "sizes must be >= 1"};
+  return s;
 }
 
 }  // namespace vexp::cli

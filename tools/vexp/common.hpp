@@ -47,6 +47,15 @@ void load_session_plugins(Session& s, const std::vector<std::string>& dirs);
 // The --set KEY=VALUE texts as overrides; Exit (invalid) naming the first bad one.
 std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets);
 
+// Four sizes written AxBxCxD (each 1 to 999999999) for the option `option`;
+// Exit (invalid) "OPTION 'TEXT': expected LAYOUT, for example EXAMPLE" otherwise.
+std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string& option, const std::string& layout,
+                                      const std::string& example);
+
+// Prints a recipe's diagnostics to stderr, then "PATH: N errors" when it is not
+// valid. Returns `valid`.
+bool print_recipe_diagnostics(const Session& s, const std::string& path, bool valid);
+
 // Loads plugins and the recipe; prints diagnostics to stderr. Returns true when
 // valid. Plugin folders that failed to load are printed as warnings.
 bool open_session(Session& s, const RecipeArgs& args);

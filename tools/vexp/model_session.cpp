@@ -51,21 +51,7 @@ class FactsCatalog : public dsl::PluginCatalog {
 }  // namespace
 
 dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
-  dsl::Shape s;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t x = text.find('x', pos);
-    if (x == std::string::npos) x = text.size();
-    const std::string part = text.substr(pos, x - pos);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      throw Exit{kExitInvalid, std::string(option) + " '" + text + "': expected T x C x H x W, for example 8x3x224x224"};
-    s.push_back(std::stoll(part));
-    pos = x + 1;
-  }
-  if (s.size() != 4) throw Exit{kExitInvalid, std::string(option) + " '" + text + "': expected four sizes T x C x H x W"};
-  for (int64_t v : s)
-    if (v < 1) throw Exit{kExitInvalid, std::string(option) + " '" + text + "': sizes must be >= 1"};
-  return s;
+  return parse_four_sizes(text, option, "T x C x H x W", "8x3x224x224");
 }
 
 bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) {

@@ -35,21 +35,7 @@ struct BenchOpArgs {
 };
 
 std::vector<int64_t> parse_shape(const std::string& text) {
-  std::vector<int64_t> s;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t x = text.find('x', pos);
-    if (x == std::string::npos) x = text.size();
-    const std::string part = text.substr(pos, x - pos);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      throw Exit{kExitInvalid, "--shape '" + text + "': expected N*T x C x H x W, for example 16x256x56x56"};
-    s.push_back(std::stoll(part));
-    pos = x + 1;
-  }
-  if (s.size() != 4) throw Exit{kExitInvalid, "--shape '" + text + "': expected four sizes N*T x C x H x W"};
-  for (int64_t v : s)
-    if (v < 1) throw Exit{kExitInvalid, "--shape '" + text + "': sizes must be >= 1"};
-  return s;
+  return parse_four_sizes(text, "--shape", "N*T x C x H x W", "16x256x56x56");
 }
 
 // Median seconds of each function over `reps` rounds after two untimed ones.

@@ -36,12 +36,7 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }
-  for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
-  if (!ok) {
-    size_t n = s.diags.error_count();
-    std::cerr << args.path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
-    throw Exit{kExitInvalid, ""};
-  }
+  if (!print_recipe_diagnostics(s, args.path, ok)) throw Exit{kExitInvalid, ""};
   if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;
