@@ -1,5 +1,6 @@
 // A small plugin catalog for the dsl tests: declarations only, with shape hooks
-// that behave like the real plugins (resnet, temporal_shift, classifier, ...).
+// for the datasets, comms and a downsample op; resnet, temporal_shift and the heads
+// ops (fold_time, classifier, segment_consensus) are the plugins' own torch-free declarations.
 #pragma once
 
 #include <filesystem>

@@ -71,10 +71,12 @@ TEST(Validate, QuickstartProducesAFullPlan) {
   EXPECT_EQ(ids, (std::vector<std::string>{"frames", "features", "head", "logits"}));
   EXPECT_EQ(kinds, (std::vector<std::string>{"op", "backbone", "op", "op"}));
   EXPECT_EQ(p.nodes[1].params.i64("depth"), 18);
-  EXPECT_FALSE(p.nodes[1].params.flag("pretrained"));  // default filled
+  EXPECT_EQ(p.nodes[1].params.str("stem"), "imagenet");  // defaults filled
+  EXPECT_FALSE(p.nodes[1].params.flag("zero_init_residual"));
   EXPECT_EQ(p.nodes[1].loc.str(), "r.toml:24:1");
   EXPECT_EQ(p.nodes[1].inputs, (std::vector<std::string>{"frames"}));
-  EXPECT_EQ(p.nodes[1].output_shape, (Shape{32, 512}));
+  EXPECT_EQ(p.nodes[1].output_shape, (Shape{32, 512, 2, 2}));  // the last feature map, not pooled
+  EXPECT_EQ(p.nodes[2].output_shape, (Shape{32, 10}));
   EXPECT_EQ(p.nodes[3].output_shape, (Shape{4, 10}));
   EXPECT_EQ(p.dataset, "synthetic_motion");
   EXPECT_EQ(p.dataset_params.i64("clips"), 64);
@@ -118,7 +120,9 @@ TEST(Validate, ResolvedTreeHasEveryDefaultAndValidatesAgain) {
   EXPECT_EQ(at(r, {"plugins", "paths"}), Value::array());
   const auto& nodes = at(r, {"model", "node"}).as_array();
   ASSERT_EQ(nodes.size(), 4u);
-  EXPECT_EQ(*nodes[1].find("pretrained"), Value(false));
+  EXPECT_EQ(*nodes[1].find("zero_init_residual"), Value(false));
+  EXPECT_EQ(*nodes[1].find("stem"), Value("imagenet"));
+  EXPECT_EQ(nodes[1].find("pretrained"), nullptr);  // a graph key, set only when the recipe sets it
   EXPECT_EQ(*nodes[3].find("mode"), Value("avg"));
   EXPECT_EQ(*nodes[2].find("dropout"), Value(0.5));
   const auto& insert = *at(r, {"model", "rewrite"}).as_array()[0].find("insert");
@@ -188,6 +192,30 @@ TEST(Validate, InheritedValuesAreReportedInTheBaseFile) {
       base + ":2:1: error: 'lr' in [optim]: must be in [1e-09, 100], got 500.0"}));
 }
 
+// `pretrained` is a graph key of every node (the resnet plugin declares no such
+// parameter): a file path relative to the recipe, resolved and checked here.
+TEST(Validate, PretrainedIsANodeKeyNotAPluginParameter) {
+  TempDir dir;
+  const std::string weights = dir.write("weights/r18.pth", "not really weights");
+  std::string text = quickstart_with("depth = 18", "depth = 18\npretrained = \"weights/r18.pth\"");
+  Diagnostics d;
+  auto recipe = load_recipe(dir.write("r.toml", text), {}, d);
+  ASSERT_TRUE(recipe) << d.str();
+  auto plan = validate(*recipe, fake_catalog(), d);
+  ASSERT_TRUE(plan) << d.str();
+  EXPECT_EQ(std::filesystem::path(plan->nodes[1].pretrained), std::filesystem::path(weights));
+  EXPECT_FALSE(plan->nodes[1].params.has("pretrained"));
+
+  text = quickstart_with("depth = 18", "depth = 18\npretrained = \"missing.pth\"");
+  Diagnostics missing;
+  recipe = load_recipe(dir.write("m.toml", text), {}, missing);
+  ASSERT_TRUE(recipe) << missing.str();
+  EXPECT_FALSE(validate(*recipe, fake_catalog(), missing));
+  EXPECT_EQ(messages(missing), (std::vector<std::string>{
+      dir.path("m.toml") + ":29:1: error: 'pretrained' in node 'features': no such file '" +
+      dir.path("missing.pth") + "'"}));
+}
+
 TEST(Validate, UnknownPluginsListTheKnownOnes) {
   const std::string text = quickstart_with(
       "dataset = \"synthetic_motion\"\nparams = { frames = 8, size = 64, classes = 10 }",
@@ -233,10 +261,16 @@ TEST(Validate, NodeParamsAreCheckedAgainstTheOpSchema) {
       "r.toml:28:1: error: unknown key 'depht' in node 'features' (resnet) (did you mean 'depth'?)"}));
   auto range = check(quickstart_with("depth = 18", "depth = 20"));
   EXPECT_EQ(messages(range->diags), (std::vector<std::string>{
-      "r.toml:28:1: error: 'depth' in node 'features' (resnet): must be one of 18, 34, 50, 101, got 20"}));
-  auto missing = check(quickstart_with("classes = 10\n", "\n"));
-  EXPECT_EQ(messages(missing->diags), (std::vector<std::string>{
-      "r.toml:30:1: error: node 'head' (classifier) needs 'classes'"}));
+      "r.toml:28:1: error: 'depth' in node 'features' (resnet): must be one of 18, 34, 50, 101, 152, got 20"}));
+  // classes = 0 (the default) takes the dataset's classes.
+  auto dataset_classes = check(quickstart_with("classes = 10\n", "\n"));
+  ASSERT_TRUE(dataset_classes->plan) << dataset_classes->diags.str();
+  EXPECT_TRUE(dataset_classes->diags.items().empty()) << dataset_classes->diags.str();
+  EXPECT_EQ(dataset_classes->plan->nodes[2].params.i64("classes"), 0);
+  EXPECT_EQ(dataset_classes->plan->nodes[2].output_shape, (Shape{32, 10}));
+  auto negative = check(quickstart_with("classes = 10\n", "classes = -1\n"));
+  EXPECT_EQ(messages(negative->diags), (std::vector<std::string>{
+      "r.toml:34:1: error: 'classes' in node 'head' (classifier): must be >= 0, got -1"}));
 }
 
 TEST(Validate, NodeTablesNeedIdOpAndIn) {
@@ -435,10 +469,11 @@ TEST(Validate, ShapeErrorsFromInsertedOperators) {
 }
 
 TEST(Validate, ShapeErrorsFromNodesAndTheOutput) {
-  auto node = check(quickstart_with("in = \"features\"", "in = \"frames\""));
+  auto node = check(quickstart_with("in = \"features\"", "in = \"clip\""));
   EXPECT_EQ(messages(node->diags), (std::vector<std::string>{
+      "r.toml:19:1: warning: node 'frames' is not used: the model output 'logits' does not depend on it",
       "r.toml:24:1: warning: node 'features' is not used: the model output 'logits' does not depend on it",
-      "r.toml:30:1: error: node 'head' (classifier): expects [N, features], got [32, 3, 64, 64]",
+      "r.toml:30:1: error: node 'head' (classifier): expects an input [M, C, H, W] or [M, C], got [4, 8, 3, 64, 64]",
   }));
 
   auto out = check(quickstart_with("classes = 10\n", "classes = 7\n"));
