@@ -34,7 +34,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using namespace vexp::kinetics;
+using namespace vexp_kinetics;
 using vexp::Split;
 
 const char* kDocs = "see docs/data.md for how to download and prepare Kinetics-400";

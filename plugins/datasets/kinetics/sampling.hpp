@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace vexp::kinetics {
+namespace vexp_kinetics {
 
 // ---- deterministic randomness: a pure function of its key, the same on every platform ----
 inline uint64_t splitmix64(uint64_t& state) {
@@ -161,4 +161,4 @@ inline std::vector<Crop> test_crops(int W, int H, int out, int scale, int crops)
   return v;
 }
 
-}  // namespace vexp::kinetics
+}  // namespace vexp_kinetics

@@ -20,7 +20,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using namespace vexp::kinetics;
+using namespace vexp_kinetics;
 using vexp::Split;
 using vexp::dsl::Value;
 

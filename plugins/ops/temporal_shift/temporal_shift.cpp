@@ -267,7 +267,7 @@ at::Tensor shift_cuda(const at::Tensor& input, const ShiftPlan& plan) {
   if (!channels_last) x = x.contiguous();
   at::Tensor out = at::empty_like(x, channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   if (x.numel() == 0) return out;
-  vexp::cuda::ShiftGeometry g;
+  vexp_temporal_shift::cuda::ShiftGeometry g;
   g.rows = x.size(0);
   g.frames = plan.frames;
   g.channels = plan.channels;
@@ -279,7 +279,7 @@ at::Tensor shift_cuda(const at::Tensor& input, const ShiftPlan& plan) {
   g.first_offset = static_cast<int>(plan.first_offset);
   g.second_offset = static_cast<int>(plan.second_offset);
   const char* error = nullptr;
-  if (vexp::cuda::temporal_shift(x.data_ptr(), out.data_ptr(), g, at::cuda::getCurrentCUDAStream().stream(), &error))
+  if (vexp_temporal_shift::cuda::temporal_shift(x.data_ptr(), out.data_ptr(), g, at::cuda::getCurrentCUDAStream().stream(), &error))
     throw std::runtime_error(std::string("temporal_shift: CUDA kernel launch failed: ") + (error ? error : "?"));
   return out;
 }

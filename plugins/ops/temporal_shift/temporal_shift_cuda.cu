@@ -9,7 +9,7 @@
 
 #include "temporal_shift_cuda.hpp"
 
-namespace vexp::cuda {
+namespace vexp_temporal_shift::cuda {
 namespace {
 
 template <class V>
@@ -111,4 +111,4 @@ int temporal_shift(const void* src, void* dst, const ShiftGeometry& g, void* str
   return static_cast<int>(e);
 }
 
-}  // namespace vexp::cuda
+}  // namespace vexp_temporal_shift::cuda

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace vexp::cuda {
+namespace vexp_temporal_shift::cuda {
 
 // Which channels move, as the CPU plugin's ShiftPlan: channels [0, first_end)
 // read frame t + first_offset, [first_end, second_end) read t + second_offset,
@@ -39,4 +39,4 @@ int temporal_shift(const void* src, void* dst, const ShiftGeometry& g, void* str
 // channels that moves together must be a multiple of it, and so must the pointers.
 int temporal_shift_vector_bytes(const void* src, const void* dst, const ShiftGeometry& g);
 
-}  // namespace vexp::cuda
+}  // namespace vexp_temporal_shift::cuda

@@ -12,7 +12,7 @@
 #include "temporal_shift_cuda.hpp"
 
 namespace {
-using vexp::cuda::ShiftGeometry;
+using vexp_temporal_shift::cuda::ShiftGeometry;
 
 std::vector<unsigned char> reference(const std::vector<unsigned char>& src, const ShiftGeometry& g) {
   std::vector<unsigned char> dst(src.size());
@@ -46,7 +46,7 @@ int main() {
       for (bool cl : {false, true})
         for (int mode : {0, 1, 2})
           for (bool bwd : {false, true}) {
-            ShiftGeometry g = vexp::cuda::make_shift_geometry(s.rows, s.frames, s.channels, s.pixels, e, cl, 8, mode, bwd);
+            ShiftGeometry g = vexp_temporal_shift::cuda::make_shift_geometry(s.rows, s.frames, s.channels, s.pixels, e, cl, 8, mode, bwd);
             const size_t n = static_cast<size_t>(s.rows * s.channels * s.pixels * e);
             std::vector<unsigned char> h(n), out(n);
             for (auto& b : h) b = static_cast<unsigned char>(rng());
@@ -56,7 +56,7 @@ int main() {
             cudaMemcpy(d_src, h.data(), n, cudaMemcpyHostToDevice);
             cudaMemset(d_dst, 0xAB, n);
             const char* err = nullptr;
-            int rc = vexp::cuda::temporal_shift(d_src, d_dst, g, nullptr, &err);
+            int rc = vexp_temporal_shift::cuda::temporal_shift(d_src, d_dst, g, nullptr, &err);
             cudaMemcpy(out.data(), d_dst, n, cudaMemcpyDeviceToHost);
             cudaFree(d_src);
             cudaFree(d_dst);
