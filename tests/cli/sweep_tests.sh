@@ -75,6 +75,14 @@ bad_sweep)
   expect_out "does_not_exist.toml"
   no_crash
   ;;
+global_batch_overflow)
+  # A trial whose global batch does not fit in 64 bits is that trial's error, not a
+  # global batch of 0 (and a linear-scaled lr of 0).
+  expect_rc 2 -- "$vexp" sweep data/sweep_overflow.toml --dry-run
+  no_crash
+  expect_out "data/sweep_overflow.toml: error: trial 2: the global batch (dist.world_size x batch_per_gpu x accum_steps) does not fit in 64 bits"
+  expect_out "1 error; no trial was started"
+  ;;
 definition_keys)
   # Each table of the sweep file is checked against its dsl::Schema: every problem at
   # the value that has it, unknown keys with a suggestion (also among keys such as

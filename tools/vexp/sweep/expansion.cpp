@@ -21,12 +21,14 @@ std::string trial_name(int64_t id) {
 }
 
 // The only place a sweep reads the recipe's dist and optim figures.
-RecipeFigures recipe_figures(const dsl::RecipePlan& plan) {
+std::optional<RecipeFigures> recipe_figures(const dsl::RecipePlan& plan) {
+  const std::optional<int64_t> global = global_batch_of(plan.dist);
+  if (!global) return std::nullopt;
   RecipeFigures f;
   f.world_size = plan.dist.world_size;
   f.batch_per_gpu = plan.dist.batch_per_gpu;
   f.accum_steps = plan.dist.accum_steps;
-  f.global_batch = global_batch_of(plan.dist).value_or(0);  // 0: past 2^63 - 1 (vexp check says so)
+  f.global_batch = *global;
   f.lr = plan.optim.lr;
   return f;
 }
@@ -157,9 +159,20 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
       if (v.is_number()) vars[k] = v.as_double();
       if (k.find('.') != std::string::npos) t.overrides.push_back({k, v.to_toml_inline()});
     }
+    // The validated trial's figures; a global batch past 64 bits is this trial's error.
+    auto figures = [&]() -> std::optional<RecipeFigures> {
+      std::optional<RecipeFigures> f = recipe_figures(*s.plan);
+      if (!f)
+        d.error(Loc{def.file, 0, 0}, "trial " + std::to_string(t.id) +
+                                         ": the global batch (dist.world_size x batch_per_gpu x accum_steps) "
+                                         "does not fit in 64 bits");
+      return f;
+    };
     if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
     if (!def.derived.empty() || def.linear_scaling) {
-      const RecipeFigures f = recipe_figures(*s.plan);
+      const std::optional<RecipeFigures> fo = figures();
+      if (!fo) continue;
+      const RecipeFigures& f = *fo;
       vars["world_size"] = static_cast<double>(f.world_size);
       vars["batch_per_gpu"] = static_cast<double>(f.batch_per_gpu);
       vars["accum_steps"] = static_cast<double>(f.accum_steps);
@@ -187,10 +200,11 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
       }
       if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
     }
-    const RecipeFigures f = recipe_figures(*s.plan);
-    t.global_batch = f.global_batch;
-    t.world_size = f.world_size;
-    t.lr = f.lr;
+    const std::optional<RecipeFigures> f = figures();
+    if (!f) continue;
+    t.global_batch = f->global_batch;
+    t.world_size = f->world_size;
+    t.lr = f->lr;
     t.recipe_hash = dsl::recipe_hash(s.plan->resolved);
     trials.push_back(std::move(t));
   }

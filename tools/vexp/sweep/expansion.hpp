@@ -2,6 +2,7 @@
 // the derived values computed, and every trial's recipe validated.
 #pragma once
 
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ struct RecipeFigures {
   int64_t world_size = 1, batch_per_gpu = 1, accum_steps = 1, global_batch = 1;
   double lr = 0;
 };
-RecipeFigures recipe_figures(const dsl::RecipePlan& plan);
+// Nothing when the global batch does not fit in 64 bits (dist_plan's global_batch_of).
+std::optional<RecipeFigures> recipe_figures(const dsl::RecipePlan& plan);
 
 // Expands the axes into trials and validates every trial's recipe (plugins must be
 // loaded into `session`). Problems go to `diags`, located in the sweep file where
