@@ -71,14 +71,17 @@ void Validator::check_nodes() {
   }
 }
 
-// `pretrained = "weights.pth"` (relative to the file that wrote it; must exist)
+// `pretrained = "weights.pth"` (relative to the file that wrote it; must exist;
+// "" — an unset `${VAR:-}` — leaves the node as initialised)
 // and `pretrained_inflate = "mean" | "center"` (2D -> 3D kernels).
 void Validator::check_node_pretrained(NodeInfo& n) {
   if (!n.decl) return;
   const Value* p = n.decl->schema.find("pretrained") ? nullptr : n.table->find("pretrained");
   if (p) {
-    if (!p->is_string() || p->as_string().empty()) {
+    if (!p->is_string()) {
       diags_.error(p->loc(), "'pretrained' in " + node_label(n) + ": expected a file path (string), got " + got(*p));
+    } else if (p->as_string().empty()) {
+      n.spec.pretrained_empty = p->loc();  // no weights: `vexp run` says it trains from scratch
     } else {
       n.spec.pretrained = absolute_from(p->loc(), recipe_.path, p->as_string());
       std::error_code ec;

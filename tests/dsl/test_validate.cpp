@@ -214,6 +214,17 @@ TEST(Validate, PretrainedIsANodeKeyNotAPluginParameter) {
   EXPECT_EQ(messages(missing), (std::vector<std::string>{
       dir.path("m.toml") + ":29:1: error: 'pretrained' in node 'features': no such file '" +
       dir.path("missing.pth") + "'"}));
+
+  // An empty path (an unset `${VAR:-}`) leaves the node as initialised, and says where.
+  text = quickstart_with("depth = 18", "depth = 18\npretrained = \"${VEXP_TEST_UNSET_WEIGHTS:-}\"");
+  Diagnostics empty;
+  recipe = load_recipe(dir.write("e.toml", text), {}, empty);
+  ASSERT_TRUE(recipe) << empty.str();
+  plan = validate(*recipe, fake_catalog(), empty);
+  ASSERT_TRUE(plan) << empty.str();
+  EXPECT_TRUE(plan->nodes[1].pretrained.empty());
+  EXPECT_EQ(plan->nodes[1].pretrained_empty.str(), dir.path("e.toml") + ":29:1");
+  EXPECT_FALSE(plan->nodes[0].pretrained_empty.known());
 }
 
 TEST(Validate, UnknownPluginsListTheKnownOnes) {

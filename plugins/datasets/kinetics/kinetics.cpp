@@ -105,7 +105,7 @@ Config read_config(const vexp::Params& p) {
 void require_paths(const Config& c) {
   if (c.root.empty()) throw std::invalid_argument("root is empty; " + std::string(kDocs));
   if (!fs::is_directory(c.root))
-    throw std::invalid_argument("data root '" + c.root + "' does not exist or is not a folder; " + kDocs);
+    throw std::invalid_argument("root: data root '" + c.root + "' does not exist or is not a folder; " + kDocs);
   // Each message starts with the parameter's name: validation places it at that value.
   for (const auto& [key, l] : {std::pair<const char*, const std::string*>{"train_list", &c.train_list},
                                {"val_list", &c.val_list}}) {

@@ -10,7 +10,9 @@ root = "$tmp/k400"
 train_list = "lists.d"
 val_list = "val.txt"
 EOF
-expect_rc 0 -- "$vexp" check k.toml   # planning: a warning
+expect_rc 2 -- "$vexp" check k.toml   # checking: an error, as for vexp run
+expect_out "k.toml:4:1: error: dataset 'kinetics': train_list: list file '$tmp/k400/lists.d' is a directory, not a file"
+expect_rc 0 -- "$vexp" check --no-data k.toml   # without the data: a warning
 expect_out "k.toml:4:1: warning: dataset 'kinetics': train_list: list file '$tmp/k400/lists.d' is a directory, not a file"
 expect_rc 2 -- "$vexp" run k.toml      # running: an error, nothing started
 expect_out "k.toml:4:1: error: dataset 'kinetics': train_list: list file '$tmp/k400/lists.d' is a directory, not a file"

@@ -47,10 +47,16 @@ void add_check(CLI::App& app) {
   auto* cmd = app.add_subcommand("check", "Validate a recipe (exit 0 when valid, 2 when not)");
   auto args = std::make_shared<RecipeArgs>();
   auto print = std::make_shared<bool>(false);
+  auto no_data = std::make_shared<bool>(false);
   args->add_to(cmd);
   cmd->add_flag("--print", *print, "Print the fully resolved recipe");
-  cmd->callback([args, print] {
+  cmd->add_flag("--no-data", *no_data,
+                "Validate without the data: a missing data root or list file is a warning, not an error");
+  cmd->callback([args, print, no_data] {
     Session s;
+    // The data a recipe names must exist, as vexp run requires: a recipe that
+    // checks "ok" starts (`--no-data` and `vexp run --dry-run` only warn).
+    args->require_data = !*no_data;
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
     check_global_batch(s, args->path);
     const auto& plan = *s.plan;

@@ -23,6 +23,9 @@ struct NodeSpec {
   Shape output_shape;               // from shape inference (may be empty)
   std::string pretrained;           // `pretrained = "x.pth"`: absolute path, "" when not given
   std::string pretrained_inflate = "mean";  // `pretrained_inflate`: mean or center
+  // Where the recipe wrote `pretrained = ""` (typically an unset `${VAR:-}`): the node
+  // has a weights slot left empty, so it trains from scratch; unknown otherwise.
+  Loc pretrained_empty;
 };
 
 struct InsertSpec {
