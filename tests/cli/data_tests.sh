@@ -178,9 +178,13 @@ h, w = struct.unpack('>HH', d[i + 5:i + 9]); assert (w, h) == (43, 32), (w, h)" 
   # Interrupted for real (SIGINT mid-way, one worker, default short side 331), then rerun:
   # the same lists as an uninterrupted run.
   expect_rc 0 -- prepare "$tmp/r1" --annotations "$k/k400/annotations" --videos "$k/k400" --frames --workers 1
-  prepare "$tmp/r2" --annotations "$k/k400/annotations" --videos "$k/k400" --frames --workers 1 >"$tmp/int.out" 2>&1 &
+  "$vexp" data prepare kinetics400 --out "$tmp/r2" --annotations "$k/k400/annotations" --videos "$k/k400" --frames --workers 1 >"$tmp/int.out" 2>&1 &
   bgpid=$!
-  sleep 0.4; kill -INT "$bgpid" 2>/dev/null; wait "$bgpid"; rc=$?; bgpid=""
+  # Interrupt once a few videos are journaled (vexp itself takes a second to start).
+  for _ in $(seq 400); do
+    [ "$(cat "$tmp/r2/.vexp_prepare/journal.tsv" 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 0.05
+  done
+  kill -INT "$bgpid" 2>/dev/null; wait "$bgpid"; rc=$?; bgpid=""
   if [ "$rc" -eq 130 ]; then
     grep -qF "run the same command again to resume" "$tmp/int.out" || { cat "$tmp/int.out"; fail "interrupt message"; }
     [ ! -e "$tmp/r2/train_videofolder.txt" ] || fail "a list was written by an interrupted run"
