@@ -262,6 +262,7 @@ PY
   one_error 1 "label 'abseiling' is not in the label map '$tmp/c/short.txt'" -- \
     --annotations "$k/kinetics400" --videos "$k/videos" --label-map "$tmp/c/short.txt" --out "$tmp/x"
   grep -qF "$k/kinetics400/train.csv:2:" "$tmp/stderr" || { cat "$tmp/stderr"; fail "no file:line"; }
+  [ ! -e "$tmp/x" ] || fail "bad input left an output folder"
   one_error 1 "no train CSV in '$k'" -- --annotations "$k" --videos "$k/videos" --out "$tmp/x"
   one_error 1 "video folder '$tmp/none' does not exist" -- --annotations "$k/kinetics400" --videos "$tmp/none" --out "$tmp/x"
   ;;

@@ -339,7 +339,6 @@ int prepare_kinetics400(const PrepareOptions& o) {
 
   // ---- items
   const fs::path out(o.out);
-  fs::create_directories(out / ".vexp_prepare");
   const auto videos = index_videos(o.videos, out);
   const int short_side = o.short_side >= 0 ? o.short_side : o.mode == PrepareMode::Frames ? 331 : 256;
   std::vector<Item> items;
@@ -377,6 +376,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
   if (o.mode == PrepareMode::Reencode) settings << "short_side " << short_side << "\ncrf " << o.crf << "\ngop " << o.gop << "\n";
   if (o.mode == PrepareMode::Frames) settings << "short_side " << short_side << "\nquality " << o.quality << "\n";
   const fs::path settings_path = out / ".vexp_prepare/settings", journal_path = out / ".vexp_prepare/journal.tsv";
+  fs::create_directories(out / ".vexp_prepare");
   bool had_settings = false;
   const std::string old_settings = read_text(settings_path, &had_settings);
   if (had_settings && old_settings != settings.str()) {
