@@ -142,6 +142,9 @@ VideoReader::VideoReader(const std::string& path, std::shared_ptr<const VideoInd
   idx->width = st->codecpar->width;
   idx->height = st->codecpar->height;
   idx->seconds_per_tick = av_q2d(st->time_base);
+  AVRational rate = st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0 ? st->avg_frame_rate : st->r_frame_rate;
+  if (rate.num <= 0 || rate.den <= 0) rate = AVRational{25, 1};
+  idx->frame_rate = Rational{rate.num, rate.den};
   int64_t last = AV_NOPTS_VALUE;
   while ((rc = av_read_frame(m.fmt, m.pkt)) >= 0) {
     // Packets the container marks discarded (edit lists) are never presented.
@@ -418,7 +421,12 @@ void drain(VideoWriter* /*unused*/, AVFormatContext* fmt, AVCodecContext* codec,
 }  // namespace
 
 VideoWriter::VideoWriter(const std::string& path, int width, int height, int channels, int fps, int crf, int gop)
+    : VideoWriter(path, width, height, channels, Rational{fps, 1}, crf, gop) {}
+
+VideoWriter::VideoWriter(const std::string& path, int width, int height, int channels, Rational fps, int crf,
+                         int gop)
     : impl_(std::make_unique<Impl>()), path_(path) {
+  if (fps.num <= 0 || fps.den <= 0) fail(path, "frame rate must be positive");
   Impl& m = *impl_;
   m.width = width;
   m.height = height;
@@ -433,8 +441,8 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, int cha
   m.codec->width = width;
   m.codec->height = height;
   m.codec->pix_fmt = AV_PIX_FMT_YUV420P;
-  m.codec->time_base = AVRational{1, fps};
-  m.codec->framerate = AVRational{fps, 1};
+  m.codec->time_base = AVRational{fps.den, fps.num};
+  m.codec->framerate = AVRational{fps.num, fps.den};
   m.codec->gop_size = gop;
   m.codec->thread_count = 1;
   if (m.fmt->oformat->flags & AVFMT_GLOBALHEADER) m.codec->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;

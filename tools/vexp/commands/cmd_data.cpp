@@ -1,4 +1,5 @@
-// vexp data check RECIPE | extract-frames VIDEO_LIST --out DIR | make-synthetic --out DIR
+// vexp data check RECIPE | extract-frames VIDEO_LIST --out DIR | make-synthetic --out DIR [--layout kinetics400]
+// | prepare kinetics400 ...: the command line; the work is in tools/vexp/data/.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -10,10 +11,13 @@
 #include <sstream>
 #include <thread>
 
-#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "data/kinetics400.hpp"
+#include "data/parallel.hpp"
+#include "data/synthetic.hpp"
+#include "data/video_ops.hpp"
 #include "vexp/media/media.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/validate.hpp"
@@ -23,18 +27,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int default_workers() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+using data::default_workers;
 
-// Runs fn(i) for i in [0, n) on `workers` threads.
 template <class Fn>
 void parallel(int64_t n, int workers, Fn fn) {
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> ts;
-  for (int w = 0; w < std::max(1, workers); ++w)
-    ts.emplace_back([&] {
-      for (int64_t i; (i = next.fetch_add(1)) < n;) fn(i);
-    });
-  for (auto& t : ts) t.join();
+  data::parallel_for(n, workers, fn);
 }
 
 // ------------------------------------------------------------------ data check
@@ -137,7 +134,6 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     fs::path src = fs::path(it.rel).is_absolute() ? fs::path(it.rel) : fs::path(root) / it.rel;
     fs::path rel = fs::path(it.rel).is_absolute() ? fs::path(it.rel).filename() : fs::path(it.rel);
     fs::path dst = fs::path(out_dir) / rel.replace_extension();
-    fs::path partial = dst.string() + ".partial";
     try {
       if (fs::is_directory(dst)) {  // resumable: a finished folder is kept
         int64_t n = 0;
@@ -146,29 +142,9 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
         skipped++;
         return;
       }
-      fs::remove_all(partial);
-      fs::create_directories(partial);
-      media::VideoReader r(src.string());
-      const int W = r.width(), H = r.height();
-      const int64_t nf = r.frames();
-      const int64_t chunk = 64;
-      std::vector<uint8_t> buf(static_cast<size_t>(chunk) * W * H * 3);
-      for (int64_t f0 = 0; f0 < nf; f0 += chunk) {
-        std::vector<int64_t> idx;
-        for (int64_t f = f0; f < std::min(nf, f0 + chunk); ++f) idx.push_back(f);
-        r.read(idx, {0, 0, W, H}, W, H, 3, buf.data());
-        for (size_t k = 0; k < idx.size(); ++k) {
-          char name[32];
-          std::snprintf(name, sizeof name, "img_%05lld.jpg", static_cast<long long>(idx[k] + 1));
-          media::write_jpeg((partial / name).string(), buf.data() + k * W * H * 3, W, H, 3, quality);
-        }
-      }
-      fs::rename(partial, dst);  // the folder appears complete or not at all
-      counts[static_cast<size_t>(i)] = nf;
+      counts[static_cast<size_t>(i)] = data::extract_frames(src.string(), dst.string(), 0, quality);
       done++;
     } catch (const std::exception& e) {
-      std::error_code ec;
-      fs::remove_all(partial, ec);
       errors[static_cast<size_t>(i)] = e.what();
       std::lock_guard<std::mutex> lock(print);
       std::cerr << "vexp: warning: " << e.what() << "\n";
@@ -192,78 +168,6 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
   std::cout << "extracted " << done.load() << " video(s), " << skipped.load() << " already done, " << failed
             << " failed; frame list " << frame_list.string() << "\n";
   if (failed > 0) throw Exit{kExitFailure, std::to_string(failed) + " video(s) could not be extracted"};
-}
-
-// ------------------------------------------------------------------ make-synthetic
-struct SynthArgs {
-  std::string out;
-  int64_t classes = 8, frames = 16, size = 32, train_clips = 4000, val_clips = 800, seed = 0, fps = 25, crf = 12, gop = 250;
-  double noise = 0.05;
-};
-
-void run_make_synthetic(const SynthArgs& a) {
-  media::quiet_ffmpeg_logs();
-  Session s;
-  load_plugins(s);
-  const dsl::PluginDecl* decl = s.host.find("dataset", "synthetic_motion");
-  if (!decl) throw Exit{kExitFailure, "the synthetic_motion plugin is not loaded"};
-  std::map<std::string, dsl::Value> given{{"classes", a.classes},         {"frames", a.frames},
-                                          {"size", a.size},               {"channels", int64_t(1)},
-                                          {"train_clips", a.train_clips}, {"val_clips", a.val_clips},
-                                          {"noise", a.noise},             {"seed", a.seed}};
-  std::shared_ptr<Dataset> data;
-  try {
-    data = s.host.make<Dataset>("dataset", "synthetic_motion", dsl::make_params(decl->schema, given));
-  } catch (const std::exception& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
-  if (a.size % 2) throw Exit{kExitInvalid, "--size must be even (H.264 with 4:2:0 chroma)"};
-  const auto names = data->class_names();
-  const fs::path root(a.out);
-  fs::create_directories(root);
-  {
-    std::ofstream o(root / "classes.txt");
-    for (auto& n : names) o << n << "\n";
-  }
-  for (Split split : {Split::Train, Split::Val}) {
-    const std::string sp = split_name(split);
-    const int64_t n = data->size(split);
-    std::vector<std::string> rel(static_cast<size_t>(n)), ids(static_cast<size_t>(n));
-    std::vector<int64_t> labels(static_cast<size_t>(n));
-    parallel(n, default_workers(), [&](int64_t i) {
-      Sample smp = data->get(split, i, 0);
-      char id[32];
-      std::snprintf(id, sizeof id, "%s%06lld", sp.c_str(), static_cast<long long>(i));
-      char end[16];
-      std::snprintf(end, sizeof end, "%06lld", static_cast<long long>(a.frames));
-      const std::string r = sp + "/" + names[static_cast<size_t>(smp.label)] + "/" + id + "_000000_" + end + ".mp4";
-      fs::create_directories((root / r).parent_path());
-      // Back from (x - 0.5) / 0.25 to bytes.
-      at::Tensor bytes = (smp.clip * 0.25 + 0.5).mul(255).round().clamp(0, 255).to(at::kByte).contiguous();
-      const int64_t plane = a.size * a.size;
-      const fs::path tmp = root / (r + ".tmp.mp4");
-      {
-        media::VideoWriter w(tmp.string(), static_cast<int>(a.size), static_cast<int>(a.size), 1,
-                             static_cast<int>(a.fps), static_cast<int>(a.crf), static_cast<int>(a.gop));
-        for (int64_t t = 0; t < a.frames; ++t) w.write(bytes.data_ptr<uint8_t>() + t * plane);
-        w.close();
-      }
-      fs::rename(tmp, root / r);
-      rel[static_cast<size_t>(i)] = r;
-      ids[static_cast<size_t>(i)] = id;
-      labels[static_cast<size_t>(i)] = smp.label;
-    });
-    std::ofstream tsm(root / (sp + "_list.txt")), mm(root / (sp + "_list_mmaction.txt")), csv(root / (sp + ".csv"));
-    csv << "label,youtube_id,time_start,time_end,split\n";
-    for (int64_t i = 0; i < n; ++i) {
-      tsm << rel[i] << " " << a.frames << " " << labels[i] << "\n";
-      mm << rel[i] << " " << labels[i] << "\n";
-      csv << names[static_cast<size_t>(labels[i])] << "," << ids[i] << ",0," << a.frames << "," << sp << "\n";
-    }
-  }
-  std::cout << "wrote " << a.train_clips << " train and " << a.val_clips << " val clips (" << a.frames << " frames of "
-            << a.size << "x" << a.size << ", H.264) with lists train_list.txt / train_list_mmaction.txt / train.csv"
-            << " (and val_*) and classes.txt to " << root.string() << "\n";
 }
 
 }  // namespace
@@ -294,9 +198,17 @@ void add_data(CLI::App& app) {
   ex->add_option("--quality", *quality, "JPEG quality (>= 90: 4:4:4 chroma)")->check(CLI::Range(1, 100));
   ex->callback([=] { run_extract(*list, *out, *root, *ex_workers, *quality); });
 
-  auto* mk = data->add_subcommand("make-synthetic", "Write the quickstart's motion clips as H.264 mp4 files with Kinetics-style lists");
-  auto sa = std::make_shared<SynthArgs>();
+  auto* mk = data->add_subcommand(
+      "make-synthetic",
+      "Write the quickstart's motion clips as H.264 mp4 files with Kinetics-style lists, or (--layout kinetics400) "
+      "a miniature Kinetics-400 download");
+  auto sa = std::make_shared<data::SynthArgs>();
   mk->add_option("--out", sa->out, "Output folder")->required();
+  mk->add_option("--layout", sa->layout,
+                 "motion: the quickstart's clips and lists; kinetics400: a miniature Kinetics-400 (official CSVs, "
+                 "per-class and flat videos with broken and missing ones, TSM and mmaction2 lists; only --seed and "
+                 "--noise apply)")
+      ->check(CLI::IsMember({"motion", "kinetics400"}));
   mk->add_option("--classes", sa->classes, "Classes (even)");
   mk->add_option("--frames", sa->frames, "Frames per video");
   mk->add_option("--size", sa->size, "Frame width and height (even)");
@@ -307,7 +219,60 @@ void add_data(CLI::App& app) {
   mk->add_option("--fps", sa->fps, "Frame rate")->check(CLI::Range(1, 240));
   mk->add_option("--crf", sa->crf, "libx264 quality (0: lossless)")->check(CLI::Range(0, 51));
   mk->add_option("--gop", sa->gop, "Keyframe interval")->check(CLI::Range(1, 10000));
-  mk->callback([sa] { run_make_synthetic(*sa); });
+  mk->callback([sa, mk] {
+    if (sa->layout == "kinetics400") {
+      for (const char* opt : {"--classes", "--frames", "--size", "--train-clips", "--val-clips", "--fps", "--crf", "--gop"})
+        if (mk->count(opt) > 0)
+          throw Exit{kExitInvalid, std::string(opt) + " does not apply to --layout kinetics400 (its shapes are fixed)"};
+      data::make_kinetics400_fixture(*sa);
+    } else {
+      data::make_synthetic_motion(*sa);
+    }
+  });
+
+  auto* prep = data->add_subcommand("prepare", "Turn a downloaded dataset into the lists the recipes read");
+  prep->require_subcommand(1);
+  auto* k400 = prep->add_subcommand(
+      "kinetics400",
+      "From the official Kinetics-400 CSVs and a folder of videos (per-class or flat) to TSM and mmaction2 lists, "
+      "classes.txt and a report of missing and undecodable videos (parallel, resumable)");
+  auto po = std::make_shared<data::PrepareOptions>();
+  po->workers = default_workers();
+  auto reencode = std::make_shared<bool>(false);
+  auto frames = std::make_shared<bool>(false);
+  k400->add_option("--annotations", po->annotations,
+                   "Folder of the official CSVs (train.csv/validate.csv of DeepMind's release, train.csv/val.csv "
+                   "of the CVDF mirror, kinetics_train.csv/kinetics_val.csv, ...)");
+  k400->add_option("--train-csv", po->train_csv, "The train CSV (instead of --annotations)");
+  k400->add_option("--val-csv", po->val_csv, "The validation CSV (instead of --annotations)");
+  k400->add_option("--videos", po->videos,
+                   "Folder of the downloaded videos, {id}_{start:06d}_{end:06d}.mp4 in per-class folders or flat "
+                   "(found per file, up to 4 levels deep)")
+      ->required();
+  k400->add_option("--out", po->out, "Output folder (the recipes' data root, KINETICS_ROOT)")->required();
+  k400->add_option("--label-map", po->label_map,
+                   "Class names, one per line: line i is label i (default: the train CSV's names sorted, as the "
+                   "official TSM code and mmaction2 number them)");
+  auto* re_flag = k400->add_flag("--reencode", *reencode,
+                                 "Write H.264 copies at short side 256 (mmaction2's resize_videos.py) instead of "
+                                 "linking the videos");
+  k400->add_flag("--frames", *frames,
+                 "Extract JPEG frame folders img_00001.jpg... (the official TSM vid2img_kinetics.py) instead of "
+                 "linking the videos")
+      ->excludes(re_flag);
+  k400->add_option("--short-side", po->short_side,
+                   "Shorter side of re-encoded videos or frames in pixels, 0 keeps the size (default: 256 with "
+                   "--reencode, 331 with --frames)")
+      ->check(CLI::Range(0, 4096));
+  k400->add_option("--quality", po->quality, "--frames: JPEG quality (>= 90: 4:4:4 chroma)")->check(CLI::Range(1, 100));
+  k400->add_option("--crf", po->crf, "--reencode: libx264 quality")->check(CLI::Range(0, 51));
+  k400->add_option("--gop", po->gop, "--reencode: frames between keyframes")->check(CLI::Range(1, 10000));
+  k400->add_option("--workers", po->workers, "Threads (default: every core)")->check(CLI::Range(1, 1024));
+  k400->callback([po, reencode, frames] {
+    po->mode = *frames ? data::PrepareMode::Frames : *reencode ? data::PrepareMode::Reencode : data::PrepareMode::Link;
+    const int rc = data::prepare_kinetics400(*po);
+    if (rc != 0) throw Exit{rc, ""};
+  });
 }
 
 }  // namespace vexp::cli

@@ -30,12 +30,18 @@ struct Rect {
   int x = 0, y = 0, w = 0, h = 0;
 };
 
+// A frame rate num / den frames per second (29.97 is 30000 / 1001).
+struct Rational {
+  int num = 0, den = 1;
+};
+
 // What a scan of the container's packets tells (no decoding).
 struct VideoIndex {
   std::vector<int64_t> pts;      // presentation timestamps, sorted: frame k has pts[k]
   std::vector<int64_t> key_pts;  // keyframes' timestamps, sorted
   int width = 0, height = 0;
   double seconds_per_tick = 0;   // stream time base
+  Rational frame_rate;           // the stream's average frame rate (25/1 when the container tells none)
   int64_t frames() const { return static_cast<int64_t>(pts.size()); }
 };
 
@@ -81,6 +87,8 @@ class VideoWriter {
  public:
   // crf: libx264 quality (0 lossless); gop: keyframe interval.
   VideoWriter(const std::string& path, int width, int height, int channels, int fps, int crf, int gop);
+  // The same at a fractional frame rate (a re-encoded video keeps its source's rate).
+  VideoWriter(const std::string& path, int width, int height, int channels, Rational fps, int crf, int gop);
   ~VideoWriter();
   VideoWriter(const VideoWriter&) = delete;
   VideoWriter& operator=(const VideoWriter&) = delete;
