@@ -188,6 +188,20 @@ PY
   expect_rc 1 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run3" --input "$tmp/bad.mp4"
   expect_out "cannot decode video '$tmp/bad.mp4': cannot open: "; no_crash
   ;;
+bench_comm_recipe)
+  # vexp bench comm's default recipes are vexp's own, found from the executable, not
+  # the current directory: from / in the build tree (two ranks, one repetition) and
+  # after cmake --install (one rank: the recipes open, then it asks for ranks).
+  (cd / && "$vexp" bench comm --nproc 2 --reps 1 --steps 1) > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench comm from /"; }
+  expect_out "weak-scaling efficiency"; expect_out "share/vexp/recipes/quickstart/tsm_motion.toml"
+  cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install failed"
+  (cd / && "$tmp/prefix/bin/vexp" bench comm --reps 1 --steps 1) > "$tmp/out" 2>&1
+  [ $? -eq 2 ] || { cat "$tmp/out"; fail "the installed bench comm did not reach the rank check"; }
+  expect_out "needs 2 or more ranks"; expect_no_out "cannot open"
+  [ -f "$tmp/prefix/share/vexp/recipes/tsm_k400_1536.toml" ] || fail "recipes not installed"
+  (cd / && "$vexp" bench comm --recipe nowhere.toml) > "$tmp/out" 2>&1
+  expect_out "nowhere.toml"
+  ;;
 predict_names)
   # Class names: --labels, else the recipe's label_map (relative to the data root),
   # else the dataset's own names, else classes.txt in the data root.
