@@ -497,6 +497,20 @@ compare_errors)
   expect_rc 1 -- "$vexp" compare "$tmp/bad"
   expect_out "is not valid JSON"
   ;;
+compare_repeated_names)
+  # Rows whose run names repeat carry the shortest tail of their directory that
+  # tells them apart; unique names stay bare.
+  for d in a/tsm_motion b/tsm_motion c/tsn_run runs/one runs/two; do
+    mkdir -p "$tmp/$d"
+    case $d in a/*|b/*) n=tsm_motion ;; c/*) n=tsn_motion ;; *) n=tsm ;; esac
+    printf '{"name": "%s", "top1": 0.5, "top5": 1.0, "params": 10}\n' "$n" > "$tmp/$d/summary.json"
+  done
+  (cd "$tmp" && "$vexp" compare a/tsm_motion/ "$tmp/b/tsm_motion" c/tsn_run runs/one ./runs/two) > "$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "compare failed"; }
+  expect_out "tsm_motion (a/tsm_motion) "; expect_out "tsm_motion (b/tsm_motion) "
+  expect_out "tsm (one) "; expect_out "tsm (two) "
+  grep -q '^tsn_motion ' "$tmp/out" || { cat "$tmp/out"; fail "a unique name got a suffix"; }
+  ;;
 plugin_path)
   # A folder of broken libraries on VEXP_PLUGIN_PATH: warnings, not a crash.
   VEXP_PLUGIN_PATH="$build/tests/fixtures" "$vexp" plugins >"$tmp/out" 2>&1 || fail "plugins failed"
