@@ -511,6 +511,25 @@ compare_repeated_names)
   expect_out "tsm (one) "; expect_out "tsm (two) "
   grep -q '^tsn_motion ' "$tmp/out" || { cat "$tmp/out"; fail "a unique name got a suffix"; }
   ;;
+docs_links)
+  # No doc links a file outside the repository or one that does not exist.
+  $PY "$here/docs_links.py" "$src" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bad links in the docs"; }
+  expect_out "every relative one is a file of the repository"
+  # The checker fails on each kind of bad link (a repository of its own in $tmp).
+  mkdir -p "$tmp/repo/docs" "$tmp/repo/plugins/x" "$tmp/outside"; touch "$tmp/outside/f.md" "$tmp/repo/docs/ok.md"
+  printf '# r\n[ok](docs/ok.md#a) [web](https://x.org/a) [here](#top)\n```\n[code](../nowhere.md)\n```\n' > "$tmp/repo/README.md"
+  printf '[out](../../outside/f.md)\n[gone](missing.md)\n[two\nlines](../../outside/f.md)\n[abs]: /etc/passwd\n`[span](../x.md)`\n' \
+    > "$tmp/repo/docs/a.md"
+  printf '![img](../../docs/nothere.png)\n' > "$tmp/repo/plugins/x/README.md"
+  expect_rc 1 -- $PY "$here/docs_links.py" "$tmp/repo"
+  expect_out "docs/a.md:1: links '../../outside/f.md', which is outside the repository"
+  expect_out "docs/a.md:2: links 'missing.md', which does not exist"
+  expect_out "docs/a.md:4: links '../../outside/f.md', which is outside the repository"
+  expect_out "docs/a.md:5: links '/etc/passwd', an absolute path"
+  expect_out "plugins/x/README.md:1: links '../../docs/nothere.png', which does not exist"
+  ! grep -q '^README.md:' "$tmp/out" || { cat "$tmp/out"; fail "a good link or one in code was reported"; }
+  expect_no_out "x.md'"; expect_no_out "nowhere.md"
+  ;;
 plugin_path)
   # A folder of broken libraries on VEXP_PLUGIN_PATH: warnings, not a crash.
   VEXP_PLUGIN_PATH="$build/tests/fixtures" "$vexp" plugins >"$tmp/out" 2>&1 || fail "plugins failed"
