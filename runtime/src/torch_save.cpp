@@ -549,10 +549,17 @@ at::Tensor find_tensor(const PyRef& root, const std::string& path) {
   throw std::runtime_error("'" + path + "' does not hold a single tensor (save one with torch.save(tensor, path))");
 }
 
-void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                      const std::string& under) {
   c10::Dict<std::string, at::Tensor> d;
   for (const auto& [k, v] : tensors) d.insert(k, v.detach().cpu().contiguous());
-  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(d));
+  c10::IValue root(d);
+  if (!under.empty()) {
+    c10::impl::GenericDict outer(c10::StringType::get(), root.type());
+    outer.insert(c10::IValue(under), root);
+    root = c10::IValue(outer);
+  }
+  std::vector<char> bytes = torch::jit::pickle_save(root);
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 

@@ -70,7 +70,10 @@ std::string map_key(const std::string& key, const ModelLayout& layout, const std
     }
   }
   if (starts_with(k, "cls_head.")) return "";
-  k = replace_all(k, ".net.", ".");  // TSM wraps shifted convs as `.net`
+  // A shift wraps the shifted conv as `.net`: official TSM layer1.0.conv1.net.weight,
+  // mmaction2 layer1.0.conv1.conv.net.weight; the names earlier vexp mmaction
+  // exports wrote, layer1.0.conv1.net.conv.weight and conv1.net.bn.*, still load.
+  k = replace_all(k, ".net.", ".");
   // mmcv ConvModule: convN.conv.* -> convN.*, convN.bn.* -> bnN.*, downsample.conv/bn -> downsample.0/1
   static const std::regex conv_conv(R"((^|\.)conv(\d+)\.conv\.)");
   static const std::regex conv_bn(R"((^|\.)conv(\d+)\.bn\.)");
@@ -177,11 +180,16 @@ StateDict export_weights(torch::nn::Module& model, const ModelLayout& layout, co
         if (!block.empty() && starts_with(k, block + "conv1.")) k = block + "conv1.net." + k.substr(block.size() + 6);
         k = "module.base_model." + k;
       } else if (naming == "mmaction") {
+        // mmcv ConvModule names: convN.weight -> convN.conv.weight, bnN.* -> convN.bn.*,
+        // downsample.0/1 -> downsample.conv/bn. ResNetTSM shifts *inside* the ConvModule
+        // (blocks[i].conv1.conv = TemporalShift(b.conv1.conv)): conv1.conv.net.weight,
+        // while the norm stays conv1.bn.*.
         k = std::regex_replace(k, conv_w, "$1conv$2.conv.");
         k = std::regex_replace(k, bn_w, "$1conv$2.bn.");
         k = replace_all(k, "downsample.0.", "downsample.conv.");
         k = replace_all(k, "downsample.1.", "downsample.bn.");
-        if (!block.empty() && starts_with(k, block + "conv1.")) k = block + "conv1.net." + k.substr(block.size() + 6);
+        const std::string inner = block + "conv1.conv.";
+        if (!block.empty() && starts_with(k, inner)) k = inner + "net." + k.substr(inner.size());
         k = "backbone." + k;
       }
     } else {

@@ -143,42 +143,127 @@ PY
   expect_out "bad.mp4"; no_crash
   ;;
 predict_video_centre)
-  # vexp predict on a video for a dataset without a video pipeline (synthetic_motion):
-  # segment centres, short-side resize, centre crop, ImageNet normalisation, decoded
-  # by vexp::media. At the clip's own size nothing is resized: the logits equal those
-  # of the same frames decoded by PyAV and given as a .pt tensor.
-  rgb=(--set data.params.channels=3 --set model.node.1.in_channels=3)
+  # vexp predict on a video for a dataset without a video pipeline (synthetic_motion),
+  # at the recipe's clip shape (gray as the quickstart, and RGB): segment centres,
+  # the whole frame, the dataset's own normalisation (x - 0.5) / 0.25, decoded by
+  # vexp::media. The logits equal those of the same frames decoded by PyAV and given
+  # as a .pt tensor.
   expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
-  expect_rc 0 -- "$vexp" run data/tiny.toml "${rgb[@]}" --set run.epochs=1 --out "$tmp/run"
   video="$tmp/motion/$(head -1 "$tmp/motion/val_list.txt" | cut -d' ' -f1)"
-  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video" --short-side 16 \
-    --logits "$tmp/video.json"
-  expect_out "clip 0:"
-  $PY - "$video" "$tmp/frames.pt" <<'PY' || fail "could not decode the clip with PyAV"
+  for ch in 1 3; do
+    set_ch=(--set data.params.channels=$ch --set model.node.1.in_channels=$ch)
+    expect_rc 0 -- "$vexp" run data/tiny.toml "${set_ch[@]}" --set run.epochs=1 --out "$tmp/run$ch"
+    expect_rc 0 -- "$vexp" predict data/tiny.toml "${set_ch[@]}" --weights "$tmp/run$ch" --input "$video" \
+      --logits "$tmp/video$ch.json"
+    expect_out "clip 0:"; expect_out "4 segment centres, shorter side 16, centre crop 16x16"
+    expect_out "(x - 0.5) / 0.25"
+    $PY - "$video" "$tmp/frames$ch.pt" $ch <<'PY' || fail "could not decode the clip with PyAV"
 import sys, av, numpy as np, torch
-frames = [f.to_ndarray(format="rgb24") for f in av.open(sys.argv[1]).decode(video=0)]
+ch = int(sys.argv[3])
+frames = [f.to_ndarray(format="gray" if ch == 1 else "rgb24") for f in av.open(sys.argv[1]).decode(video=0)]
 n, T = len(frames), 4
 idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
-x = torch.tensor(np.stack([frames[i] for i in idx])).permute(0, 3, 1, 2).float()
-mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
-std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
-torch.save((x - mean) / std, sys.argv[2])
+x = torch.tensor(np.stack([frames[i] for i in idx])).float()
+x = x.unsqueeze(1) if ch == 1 else x.permute(0, 3, 1, 2)
+torch.save((x / 255 - 0.5) / 0.25, sys.argv[2])
 PY
-  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$tmp/frames.pt" \
-    --logits "$tmp/tensor.json"
-  $PY - "$tmp/video.json" "$tmp/tensor.json" <<'PY' || fail "the decoded video differs from PyAV's frames"
+    expect_rc 0 -- "$vexp" predict data/tiny.toml "${set_ch[@]}" --weights "$tmp/run$ch" --input "$tmp/frames$ch.pt" \
+      --logits "$tmp/tensor$ch.json"
+    $PY - "$tmp/video$ch.json" "$tmp/tensor$ch.json" <<'PY' || fail "the decoded video differs from PyAV's frames ($ch channels)"
 import json, sys
 a, b = (json.load(open(f))["logits"][0] for f in sys.argv[1:3])
 assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4 * max(1.0, max(abs(y) for y in b)), (a, b)
 PY
-  # the default short side (crop x 256/224) resizes first; another shape with --clip
-  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video"
+  done
+  rgb=(--set data.params.channels=3 --set model.node.1.in_channels=3)
+  # --short-side resizes first; another shape with --clip
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run3" --input "$video" --short-side 20
+  expect_out "clip 0:"; expect_out "shorter side 20"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run3" --input "$video" --clip 3x3x12x12
   expect_out "clip 0:"
-  expect_rc 0 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$video" --clip 3x3x12x12
-  expect_out "clip 0:"
+  expect_rc 2 -- "$vexp" predict data/tiny.toml --set model.node.1.in_channels=2 --weights "$tmp/run3" --input "$video" \
+    --clip 3x2x12x12
+  expect_out "a video needs a clip shape [T, 1 or 3, H, W]"
   printf 'not a video' > "$tmp/bad.mp4"
-  expect_rc 1 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run" --input "$tmp/bad.mp4"
+  expect_rc 1 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run3" --input "$tmp/bad.mp4"
   expect_out "cannot decode video '$tmp/bad.mp4': cannot open: "; no_crash
+  ;;
+bench_comm_recipe)
+  # vexp bench comm's default recipes are vexp's own, found from the executable, not
+  # the current directory: from / in the build tree (two ranks, one repetition) and
+  # after cmake --install (one rank: the recipes open, then it asks for ranks).
+  (cd / && "$vexp" bench comm --nproc 2 --reps 1 --steps 1) > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench comm from /"; }
+  expect_out "weak-scaling efficiency"; expect_out "share/vexp/recipes/quickstart/tsm_motion.toml"
+  cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || fail "cmake --install failed"
+  (cd / && "$tmp/prefix/bin/vexp" bench comm --reps 1 --steps 1) > "$tmp/out" 2>&1
+  [ $? -eq 2 ] || { cat "$tmp/out"; fail "the installed bench comm did not reach the rank check"; }
+  expect_out "needs 2 or more ranks"; expect_no_out "cannot open"
+  [ -f "$tmp/prefix/share/vexp/recipes/tsm_k400_1536.toml" ] || fail "recipes not installed"
+  (cd / && "$vexp" bench comm --recipe nowhere.toml) > "$tmp/out" 2>&1
+  expect_out "nowhere.toml"
+  ;;
+predict_names)
+  # Class names: --labels, else the recipe's label_map (relative to the data root),
+  # else the dataset's own names, else classes.txt in the data root.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  export VEXP_MOTION_DATA="$tmp/motion"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --set run.epochs=1 --out "$tmp/run"
+  printf '%s\n' 'a "quoted", name' '' '  second  ' third fourth > "$tmp/labels.txt"
+  $PY -c 'import torch; torch.manual_seed(0); torch.save(torch.randn(2, 4, 1, 16, 16), "'"$tmp"'/x.pt")'
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/run" --input "$tmp/x.pt" --topk 4
+  expect_out "class names from the dataset 'synthetic_motion'"; expect_out "(square_right)"; expect_out "(hollow_up)"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/run" --input "$tmp/x.pt" --topk 4 --labels "$tmp/labels.txt"
+  expect_out "class names from '$tmp/labels.txt'"; expect_out '(a "quoted", name)'; expect_out "(second)"
+  expect_out "(fourth)"; expect_no_out "square_right"
+  expect_rc 1 -- "$vexp" predict data/tiny.toml --weights "$tmp/run" --input "$tmp/x.pt" --labels "$tmp/none.txt"
+  expect_out "cannot read the label file '$tmp/none.txt'"
+  # kinetics: a relative label_map is under the data root, from any directory
+  expect_rc 0 -- "$vexp" run data/tiny_video.toml --out "$tmp/vrun"
+  cp "$tmp/labels.txt" "$tmp/motion/names.txt"
+  (cd / && "$vexp" predict "$here/data/tiny_video.toml" --weights "$tmp/vrun" --input "$tmp/x.pt" --topk 4 \
+     --set data.params.label_map='"names.txt"') > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "label_map under the root"; }
+  expect_out "class names from the label map '$tmp/motion/names.txt'"; expect_out "(second)"
+  # no label map, a TSM list (no names in it): classes.txt of the data root
+  (cd / && "$vexp" predict "$here/data/tiny_video.toml" --weights "$tmp/vrun" --input "$tmp/x.pt" --topk 4) \
+     > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "classes.txt of the root"; }
+  expect_out "class names from '$tmp/motion/classes.txt'"; expect_out "(square_left)"
+  # a names file of another length is used, with a warning
+  printf 'one\ntwo\n' > "$tmp/two.txt"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/run" --input "$tmp/x.pt" --topk 4 --labels "$tmp/two.txt"
+  expect_out "names 2 classes, the model has 4"
+  # the data gone: numbers only, no error
+  rm -rf "$tmp/motion"
+  expect_rc 0 -- "$vexp" predict data/tiny_video.toml --weights "$tmp/vrun" --input "$tmp/x.pt" --topk 2 --classes 4
+  expect_out "clip 0:"; expect_no_out "class names from"
+  ;;
+predict_weights_run_dir)
+  # --weights RUN_DIR: the run's latest checkpoint, for runs that wrote only the
+  # final one, every epoch, or stopped mid-epoch; its checkpoints/ folder too; a
+  # directory without one is an error naming it.
+  $PY -c 'import torch; torch.save(torch.randn(1, 4, 1, 16, 16), "'"$tmp"'/x.pt")'
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/final" --set run.checkpoint_every=0
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/final" --input "$tmp/x.pt"
+  expect_out "using its latest checkpoint '$tmp/final/checkpoints/epoch_0002.pt'"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/every" --set run.checkpoint_every=1
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/every" --input "$tmp/x.pt"
+  expect_out "using its latest checkpoint '$tmp/every/checkpoints/epoch_0002.pt'"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/every/checkpoints" --input "$tmp/x.pt"
+  expect_out "using its latest checkpoint '$tmp/every/checkpoints/epoch_0002.pt'"
+  # a run stopped after its first epoch of two (--stop-after), then as an interrupted
+  # one leaves it: a mid-epoch checkpoint (epoch_0001_step_000003.pt; a copy here) is newer
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/stopped" --stop-after 1
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/stopped" --input "$tmp/x.pt"
+  expect_out "using its latest checkpoint '$tmp/stopped/checkpoints/epoch_0001.pt'"
+  cp "$tmp/stopped/checkpoints/epoch_0001.pt" "$tmp/stopped/checkpoints/epoch_0001_step_000003.pt"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml --weights "$tmp/stopped" --input "$tmp/x.pt"
+  expect_out "using its latest checkpoint '$tmp/stopped/checkpoints/epoch_0001_step_000003.pt'"
+  expect_rc 0 -- "$vexp" export "$tmp/stopped" --to "$tmp/stopped.pth"
+  expect_out "from '$tmp/stopped/checkpoints/epoch_0001_step_000003.pt'"
+  mkdir -p "$tmp/empty/checkpoints"; touch "$tmp/empty/checkpoints/epoch_0001.pt.corrupt"
+  expect_rc 1 -- "$vexp" predict data/tiny.toml --weights "$tmp/empty" --input "$tmp/x.pt"
+  expect_out "--weights '$tmp/empty' is a directory with no checkpoint"
+  expect_rc 1 -- "$vexp" export "$tmp/empty" --to "$tmp/e.pth"
+  expect_out "'$tmp/empty' is a directory with no checkpoint"
   ;;
 data_video_run)
   # The quickstart through real mp4 files: make-synthetic, check, one epoch.
@@ -411,6 +496,39 @@ compare_errors)
   mkdir -p "$tmp/bad"; echo "{oops" > "$tmp/bad/summary.json"
   expect_rc 1 -- "$vexp" compare "$tmp/bad"
   expect_out "is not valid JSON"
+  ;;
+compare_repeated_names)
+  # Rows whose run names repeat carry the shortest tail of their directory that
+  # tells them apart; unique names stay bare.
+  for d in a/tsm_motion b/tsm_motion c/tsn_run runs/one runs/two; do
+    mkdir -p "$tmp/$d"
+    case $d in a/*|b/*) n=tsm_motion ;; c/*) n=tsn_motion ;; *) n=tsm ;; esac
+    printf '{"name": "%s", "top1": 0.5, "top5": 1.0, "params": 10}\n' "$n" > "$tmp/$d/summary.json"
+  done
+  (cd "$tmp" && "$vexp" compare a/tsm_motion/ "$tmp/b/tsm_motion" c/tsn_run runs/one ./runs/two) > "$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "compare failed"; }
+  expect_out "tsm_motion (a/tsm_motion) "; expect_out "tsm_motion (b/tsm_motion) "
+  expect_out "tsm (one) "; expect_out "tsm (two) "
+  grep -q '^tsn_motion ' "$tmp/out" || { cat "$tmp/out"; fail "a unique name got a suffix"; }
+  ;;
+docs_links)
+  # No doc links a file outside the repository or one that does not exist.
+  $PY "$here/docs_links.py" "$src" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bad links in the docs"; }
+  expect_out "every relative one is a file of the repository"
+  # The checker fails on each kind of bad link (a repository of its own in $tmp).
+  mkdir -p "$tmp/repo/docs" "$tmp/repo/plugins/x" "$tmp/outside"; touch "$tmp/outside/f.md" "$tmp/repo/docs/ok.md"
+  printf '# r\n[ok](docs/ok.md#a) [web](https://x.org/a) [here](#top)\n```\n[code](../nowhere.md)\n```\n' > "$tmp/repo/README.md"
+  printf '[out](../../outside/f.md)\n[gone](missing.md)\n[two\nlines](../../outside/f.md)\n[abs]: /etc/passwd\n`[span](../x.md)`\n' \
+    > "$tmp/repo/docs/a.md"
+  printf '![img](../../docs/nothere.png)\n' > "$tmp/repo/plugins/x/README.md"
+  expect_rc 1 -- $PY "$here/docs_links.py" "$tmp/repo"
+  expect_out "docs/a.md:1: links '../../outside/f.md', which is outside the repository"
+  expect_out "docs/a.md:2: links 'missing.md', which does not exist"
+  expect_out "docs/a.md:4: links '../../outside/f.md', which is outside the repository"
+  expect_out "docs/a.md:5: links '/etc/passwd', an absolute path"
+  expect_out "plugins/x/README.md:1: links '../../docs/nothere.png', which does not exist"
+  ! grep -q '^README.md:' "$tmp/out" || { cat "$tmp/out"; fail "a good link or one in code was reported"; }
+  expect_no_out "x.md'"; expect_no_out "nowhere.md"
   ;;
 plugin_path)
   # A folder of broken libraries on VEXP_PLUGIN_PATH: warnings, not a crash.

@@ -181,14 +181,18 @@ def test_export_roundtrip():
         out = path("export_%s.pth" % naming)
         vexp("export", run, "--to", out, "--naming", naming)
         sd = torch.load(out)
-        base = torchvision.models.resnet18(num_classes=4)
-        base.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
-        base.maxpool = torch.nn.Identity()
-        m = R.TSN(base, 4, 4, shift=True, dropout=0.2).eval()
         if naming == "tsm":
-            m_sd = {k[len("module."):]: v for k, v in sd.items()}
-            m.load_state_dict(m_sd, strict=True)
+            base = torchvision.models.resnet18(num_classes=4)
+            base.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+            base.maxpool = torch.nn.Identity()
+            m = R.TSN(base, 4, 4, shift=True, dropout=0.2).eval()
+            # The official code's checkpoint['state_dict'], saved from DataParallel.
+            m.load_state_dict({k[len("module."):]: v for k, v in sd["state_dict"].items()}, strict=True)
         elif naming == "torchvision":
+            base = torchvision.models.resnet18(num_classes=4)
+            base.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+            base.maxpool = torch.nn.Identity()
+            m = R.TSN(base, 4, 4, shift=True, dropout=0.2).eval()
             fc = {k: v for k, v in sd.items() if k.startswith("fc.")}
             body = {k: v for k, v in sd.items() if not k.startswith("fc.")}
             shifted = {}
@@ -200,12 +204,93 @@ def test_export_roundtrip():
             shifted["new_fc.weight"], shifted["new_fc.bias"] = fc["fc.weight"], fc["fc.bias"]
             m.load_state_dict(shifted, strict=True)
         else:
-            keys = [k for k in sd if k.startswith("backbone.")]
-            assert any(".conv1.net.conv.weight" in k for k in keys) and "cls_head.fc_cls.weight" in sd, keys[:5]
-            continue
+            # mmaction2's ResNetTSM with its ConvModule names, loaded strictly.
+            m = R.MMRecognizer2D(4, 4, depth=18, shift=True, in_channels=1, cifar_stem=True).eval()
+            m.load_state_dict(sd["state_dict"], strict=True)
         with torch.no_grad():
             ref = m(x)
         compare("export (%s names) -> torch.load -> PyTorch TSM" % naming, got, ref)
+
+
+def keys_of(sd):
+    return {k: "x".join(str(s) for s in v.shape) if v.dim() else "scalar" for k, v in sd.items()}
+
+
+def same_keys(what, got, want):
+    if got == want:
+        print("%s: the %d keys and shapes match" % (what, len(want)))
+        return
+    extra = sorted(set(got) - set(want))[:8]
+    missing = sorted(set(want) - set(got))[:8]
+    shapes = sorted(k for k in set(got) & set(want) if got[k] != want[k])[:8]
+    sys.exit("FAIL: %s: keys differ from the reference\n  not in the reference: %s\n  missing: %s\n"
+             "  other shapes: %s" % (what, extra, missing, [(k, got[k], want[k]) for k in shapes]))
+
+
+def test_export_names():
+    """`vexp export` of TSM-R50 / TSN-R50 (the Kinetics recipes) has exactly the keys and shapes of mmaction2's and
+    the official TSM code's checkpoints (tests/parity/keys, from their module structure); the files load strictly
+    into those structures with the same logits, and load back into vexp (new and old mmaction names alike)."""
+    import state_dict_keys as K
+    p = subprocess.run([sys.executable, os.path.join(HERE, "state_dict_keys.py"), "--check"], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit("FAIL: " + p.stdout + p.stderr)
+    x = torch.randn(1, 8, 3, 64, 64)
+    shape = ["--input", "8x3x64x64", "--classes", "400"]
+    for shift, recipe in ((True, "tsm_r50_8f.toml"), (False, "tsn_r50_8f.toml")):
+        name = "TSM" if shift else "TSN"
+        recipe = os.path.join(K400, recipe)
+        official = tsn_reference(shift, 7)
+        src = path("official_%s.pth" % name)
+        torch.save({"epoch": 50, "state_dict": {"module." + k: v for k, v in official.state_dict().items()}}, src)
+        with torch.no_grad():
+            ref = official(x)
+        # mmaction2 names: the fixture, key for key; mmaction2's structure loads it strictly.
+        mm = path("mm_%s.pth" % name)
+        out = vexp("export", src, "--recipe", recipe, "--naming", "mmaction", "--to", mm, *shape)
+        if "under 'state_dict'" not in out:
+            sys.exit("FAIL: the export does not say where the tensors are:\n" + out)
+        sd = torch.load(mm)["state_dict"]
+        same_keys("%s-R50 export, mmaction names" % name, keys_of(sd),
+                  K.read_keys("mmaction2_%s_r50_k400" % ("tsm" if shift else "tsn")))
+        m = R.MMRecognizer2D(400, 8, depth=50, shift=shift).eval()
+        m.load_state_dict(sd, strict=True)
+        with torch.no_grad():
+            compare("%s-R50 official -> vexp export (mmaction) -> mmaction2 structure" % name, m(x).double(), ref)
+        compare("%s-R50 mmaction export -> vexp predict" % name, predict(recipe, mm, x, "--classes", "400"), ref)
+        # The names vexp's mmaction exports used to write still load.
+        old = {}
+        for k, v in sd.items():
+            k = k.replace(".conv1.conv.net.", ".conv1.net.conv.")
+            if k.startswith("backbone.layer") and shift:
+                k = k.replace(".conv1.bn.", ".conv1.net.bn.")
+            old[k] = v
+        if shift and not any(".conv1.net.conv.weight" in k for k in old):
+            sys.exit("FAIL: the old names were not built")
+        oldf = path("mm_old_%s.pth" % name)
+        torch.save({"state_dict": old}, oldf)
+        compare("%s-R50 old vexp mmaction names -> vexp predict" % name, predict(recipe, oldf, x, "--classes", "400"), ref)
+        # torchvision names: torchvision's own ResNet-50 keys.
+        tv = path("tv_%s.pth" % name)
+        vexp("export", src, "--recipe", recipe, "--naming", "torchvision", "--to", tv, *shape)
+        same_keys("%s-R50 export, torchvision names" % name, keys_of(torch.load(tv)),
+                  keys_of(torchvision.models.resnet50(num_classes=400).state_dict()))
+    # Official TSM names: the fixture; the official structure loads it strictly.
+    tsm = path("tsm_names.pth")
+    vexp("export", path("mm_TSM.pth"), "--recipe", os.path.join(K400, "tsm_r50_8f.toml"), "--naming", "tsm", "--to",
+         tsm, *shape)
+    sd = torch.load(tsm)["state_dict"]
+    same_keys("TSM-R50 export, official TSM names", keys_of(sd), K.read_keys("tsm_official_r50_k400"))
+    m = R.TSN(torchvision.models.resnet50(), 400, 8, shift=True).eval()
+    m.load_state_dict({k[len("module."):]: v for k, v in sd.items()}, strict=True)
+    with torch.no_grad():
+        compare("TSM-R50 mmaction -> vexp export (tsm) -> official structure", m(x).double(),
+                tsn_reference(True, 7)(x))
+    # A state dict without --recipe: what it is and what to give.
+    out = vexp("export", src, "--to", path("x.pth"), expect=1)
+    if "give the model's --recipe" not in out:
+        sys.exit("FAIL: export of a state dict without --recipe does not say to give one:\n" + out)
 
 
 def test_video():

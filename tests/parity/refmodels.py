@@ -7,6 +7,12 @@
   that builds its output from zeros and slice copies.
 - I3D after mmaction2's ResNet3d layout, with its ConvModule names
   (conv1.conv, conv1.bn, layer1.0.conv1.conv, downsample.conv/bn, cls_head.fc_cls).
+- mmaction2's 2D recognizers (TSN-R50, TSM-R50) after its module structure:
+  mmaction/models/backbones/resnet.py builds every convolution as an mmcv
+  ConvModule (`.conv` and its norm `.bn`; the stem conv1, each block's conv1..3
+  and downsample), resnet_tsm.py wraps each block's *inner* convolution in the
+  shift (`blocks[i].conv1.conv = TemporalShift(b.conv1.conv, ...)`, which keeps it
+  as `.net`), and heads/tsn_head.py / tsm_head.py name the classifier `fc_cls`.
 - A MAC counter in mmcv's get_model_complexity_info convention.
 """
 import torch
@@ -51,6 +57,114 @@ class TSN(nn.Module):
         n, t = x.shape[:2]
         out = self.new_fc(self.base_model(x.reshape(n * t, *x.shape[2:])))
         return out.view(n, t, -1).mean(1)
+
+
+class ConvModule2d(nn.Module):
+    """mmcv's ConvModule with a BatchNorm: `conv`, `bn` (the norm's name for BN), activation without weights."""
+
+    def __init__(self, cin, cout, k, s=1, p=0, act=True):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, s, p, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        self.activate = nn.ReLU(inplace=True) if act else None
+
+    def forward(self, x):
+        x = self.bn(self.conv(x))
+        return self.activate(x) if self.activate is not None else x
+
+
+class MMBasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, cin, planes, stride, downsample):
+        super().__init__()
+        self.conv1 = ConvModule2d(cin, planes, 3, stride, 1)
+        self.conv2 = ConvModule2d(planes, planes, 3, 1, 1, act=False)
+        self.downsample = downsample
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        identity = self.downsample(x) if self.downsample is not None else x
+        return self.relu(self.conv2(self.conv1(x)) + identity)
+
+
+class MMBottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, cin, planes, stride, downsample):
+        super().__init__()
+        self.conv1 = ConvModule2d(cin, planes, 1)
+        self.conv2 = ConvModule2d(planes, planes, 3, stride, 1)  # style 'pytorch': the stride on the 3x3
+        self.conv3 = ConvModule2d(planes, planes * 4, 1, act=False)
+        self.downsample = downsample
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        identity = self.downsample(x) if self.downsample is not None else x
+        return self.relu(self.conv3(self.conv2(self.conv1(x))) + identity)
+
+
+class MMResNet(nn.Module):
+    """mmaction2's 2D ResNet (ResNet(depth), torchvision-style stages); `cifar_stem`: a 3x3 stride-1 stem and no
+    max pool, as vexp's `stem = "cifar"` (not an mmaction2 option: for the small test models only).
+    `shift_segments` > 0: ResNetTSM, shift_place 'blockres' (every block's conv1.conv wrapped)."""
+
+    def __init__(self, depth=50, in_channels=3, cifar_stem=False, shift_segments=0, fold_div=8):
+        super().__init__()
+        block, counts = {18: (MMBasicBlock, (2, 2, 2, 2)), 34: (MMBasicBlock, (3, 4, 6, 3)),
+                         50: (MMBottleneck, (3, 4, 6, 3)), 101: (MMBottleneck, (3, 4, 23, 3))}[depth]
+        if cifar_stem:
+            self.conv1 = ConvModule2d(in_channels, 64, 3, 1, 1)
+            self.maxpool = nn.Identity()
+        else:
+            self.conv1 = ConvModule2d(in_channels, 64, 7, 2, 3)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+        cin = 64
+        for i, n in enumerate(counts):
+            planes, stride = 64 * 2 ** i, 1 if i == 0 else 2
+            downsample = None
+            if stride != 1 or cin != planes * block.expansion:
+                downsample = ConvModule2d(cin, planes * block.expansion, 1, stride, act=False)
+            layer = [block(cin, planes, stride, downsample)]
+            cin = planes * block.expansion
+            layer += [block(cin, planes, 1, None) for _ in range(1, n)]
+            self.add_module("layer%d" % (i + 1), nn.Sequential(*layer))
+        self.feat_dim = cin
+        if shift_segments:
+            for layer in (self.layer1, self.layer2, self.layer3, self.layer4):
+                for b in layer:
+                    b.conv1.conv = TemporalShift(b.conv1.conv, shift_segments, fold_div)
+
+    def forward(self, x):
+        x = self.maxpool(self.conv1(x))
+        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+
+
+class MMHead2d(nn.Module):
+    """TSNHead / TSMHead at test time: average pool, `fc_cls`, the average over segments (both heads' dropout is
+    off in eval; TSN averages features before fc_cls, TSM scores after: the same for a linear layer)."""
+
+    def __init__(self, num_classes, in_channels):
+        super().__init__()
+        self.fc_cls = nn.Linear(in_channels, num_classes)
+
+    def forward(self, x, segments):
+        score = self.fc_cls(x.mean((2, 3)))
+        return score.view(-1, segments, score.shape[-1]).mean(1)
+
+
+class MMRecognizer2D(nn.Module):
+    """mmaction2's Recognizer2D: `backbone` + `cls_head`. Input [N, T, C, H, W]."""
+
+    def __init__(self, num_classes, segments, depth=50, shift=False, **kw):
+        super().__init__()
+        self.segments = segments
+        self.backbone = MMResNet(depth, shift_segments=segments if shift else 0, **kw)
+        self.cls_head = MMHead2d(num_classes, self.backbone.feat_dim)
+
+    def forward(self, x):
+        n, t = x.shape[:2]
+        return self.cls_head(self.backbone(x.reshape(n * t, *x.shape[2:])), t)
 
 
 class ConvModule(nn.Module):

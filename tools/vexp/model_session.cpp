@@ -113,18 +113,19 @@ std::string latest_checkpoint_of(const std::string& dir) {
 
 std::string weights_file(const std::string& given, const std::string& option) {
   namespace fs = std::filesystem;
+  const std::string label = option.empty() ? std::string() : option + " ";
   std::error_code ec;
   if (fs::is_directory(given, ec)) {
     std::string latest = latest_checkpoint_of(given);
     if (latest.empty())
-      throw Exit{kExitFailure, option + " '" + given + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt "
-                               "in it): give a run directory that has finished an epoch, a checkpoint or a .pth file"};
-    std::cerr << "vexp: " << option << " '" << given << "': using its latest checkpoint '" << latest << "'\n";
+      throw Exit{kExitFailure, label + "'" + given + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt "
+                               "in it): give a run directory that has written a checkpoint, a checkpoint or a .pth file"};
+    std::cerr << "vexp: " << label << "'" << given << "': using its latest checkpoint '" << latest << "'\n";
     return latest;
   }
-  if (!fs::exists(given, ec)) throw Exit{kExitFailure, option + " '" + given + "': no such file or directory"};
+  if (!fs::exists(given, ec)) throw Exit{kExitFailure, label + "'" + given + "': no such file or directory"};
   if (!fs::is_regular_file(given, ec))
-    throw Exit{kExitFailure, option + " '" + given + "' is not a regular file (a device or a pipe?)"};
+    throw Exit{kExitFailure, label + "'" + given + "' is not a regular file (a device or a pipe?)"};
   return given;
 }
 

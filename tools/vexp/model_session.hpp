@@ -37,7 +37,8 @@ std::string latest_checkpoint_of(const std::string& dir);
 
 // The weights file `given` names for `option` ("--weights"): a file as it is, a run
 // directory (or its checkpoints folder) as its newest checkpoint, which is
-// announced on stderr. A directory without one, or nothing at all, is Exit 1.
+// announced on stderr. A directory without one, or nothing at all, is Exit 1
+// naming it (and `option`, when not empty).
 std::string weights_file(const std::string& given, const std::string& option);
 
 }  // namespace vexp::cli

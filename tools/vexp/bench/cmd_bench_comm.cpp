@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -35,6 +36,28 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The running executable ("" when unknown).
+std::string exe_path() {
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  return len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string();
+}
+
+// A recipe shipped with vexp (`rel` under recipes/), found from the executable:
+// DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
+// (linked there by the build), whatever the current directory.
+std::string shipped_recipe(const std::string& rel) {
+  namespace fs = std::filesystem;
+  const std::string exe = exe_path();
+  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to find its recipes"};
+  const fs::path path = (fs::path(exe).parent_path() / VEXP_DATA_FROM_BIN / "recipes" / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Exit{kExitFailure, "the recipe vexp ships, '" + path.string() + "', is not there (an incomplete install?); "
+                             "give --recipe / --step-recipe"};
+  return path.string();
+}
+
 void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
   load_plugins(s);
   std::string note;
@@ -54,22 +77,26 @@ void add_bench_comm(CLI::App& app) {
     bench->require_subcommand(1);
   }
   auto* cmd = bench->add_subcommand("comm", "Bucketed gradient allreduce vs flat MPI allreduce; weak scaling (run under mpirun)");
-  auto recipe = std::make_shared<std::string>("recipes/tsm_k400_1536.toml");
-  auto step_recipe = std::make_shared<std::string>("recipes/quickstart/tsm_motion.toml");
+  auto recipe = std::make_shared<std::string>();
+  auto step_recipe = std::make_shared<std::string>();
   auto reps = std::make_shared<int>(20);
   auto steps = std::make_shared<int>(10);
   auto nproc = std::make_shared<int>(0);
-  cmd->add_option("--recipe", *recipe, "Recipe whose model's gradients are reduced");
-  cmd->add_option("--step-recipe", *step_recipe, "Recipe whose training step is timed for weak scaling");
+  cmd->add_option("--recipe", *recipe,
+                  "Recipe whose model's gradients are reduced (default: tsm_k400_1536.toml of vexp's recipes)");
+  cmd->add_option("--step-recipe", *step_recipe,
+                  "Recipe whose training step is timed for weak scaling (default: vexp's quickstart/tsm_motion.toml)");
   cmd->add_option("--reps", *reps, "Repetitions of each allreduce")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", *steps, "Timed training steps")->check(CLI::PositiveNumber);
   cmd->add_option("--nproc", *nproc, "Start this many local ranks through mpirun")->check(CLI::PositiveNumber);
   cmd->callback([=] {
+    // The defaults are vexp's own recipes, found from the executable (installed or in
+    // the build tree), not from the current directory.
+    if (recipe->empty()) *recipe = shipped_recipe("tsm_k400_1536.toml");
+    if (step_recipe->empty()) *step_recipe = shipped_recipe("quickstart/tsm_motion.toml");
     if (*nproc > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
-      char self[4096];
-      const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-      if (len <= 0) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
-      self[len] = '\0';
+      std::string self = exe_path();
+      if (self.empty()) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
       std::vector<std::string> argv{"mpirun"};
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(*nproc), self,

@@ -1,14 +1,58 @@
-// vexp compare RUN_DIR...: finished runs side by side.
+// vexp compare RUN_DIR...: finished runs side by side (a repeated run name gets the
+// shortest tail of its directory that tells the runs apart).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
 
 namespace vexp::cli {
+namespace {
+
+// The labels of the rows: the run's name, and where names repeat, also the shortest
+// tail of its directory's path that tells it from the others of that name
+// ("tsm_motion (a/tsm_motion)", "tsm_motion (b/tsm_motion)").
+std::vector<std::string> row_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  std::vector<std::vector<std::string>> parts;  // each path's components, last first
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(d, ec), ec);
+    if (ec) p = fs::path(d).lexically_normal();
+    std::vector<std::string> c;
+    for (const auto& part : p)
+      if (!part.empty() && part != "/" && part != ".") c.insert(c.begin(), part.string());
+    parts.push_back(c);
+  }
+  auto tail = [&](size_t i, size_t k) {
+    std::string t;
+    for (size_t j = std::min(k, parts[i].size()); j-- > 0;) t += parts[i][j] + (j ? "/" : "");
+    return t;
+  };
+  std::vector<std::string> labels(names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<size_t> same;
+    for (size_t j = 0; j < names.size(); ++j)
+      if (j != i && names[j] == names[i]) same.push_back(j);
+    if (same.empty()) continue;
+    size_t k = 1;
+    for (; k < parts[i].size(); ++k) {
+      bool unique = true;
+      for (size_t j : same) unique = unique && tail(j, k) != tail(i, k);
+      if (unique) break;
+    }
+    labels[i] += " (" + tail(i, k) + ")";
+  }
+  return labels;
+}
+
+}  // namespace
 
 void add_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, FLOPs, params)");
@@ -35,10 +79,16 @@ void add_compare(CLI::App& app) {
       std::cout << rows.dump(2) << "\n";
       return;
     }
-    std::printf("%-24s %8s %8s %10s %12s %10s %9s\n", "run", "top-1", "top-5", "clips/s", "MMACs/clip", "params",
+    std::vector<std::string> names;
+    for (const auto& r : rows) names.push_back(r.value("name", "?"));
+    const std::vector<std::string> labels = row_labels(names, *dirs);
+    int width = 24;
+    for (const auto& l : labels) width = std::max(width, static_cast<int>(l.size()) + 2);
+    std::printf("%-*s %8s %8s %10s %12s %10s %9s\n", width, "run", "top-1", "top-5", "clips/s", "MMACs/clip", "params",
                 "train s");
-    for (const auto& r : rows) {
-      std::printf("%-24s %8.4f %8.4f %10.1f %12.2f %10lld %9.1f\n", r.value("name", "?").c_str(), r.value("top1", 0.0),
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      std::printf("%-*s %8.4f %8.4f %10.1f %12.2f %10lld %9.1f\n", width, labels[i].c_str(), r.value("top1", 0.0),
                   r.value("top5", 0.0), r.value("clips_per_s", 0.0), r.value("flops_per_clip", 0.0) / 1e6,
                   static_cast<long long>(r.value("params", int64_t(0))), r.value("train_s", 0.0));
     }

@@ -1,6 +1,7 @@
 // vexp export RUN_OR_CHECKPOINT --to model.pth [--naming torchvision|tsm|mmaction|vexp] [--recipe R]
 // Writes a run's weights as a state dict PyTorch's torch.load reads, under the
-// names torchvision / the official TSM code / mmaction2 use.
+// names torchvision / the official TSM code / mmaction2 use. With --recipe, a
+// state dict of any of them converts to another's names.
 #include <filesystem>
 #include <iostream>
 
@@ -20,7 +21,8 @@ void add_export(CLI::App& app) {
   auto classes = std::make_shared<int64_t>(-1);
   auto input = std::make_shared<std::string>();
   auto plugin_paths = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("source", *source, "Run directory (its last checkpoint) or a checkpoint file")->required();
+  cmd->add_option("source", *source, "Run directory (its latest checkpoint), a checkpoint, or with --recipe a .pth "
+                                     "state dict (torchvision, official TSM, mmaction2 names) to convert")->required();
   cmd->add_option("--to", *to, "Output file (.pth)")->required();
   cmd->add_option("--naming", *naming, "Key names: torchvision, tsm (official TSM), mmaction (mmaction2), vexp")
       ->check(CLI::IsMember({"torchvision", "tsm", "mmaction", "vexp"}));
@@ -29,25 +31,20 @@ void add_export(CLI::App& app) {
   cmd->add_option("--classes", *classes, "Class count when the dataset cannot give it")->check(CLI::PositiveNumber);
   add_plugin_path_option(cmd, *plugin_paths);
   cmd->callback([=] {
-    std::string ckpt_path;
-    fs::path run_dir;
     std::error_code ec;
-    if (fs::is_directory(*source, ec)) {
-      ckpt_path = latest_checkpoint_of(*source);
-      if (ckpt_path.empty())
-        throw Exit{kExitFailure, "'" + *source + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt in it)"};
-    } else if (fs::is_regular_file(*source, ec)) {
-      ckpt_path = *source;
-    } else {
-      throw Exit{kExitFailure, "'" + *source + "': no such run directory or checkpoint"};
-    }
-    run_dir = fs::path(ckpt_path).parent_path().parent_path();  // RUN/checkpoints/epoch_NNNN.pt
-    // The file first: a state dict given for a checkpoint is told as such, recipe or not.
-    Checkpoint c;
-    try {
-      c = load_checkpoint(ckpt_path);
-    } catch (const std::exception& e) {
-      throw Exit{kExitFailure, e.what()};
+    const bool from_dir = fs::is_directory(*source, ec);
+    const std::string weights = weights_file(*source, "");
+    // The recipe: --recipe, else the run's resolved.toml (RUN/checkpoints/epoch_NNNN.pt).
+    fs::path run_dir = fs::path(weights).parent_path().parent_path();
+    if (from_dir) run_dir = fs::is_regular_file(fs::path(*source) / "resolved.toml") ? fs::path(*source) : run_dir;
+    if (recipe->empty()) {
+      // The file first: a state dict of another project (or a vexp export) is told as
+      // such; converting it needs the model's recipe.
+      try {
+        load_checkpoint(weights);
+      } catch (const std::exception& e) {
+        throw Exit{kExitFailure, std::string(e.what()) + "; to convert it to other names, give the model's --recipe"};
+      }
     }
     RecipeArgs args;
     args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
@@ -60,11 +57,14 @@ void add_export(CLI::App& app) {
     Session s;
     if (!open_model_session(s, args, m)) throw Exit{kExitInvalid, ""};
     auto model = build_model(s);
-    WeightReport r = load_model_weights(*model, ckpt_path, true);
+    WeightReport r = load_model_weights(*model, weights, true);
     StateDict out = export_weights(*model, model->layout(), *naming);
-    save_tensor_dict(*to, out);
-    std::cout << "wrote " << out.size() << " tensors (" << *naming << " names) from '" << ckpt_path << "' to '" << *to
-              << "'\n";
+    // The official TSM code and mmaction2 read checkpoint['state_dict'] (their own
+    // checkpoints nest it so); torchvision's load_state_dict takes the dict itself.
+    const bool nested = *naming == "tsm" || *naming == "mmaction";
+    save_tensor_dict(*to, out, nested ? "state_dict" : "");
+    std::cout << "wrote " << out.size() << " tensors (" << *naming << " names" << (nested ? ", under 'state_dict'" : "")
+              << ") from '" << weights << "' to '" << *to << "'\n";
   });
 }
 

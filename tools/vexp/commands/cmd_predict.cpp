@@ -1,6 +1,6 @@
-// vexp predict RECIPE --weights FILE --input FILE [--topk K] [--logits OUT]
+// vexp predict RECIPE --weights FILE|RUN_DIR --input FILE [--topk K] [--logits OUT] [--labels FILE]
 // Runs the recipe's model in evaluation mode on a preprocessed clip tensor (.pt)
-// or a video file and prints the top-K classes.
+// or a video file and prints the top-K classes, with their names where known.
 #include <unistd.h>
 
 #include <cctype>
@@ -32,15 +32,57 @@ bool has_ext(const std::string& path, std::initializer_list<const char*> exts) {
   return false;
 }
 
+// Class names, one per line: line k (empty lines skipped, spaces trimmed) is class
+// k, as the kinetics dataset reads its label_map.
 std::vector<std::string> read_labels(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Exit{kExitFailure, "cannot read the label file '" + path + "'"};
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    names.push_back(line);
+    const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+    if (a != std::string::npos) names.push_back(line.substr(a, b - a + 1));
   }
   return names;
+}
+
+// A string parameter of the recipe's dataset ("" when it has none).
+std::string dataset_text(const Session& s, const char* key) {
+  const dsl::Params& p = s.plan->dataset_params;
+  return p.has(key) && p.get(key).is_string() ? p.str(key) : std::string();
+}
+
+// A path of the dataset's parameters: relative ones are under data.params.root, as
+// the kinetics dataset resolves its lists and label_map.
+fs::path under_data_root(const Session& s, const std::string& p) {
+  const fs::path q(p);
+  const std::string root = dataset_text(s, "root");
+  return q.is_absolute() || root.empty() ? q : fs::path(root) / q;
+}
+
+// The class names to print and where they come from, the first that has them:
+// --labels FILE, the recipe's data.params.label_map, the dataset's own names
+// (Dataset::class_names: synthetic_motion's, a kinetics CSV's), classes.txt in the
+// data root (what `vexp data make-synthetic` and `vexp data prepare` write).
+std::pair<std::vector<std::string>, std::string> class_names(const Session& s, const std::string& labels) {
+  if (!labels.empty()) return {read_labels(labels), "'" + labels + "'"};
+  const std::string label_map = dataset_text(s, "label_map");
+  if (!label_map.empty()) {
+    const std::string path = under_data_root(s, label_map).string();
+    return {read_labels(path), "the label map '" + path + "'"};
+  }
+  try {
+    auto data = s.host.make<Dataset>("dataset", s.plan->dataset, s.plan->dataset_params);
+    std::vector<std::string> names = data->class_names();
+    if (!names.empty()) return {names, "the dataset '" + s.plan->dataset + "'"};
+  } catch (const std::exception&) {
+    // The data is not on this machine (or the plugin is not loaded): no names from it.
+  }
+  if (!dataset_text(s, "root").empty()) {
+    const fs::path classes = under_data_root(s, "classes.txt");
+    std::error_code ec;
+    if (fs::is_regular_file(classes, ec)) return {read_labels(classes.string()), "'" + classes.string() + "'"};
+  }
+  return {{}, ""};
 }
 
 // The recipe's test pipeline for one video: the kinetics dataset plugin, given a
@@ -82,31 +124,74 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
   }
 }
 
-// A video for a recipe whose dataset has no video pipeline: TSN segment centres,
-// short-side resize, centre crop, ImageNet normalisation (mean 123.675, 116.28,
-// 103.53 and std 58.395, 57.12, 57.375 on 0..255). Returns [1, T, 3, H, W].
-at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, int64_t short_side) {
+// The usual resize before a centre crop: crop x 256/224, rounded up.
+int64_t default_short_side(int64_t crop) { return (crop * 256 + 223) / 224; }
+
+// How a video's 8-bit frames become the values a dataset without a video pipeline
+// gives the model: per-channel mean and std on [0, 1], and the shorter side the
+// frame is resized to before the centre crop.
+struct VideoConvention {
+  std::vector<double> mean, std;
+  int64_t short_side = 0;
+  std::string what;
+};
+
+VideoConvention video_convention(const Session& s, const dsl::Shape& clip, int64_t short_side) {
+  const dsl::Params& p = s.plan->dataset_params;
+  const size_t C = static_cast<size_t>(clip[1]);
+  VideoConvention v;
+  auto per_channel = [C](std::vector<double> x) { return x.size() == 1 ? std::vector<double>(C, x[0]) : x; };
+  if (s.plan->dataset == "synthetic_motion") {
+    // Its clips are whole frames with x in [0, 1] given as (x - 0.5) / 0.25 (what
+    // `vexp data make-synthetic` turns back into bytes).
+    v.mean.assign(C, 0.5);
+    v.std.assign(C, 0.25);
+    v.short_side = std::min(clip[2], clip[3]);
+    v.what = "synthetic_motion's whole frame, (x - 0.5) / 0.25";
+  } else if (p.has("mean") && p.has("std") && p.get("mean").is_array() && p.get("std").is_array()) {
+    v.mean = per_channel(p.f64_list("mean"));
+    v.std = per_channel(p.f64_list("std"));
+    v.what = "the dataset's mean and std";
+  } else {
+    v.mean = per_channel(C == 3 ? std::vector<double>{0.485, 0.456, 0.406} : std::vector<double>{0.449});
+    v.std = per_channel(C == 3 ? std::vector<double>{0.229, 0.224, 0.225} : std::vector<double>{0.226});
+    v.what = "ImageNet mean and std";
+  }
+  if (v.short_side == 0) v.short_side = p.has("scale_size") && p.get("scale_size").is_int() ? p.i64("scale_size") : 0;
+  if (v.short_side == 0) v.short_side = default_short_side(std::min(clip[2], clip[3]));
+  if (short_side > 0) v.short_side = short_side;
+  if (v.mean.size() != C || v.std.size() != C)
+    throw Exit{kExitFailure, "the dataset's mean/std have " + std::to_string(v.mean.size()) + "/" +
+                                 std::to_string(v.std.size()) + " values for " + std::to_string(C) + " channels"};
+  return v;
+}
+
+// A video for a recipe whose dataset has no video pipeline: one frame at the centre
+// of each of T equal segments (TSN's test sampling), short-side resize, centre crop,
+// normalised as `v` says. Returns [1, T, C, H, W] (C: 1 gray or 3 RGB).
+at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, const VideoConvention& v) {
   media::CentreClip c;
   c.frames = static_cast<int>(clip[0]);
   c.height = static_cast<int>(clip[2]);
   c.width = static_cast<int>(clip[3]);
-  c.short_side = static_cast<int>(short_side);
-  c.channels = 3;
+  c.short_side = static_cast<int>(v.short_side);
+  c.channels = static_cast<int>(clip[1]);
   std::vector<uint8_t> pixels;
   try {
     pixels = media::read_centre_clip(video, c);
   } catch (const media::MediaError& e) {
     throw Exit{kExitFailure, std::string("cannot decode video ") + e.what()};
   }
-  const int64_t T = clip[0], H = clip[2], W = clip[3];
-  at::Tensor out = at::empty({1, T, 3, H, W});
-  const float mean[3] = {123.675f, 116.28f, 103.53f};
-  const float stdv[3] = {58.395f, 57.12f, 57.375f};
+  const int64_t T = clip[0], C = clip[1], H = clip[2], W = clip[3];
+  at::Tensor out = at::empty({1, T, C, H, W});
   float* o = out.data_ptr<float>();
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t ch = 0; ch < 3; ++ch)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const float mean = static_cast<float>(v.mean[static_cast<size_t>(ch)] * 255.0);
+      const float stdv = static_cast<float>(v.std[static_cast<size_t>(ch)] * 255.0);
       for (int64_t i = 0; i < H * W; ++i)
-        *o++ = (static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * 3 + ch)]) - mean[ch]) / stdv[ch];
+        *o++ = (static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * C + ch)]) - mean) / stdv;
+    }
   return out;
 }
 
@@ -124,17 +209,24 @@ void add_predict(CLI::App& app) {
   auto short_side = std::make_shared<int64_t>(0);
   auto clip_text = std::make_shared<std::string>();
   args->add_to(cmd);
-  cmd->add_option("--clip", *clip_text, "Video: clip shape T x 3 x H x W to sample (default: the dataset's)");
+  cmd->add_option("--clip", *clip_text, "Video: clip shape T x C x H x W to sample (default: the recipe's)");
   cmd->add_option("--weights", *weights, "vexp checkpoint, run directory (its latest checkpoint) or PyTorch state dict (.pth: torchvision, TSM, mmaction2)")
       ->required();
-  cmd->add_option("--input", *input, "Clip: .pt holding a float tensor [T,3,H,W] or [N,T,3,H,W], or a video file")
+  cmd->add_option("--input", *input,
+                  "Clip: .pt holding a float tensor [T,C,H,W] or [N,T,C,H,W], or a video file, sampled at the "
+                  "recipe's clip shape T x C x H x W: kinetics recipes by their own test pipeline (sampling, views, "
+                  "crops), other datasets at the centres of T equal segments (TSN), centre crop, the dataset's "
+                  "normalisation")
       ->required();
   cmd->add_option("--topk", *topk, "Classes to print per clip")->check(CLI::PositiveNumber);
   cmd->add_option("--logits", *logits_out, "Write the raw logits to OUT.pt (torch.load) or OUT.json ({\"logits\": [[...]]})");
-  cmd->add_option("--labels", *labels, "Class names, one per line (default: the recipe's data.params.label_map if any)");
+  cmd->add_option("--labels", *labels,
+                  "Class names, one per line (default: the recipe's data.params.label_map (relative to its data root), "
+                  "the dataset's class names, or classes.txt in the data root)");
   cmd->add_option("--classes", *classes, "Class count when the dataset cannot give it")->check(CLI::PositiveNumber);
   cmd->add_option("--short-side", *short_side, "Video: resize the shorter side to this before the centre crop "
-                                               "(default: crop size x 256/224)")->check(CLI::PositiveNumber);
+                                               "(default: the dataset's scale, else crop size x 256/224)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([=] {
     if (!logits_out->empty() && !has_ext(*logits_out, {".pt", ".pth", ".json"}))
       throw Exit{kExitInvalid, "--logits '" + *logits_out + "': the name must end in .pt or .json"};
@@ -168,15 +260,20 @@ void add_predict(CLI::App& app) {
           s.host.find("dataset", "kinetics")) {
         // The recipe's own test pipeline, every view; --clip without --short-side keeps
         // the usual 256/224 ratio of resize to crop.
-        const int64_t side = *short_side > 0 ? *short_side : (m.clip ? (clip[2] * 256 + 223) / 224 : 0);
+        const int64_t side = *short_side > 0 ? *short_side : (m.clip ? default_short_side(clip[2]) : 0);
         clips = recipe_test_views(s, *input, clip, side);
         view_count = clips.size(0);
       } else {
-        // Other datasets have no video pipeline: TSN segment centres, short-side
-        // resize, centre crop, ImageNet normalisation.
-        if (clip.size() != 4 || clip[1] != 3)
-          throw Exit{kExitInvalid, "'" + args->path + "': video input needs the dataset's clip shape [T, 3, H, W]"};
-        clips = centre_clip(*input, clip, *short_side > 0 ? *short_side : (clip[2] * 256 + 111) / 224);
+        // Other datasets have no video pipeline: the plan's clip shape, TSN segment
+        // centres, short-side resize, centre crop, the dataset's normalisation.
+        if (clip.size() != 4 || (clip[1] != 1 && clip[1] != 3))
+          throw Exit{kExitInvalid, "'" + args->path + "': a video needs a clip shape [T, 1 or 3, H, W]; the recipe's is " +
+                                       dsl::shape_str(clip) + " (give --clip TxCxHxW)"};
+        const VideoConvention v = video_convention(s, clip, *short_side);
+        std::cerr << "vexp: video '" << *input << "': " << clip[0] << " segment centres, shorter side " << v.short_side
+                  << ", centre crop " << clip[2] << "x" << clip[3] << ", " << (clip[1] == 1 ? "gray" : "RGB") << ", "
+                  << v.what << "\n";
+        clips = centre_clip(*input, clip, v);
       }
     }
     auto model = build_model(s);
@@ -198,12 +295,12 @@ void add_predict(CLI::App& app) {
     if (logits.dim() != 2) throw Exit{kExitFailure, "the model's output is not [N, classes] logits"};
     // Several test views of one video (clips x crops): scores averaged, as in evaluation.
     if (view_count > 1) logits = logits.mean(0, /*keepdim=*/true);
-    std::vector<std::string> names;
-    std::string label_file = *labels;
-    if (label_file.empty() && s.plan->dataset_params.has("label_map") &&
-        s.plan->dataset_params.get("label_map").is_string())
-      label_file = s.plan->dataset_params.str("label_map");
-    if (!label_file.empty()) names = read_labels(label_file);
+    const auto [names, names_from] = class_names(s, *labels);
+    if (!names.empty() && static_cast<int64_t>(names.size()) != logits.size(1))
+      std::cerr << "vexp: warning: " << names_from << " names " << names.size() << " classes, the model has "
+                << logits.size(1) << "\n";
+    else if (!names.empty())
+      std::cerr << "vexp: class names from " << names_from << "\n";
     at::Tensor prob = logits.softmax(1);
     const int64_t k = std::min<int64_t>(*topk, logits.size(1));
     auto top = prob.topk(k, 1);

@@ -47,8 +47,11 @@ std::vector<std::pair<std::string, at::Tensor>> find_state_dict(const PyRef& roo
 // A single tensor saved with torch.save (or a dict/list holding exactly one).
 at::Tensor find_tensor(const PyRef& root, const std::string& path);
 
-// Writes `tensors` (in order) as a dict Python's torch.load reads, atomically.
-void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+// Writes `tensors` (in order) as a dict Python's torch.load reads, atomically;
+// with `under` ("state_dict"), that dict is the one entry of an outer dict, as the
+// official TSM code and mmaction2 save their checkpoints.
+void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                      const std::string& under = "");
 // Writes a single tensor that torch.load returns as a tensor.
 void save_tensor(const std::string& path, const at::Tensor& t);
 
