@@ -104,6 +104,19 @@ official_tsm_lists)
   ln -s ../labels/train_videofolder.txt ../labels/val_videofolder.txt "$t/images/"
   run_recipes "$t/images" tsm_k400_8gpu tsn_k400_8gpu tsm_k400_1536
   ;;
+mmaction2_lists)
+  # A user of mmaction2: its tree and lists (paths under videos_train/ and videos_val/,
+  # broken downloads listed too), read through the prefixes as mmaction2's data_prefix.
+  fixture
+  m=$tmp/k/mmaction2/data/kinetics400
+  KINETICS_ROOT=$m expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_8gpu.toml" --out "$tmp/r" "${scale[@]}" \
+    --set data.params.train_list=kinetics400_train_list_videos.txt --set data.params.train_prefix=videos_train \
+    --set data.params.val_list=kinetics400_val_list_videos.txt --set data.params.val_prefix=videos_val \
+    --set data.params.max_bad_fraction=0.5
+  no_crash; expect_out "top-1"
+  $PY -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['skipped_samples'] == 3, s" "$tmp/r/summary.json" ||
+    fail "the 3 broken training videos of mmaction2's list are not the skipped samples"
+  ;;
 ranks)
   # Two real ranks: the 1,536-GPU recipe as 2 GPUs on 2 ranks, and the accumulation
   # recipe as 4 GPUs emulated on 2 ranks (2 micro-batches each, 2 accumulated).

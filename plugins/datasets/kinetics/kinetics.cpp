@@ -46,7 +46,7 @@ struct Entry {
 };
 
 struct Config {
-  std::string root, train_list, val_list, format, layout, label_map, frame_template, sampling;
+  std::string root, train_list, val_list, train_prefix, val_prefix, format, layout, label_map, frame_template, sampling;
   int64_t classes, frames, clip_len, frame_interval, test_clips, test_crops, input_size, scale_size, channels;
   bool twice_sample, flip, strict;
   std::string csv_path;
@@ -69,6 +69,8 @@ Config read_config(const vexp::Params& p) {
   c.root = p.str("root");
   c.train_list = p.str("train_list");
   c.val_list = p.str("val_list");
+  c.train_prefix = p.str("train_prefix");
+  c.val_prefix = p.str("val_prefix");
   c.format = p.str("format");
   c.layout = p.str("layout");
   c.label_map = p.str("label_map");
@@ -149,8 +151,14 @@ std::vector<std::string> csv_fields(const std::string& line) {
   return out;
 }
 
-std::vector<Entry> read_list(const Config& c, const std::string& list, std::vector<std::string>& names) {
+// `prefix`: the folder under root that the list's paths are relative to (mmaction2's
+// data_prefix, e.g. videos_train); "" for root itself.
+std::vector<Entry> read_list(const Config& c, const std::string& list, const std::string& prefix,
+                             std::vector<std::string>& names) {
   const fs::path path = under_root(c, list);
+  auto media_path = [&](const std::string& rel) {
+    return (prefix.empty() || fs::path(rel).is_absolute() ? under_root(c, rel) : under_root(c, prefix) / rel).string();
+  };
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read list file '" + path.string() + "'; " + kDocs);
   std::string format = c.format;
@@ -201,13 +209,15 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, std::vect
       put("{start}", start);
       put("{end}", end);
       put("{split}", f.size() > 4 ? f[4] : "");
-      e.path = under_root(c, rel).string();
+      e.path = media_path(rel);
       e.label = it->second;
     } else {
       std::vector<std::string> tok;
       std::istringstream ss(line);
       for (std::string t; ss >> t;) tok.push_back(t);
-      std::string fmt = format.empty() ? (tok.size() >= 3 ? "tsm" : "mmaction") : format;
+      // auto: TSM when the last two tokens are numbers (a path may hold spaces).
+      const bool two_numbers = tok.size() >= 3 && tok[tok.size() - 2].find_first_not_of("0123456789") == std::string::npos;
+      std::string fmt = format.empty() ? (two_numbers ? "tsm" : "mmaction") : format;
       const size_t need = fmt == "tsm" ? 3 : 2;
       if (tok.size() < need)
         bad(fmt == "tsm" ? "expected 'path num_frames label'" : "expected 'path label'");
@@ -216,7 +226,7 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, std::vect
       if (fmt == "tsm") e.frames = number(tok[tok.size() - 2], "frame count");
       std::string p = line.substr(0, line.size());
       for (size_t k = 0; k < need - 1; ++k) p = trim(p.substr(0, p.find_last_of(" \t")));
-      e.path = under_root(c, p).string();
+      e.path = media_path(p);
     }
     if (e.label >= c.classes)
       bad("label " + std::to_string(e.label) + " is outside [0, " + std::to_string(c.classes) +
@@ -232,8 +242,8 @@ class Kinetics final : public vexp::Dataset {
   explicit Kinetics(const vexp::Params& p) : c_(read_config(p)) {
     require_paths(c_);
     names_ = read_label_map(c_);
-    train_ = read_list(c_, c_.train_list, names_);
-    val_ = read_list(c_, c_.val_list, names_);
+    train_ = read_list(c_, c_.train_list, c_.train_prefix, names_);
+    val_ = read_list(c_, c_.val_list, c_.val_prefix, names_);
     vexp::media::quiet_ffmpeg_logs();
   }
 
@@ -451,6 +461,8 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.text("root", "", "Data root; list files and the paths in them are relative to it").require();
   s.text("train_list", "train_list.txt", "Training list file (relative to root)");
   s.text("val_list", "val_list.txt", "Validation list file (relative to root)");
+  s.text("train_prefix", "", "Folder under root the training list's paths are relative to (mmaction2's data_prefix, e.g. videos_train); \"\": root");
+  s.text("val_prefix", "", "Folder under root the validation list's paths are relative to (e.g. videos_val); \"\": root");
   s.text("format", "auto", "List format: tsm (path num_frames label), mmaction (path label), csv (Kinetics CSV); auto: by extension and column count")
       .one_of({"auto", "tsm", "mmaction", "csv"});
   s.text("label_map", "", "Class names, one per line (line k is label k); needed to number CSV labels as others do");

@@ -345,6 +345,27 @@ TEST(KineticsDataset, ListFormatsAgree) {
     EXPECT_EQ(a.label, b.label);
     EXPECT_TRUE(at::equal(a.clip, b.clip));
   }
+  // mmaction2's layout: list paths relative to a folder under root (train_prefix /
+  // val_prefix, its data_prefix), and a path holding spaces is still `path label`.
+  fs::create_directories(f.root / "videos val");
+  {
+    std::ofstream pre(f.root / "prefixed.txt");
+    for (int i = 0; i < 6; ++i) {
+      const fs::path link = f.root / "videos val" / ("clip " + std::to_string(i) + ".mp4");
+      if (!fs::exists(link)) fs::create_symlink(f.root / f.videos[i], link);
+      pre << "clip " << i << ".mp4 " << i % 3 << "\n";
+    }
+  }
+  auto pp = base(f, "prefixed.txt");
+  pp["val_prefix"] = "videos val";
+  pp["train_list"] = "mm.txt";
+  auto prefixed = kinetics(pp);
+  ASSERT_EQ(prefixed->size(Split::Val), 6);
+  for (int64_t i = 0; i < 6; ++i) {
+    vexp::Sample a = mm->get(Split::Val, i, 0), b = prefixed->get(Split::Val, i, 0);
+    EXPECT_EQ(a.label, b.label);
+    EXPECT_TRUE(at::equal(a.clip, b.clip));
+  }
   // Test views: 2 clips x 3 crops; view 0 is get().
   auto q = base(f, "mm.txt");
   q["test_clips"] = 2;
