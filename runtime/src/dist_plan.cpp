@@ -1,5 +1,6 @@
 #include "vexp/runtime/dist_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -43,12 +44,19 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   p.global_batch = *global;
   p.frames = plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0];
   p.train_size = train_size;
-  p.steps_per_epoch = train_size / p.global_batch;
-  if (p.steps_per_epoch < 1)
+  if (train_size < p.global_batch)
     throw std::runtime_error("the training split has " + std::to_string(train_size) +
                              " clips, fewer than one global batch of " + std::to_string(p.global_batch));
   p.epochs = plan.run.epochs;
-  p.total_steps = p.steps_per_epoch * p.epochs;
+  // Stream positions run to (epochs + 1) x N at most (the last step's fill).
+  int64_t end = 0;
+  if (__builtin_mul_overflow(p.epochs + 1, train_size, &end) || __builtin_add_overflow(end, p.global_batch, &end))
+    throw std::runtime_error("run.epochs x the " + std::to_string(train_size) +
+                             " training clips does not fit in 64 bits");
+  p.stream = SampleStream{train_size, p.global_batch};
+  p.total_steps = p.stream.first_step(p.epochs);
+  p.total_clips = p.total_steps * p.global_batch;
+  p.fill_clips = p.total_clips - p.epochs * train_size;
   p.scaled = o.base_lr > 0;
   p.base_lr = o.base_lr;
   p.base_batch = o.base_batch;
@@ -60,12 +68,13 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   s.base_lr = p.lr;
   s.min_lr = sc.min_lr;
   s.warmup_start = sc.warmup_start;
-  s.warmup_steps = static_cast<int64_t>(std::llround(sc.warmup_epochs * static_cast<double>(p.steps_per_epoch)));
-  s.steps_per_epoch = p.steps_per_epoch;
-  s.total_steps = p.total_steps;
+  s.warmup_epochs = sc.warmup_epochs;
+  s.epochs = p.epochs;
   s.milestones = sc.milestones;
   s.gamma = sc.gamma;
-  for (int64_t m : s.milestones) p.milestone_steps.push_back(m * p.steps_per_epoch);
+  s.stream = p.stream;
+  // A milestone past the last epoch is never reached: its step is total_steps.
+  for (int64_t m : s.milestones) p.milestone_steps.push_back(p.stream.first_step(std::clamp<int64_t>(m, 0, p.epochs)));
 
   p.compression = d.compression;
   p.grad_params = grad_params;
@@ -73,6 +82,35 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   const double bucket_bytes = d.bucket_mb * 1024.0 * 1024.0;
   p.buckets = grad_params > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(p.grad_bytes) / bucket_bytes)) : 0;
   return p;
+}
+
+namespace {
+
+// "epoch 1 = 0-19, 2 = 20-39, 3 = 40-58, ..., 50 = 959-978": each epoch's steps.
+std::string epoch_ranges(const SampleStream& st, int64_t epochs) {
+  std::string out;
+  auto add = [&](int64_t e) {
+    out += (out.empty() ? "epoch " : ", ") + std::to_string(e + 1) + " = " + std::to_string(st.first_step(e)) + "-" +
+           std::to_string(st.first_step(e + 1) - 1);
+  };
+  for (int64_t e = 0; e < epochs && e < 3; ++e) add(e);
+  if (epochs > 4) out += ", ...";
+  if (epochs > 3) add(epochs - 1);
+  return out;
+}
+
+}  // namespace
+
+std::string steps_per_epoch_text(const DistPlan& p) {
+  char buf[160];
+  const long long n = p.train_size, g = p.global_batch;
+  if (n % g == 0) {
+    std::snprintf(buf, sizeof buf, "%lld/%lld = %lld", n, g, n / g);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld/%lld = %.2f, %lld or %lld", n, g, static_cast<double>(n) / static_cast<double>(g),
+                  n / g, n / g + 1);
+  }
+  return buf;
 }
 
 std::string describe(const DistPlan& p) {
@@ -91,24 +129,37 @@ std::string describe(const DistPlan& p) {
     line("global batch:      %lld clips, %lld frames", (long long)p.global_batch, (long long)(p.global_batch * p.frames));
   else
     line("global batch:      %lld clips", (long long)p.global_batch);
-  line("training clips:    %lld", (long long)p.train_size);
-  line("steps per epoch:   %lld (%lld epochs, %lld steps)", (long long)p.steps_per_epoch, (long long)p.epochs,
-       (long long)p.total_steps);
+  const SampleStream& st = p.stream;
+  line("training clips:    %lld per epoch, each seen once per epoch (none dropped)", (long long)p.train_size);
+  line("steps per epoch:   %s (steps from 0: %s)", steps_per_epoch_text(p).c_str(), epoch_ranges(st, p.epochs).c_str());
+  if (p.fill_clips > 0)
+    line("total:             %lld steps, %lld clips = %lld epochs x %lld + %lld of the next shuffle filling the last step",
+         (long long)p.total_steps, (long long)p.total_clips, (long long)p.epochs, (long long)p.train_size,
+         (long long)p.fill_clips);
+  else
+    line("total:             %lld steps, %lld clips = %lld epochs x %lld", (long long)p.total_steps,
+         (long long)p.total_clips, (long long)p.epochs, (long long)p.train_size);
   if (p.scaled)
     line("learning rate:     %.6g (base_lr %.6g at %lld clips, %s scaling x%.6g)", p.lr, p.base_lr,
          (long long)p.base_batch, p.lr_scaling.c_str(), p.lr / p.base_lr);
   else
     line("learning rate:     %.6g (optim.lr, not scaled)", p.lr);
   const LrSchedule& s = p.schedule;
-  line("warmup:            %lld steps from %.6g to %.6g", (long long)s.warmup_steps, s.base_lr * s.warmup_start, s.base_lr);
+  const int64_t warmup = s.warmup_steps();
+  if (warmup > 0)
+    line("warmup:            %lld steps (%.6g epochs of clips) from %.6g to %.6g", (long long)warmup, s.warmup_epochs,
+         s.base_lr * s.warmup_start, s.base_lr);
+  else
+    line("warmup:            none");
   if (s.type == "step") {
-    std::string ms;
-    for (size_t i = 0; i < p.milestone_steps.size(); ++i)
+    std::string ms, es;
+    for (size_t i = 0; i < p.milestone_steps.size(); ++i) {
       ms += (i ? ", " : "") + std::to_string(p.milestone_steps[i]);
-    line("decay:             step, x%.6g at steps [%s]", s.gamma, ms.c_str());
+      es += (i ? ", " : "") + std::to_string(s.milestones[i] + 1);
+    }
+    line("decay:             step, x%.6g at steps [%s] (the first steps of epochs %s)", s.gamma, ms.c_str(), es.c_str());
   } else if (s.type == "cosine") {
-    line("decay:             cosine over steps %lld..%lld to %.6g", (long long)s.warmup_steps, (long long)s.total_steps,
-         s.min_lr);
+    line("decay:             cosine over steps %lld..%lld to %.6g", (long long)warmup, (long long)p.total_steps, s.min_lr);
   } else {
     line("decay:             none (constant)");
   }

@@ -17,24 +17,45 @@ namespace vexp {
 DistributedSampler::DistributedSampler(int64_t size, int64_t rank, int64_t ranks, int64_t batch, int64_t micro,
                                        uint64_t seed, bool shuffle)
     : size_(size), rank_(rank), ranks_(ranks), batch_(batch), micro_(micro), seed_(seed), shuffle_(shuffle) {
-  if (ranks < 1 || rank < 0 || rank >= ranks || batch < 1 || micro < 1)
+  if (size < 1 || ranks < 1 || rank < 0 || rank >= ranks || batch < 1 || micro < 1)
     throw std::invalid_argument("sampler: bad rank/batch geometry");
-  steps_ = size / (ranks * micro * batch);
 }
 
-std::vector<std::vector<int64_t>> DistributedSampler::epoch_batches(int64_t epoch) const {
+std::vector<int64_t> DistributedSampler::order(int64_t epoch) const {
   std::vector<int64_t> order(static_cast<size_t>(size_));
   std::iota(order.begin(), order.end(), 0);
   if (shuffle_) {
     std::mt19937_64 rng(mix_seed(seed_, static_cast<uint64_t>(epoch)));
     std::shuffle(order.begin(), order.end(), rng);
   }
-  std::vector<std::vector<int64_t>> out;
-  out.reserve(static_cast<size_t>(steps_ * micro_));
-  for (int64_t s = 0; s < steps_; ++s)
+  return order;
+}
+
+DistributedSampler::Batches DistributedSampler::steps(int64_t first, int64_t end) const {
+  Batches out;
+  if (first < 0 || end < first) throw std::invalid_argument("sampler: bad step range");
+  const size_t n = static_cast<size_t>((end - first) * micro_);
+  out.indices.reserve(n);
+  out.epochs.reserve(n);
+  // Positions only grow, so one shuffle is held at a time.
+  int64_t held = -1;
+  std::vector<int64_t> shuffled;
+  for (int64_t s = first; s < end; ++s)
     for (int64_t m = 0; m < micro_; ++m) {
       const int64_t base = ((s * ranks_ + rank_) * micro_ + m) * batch_;
-      out.emplace_back(order.begin() + base, order.begin() + base + batch_);
+      std::vector<int64_t>& idx = out.indices.emplace_back();
+      std::vector<int64_t>& ep = out.epochs.emplace_back();
+      idx.reserve(static_cast<size_t>(batch_));
+      ep.reserve(static_cast<size_t>(batch_));
+      for (int64_t pos = base; pos < base + batch_; ++pos) {
+        const int64_t e = pos / size_;
+        if (e != held) {
+          shuffled = order(e);
+          held = e;
+        }
+        idx.push_back(shuffled[static_cast<size_t>(pos % size_)]);
+        ep.push_back(e);
+      }
     }
   return out;
 }
@@ -58,6 +79,7 @@ Batch stack_samples(std::vector<Sample>& samples, bool pinned) {
 }
 
 struct Loader::Slot {
+  size_t number = 0;  // its place in batches_
   const std::vector<int64_t>* indices = nullptr;
   std::vector<Sample> samples;
   size_t claimed = 0, done = 0;
@@ -66,10 +88,23 @@ struct Loader::Slot {
 };
 
 Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches, LoaderOptions opt)
-    : data_(data), batches_(std::move(batches)), opt_(opt) {
+    : Loader(data, std::move(batches), {}, opt) {}
+
+Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches,
+               std::vector<std::vector<uint64_t>> seeds, LoaderOptions opt)
+    : data_(data), batches_(std::move(batches)), seeds_(std::move(seeds)), opt_(opt) {
+  if (!seeds_.empty()) {
+    bool same = seeds_.size() == batches_.size();
+    for (size_t b = 0; same && b < batches_.size(); ++b) same = seeds_[b].size() == batches_[b].size();
+    if (!same) throw std::invalid_argument("loader: the per-sample seeds do not match the batches");
+  }
   opt_.prefetch = std::max<int64_t>(1, opt_.prefetch);
   pinned_ = opt_.pin_memory && at::globalContext().hasCUDA();
   for (int64_t i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
+}
+
+uint64_t Loader::seed_of(size_t batch, size_t item) const {
+  return seeds_.empty() ? opt_.seed : seeds_[batch][item];
 }
 
 Loader::~Loader() {
@@ -94,6 +129,7 @@ bool Loader::claim(std::shared_ptr<Slot>& slot, size_t& item) {
   }
   if (next_batch_ < batches_.size() && static_cast<int64_t>(open_.size()) < opt_.prefetch) {
     auto s = std::make_shared<Slot>();
+    s->number = next_batch_;
     s->indices = &batches_[next_batch_++];
     s->samples.resize(s->indices->size());
     open_.push_back(s);
@@ -121,7 +157,7 @@ void Loader::work() {
     Sample s;
     std::exception_ptr err;
     try {
-      s = data_.get_view(opt_.split, (*slot->indices)[item], opt_.view, opt_.seed);
+      s = data_.get_view(opt_.split, (*slot->indices)[item], opt_.view, seed_of(slot->number, item));
     } catch (...) {
       err = std::current_exception();
     }
@@ -152,8 +188,10 @@ bool Loader::next(Batch& out) {
   const auto t0 = std::chrono::steady_clock::now();
   if (threads_.empty()) {  // synchronous
     Slot s;
+    s.number = delivered_;
     s.indices = &batches_[delivered_++];
-    for (int64_t i : *s.indices) s.samples.push_back(data_.get_view(opt_.split, i, opt_.view, opt_.seed));
+    for (size_t i = 0; i < s.indices->size(); ++i)
+      s.samples.push_back(data_.get_view(opt_.split, (*s.indices)[i], opt_.view, seed_of(s.number, i)));
     out = stack_samples(s.samples, pinned_);
     wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return true;

@@ -135,6 +135,7 @@ void EventWriter::metrics(const nlohmann::json& j) {
   if (type == "step") {
     add("loss", "train/loss");
     add("lr", "train/lr");
+    add("epochs_trained", "train/epochs");  // epochs' worth of clips trained
     add("clips_per_s", "train/clips_per_s");
     add("data_s", "time/data_s");
     add("compute_s", "time/compute_s");

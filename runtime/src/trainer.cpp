@@ -100,7 +100,7 @@ void log_start(const Run& r) {
            (x.device.is_cpu() ? std::to_string(x.threads) + " threads" : x.device.str()) +
            (x.precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(x.precision) + " autocast") +
            ", " + memory_format_name(x.memory_format) + ", global batch " + std::to_string(r.dp.global_batch) + ", " +
-           std::to_string(r.dp.steps_per_epoch) + " steps per epoch");
+           steps_per_epoch_text(r.dp) + " steps per epoch (every clip once per epoch)");
 }
 
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {

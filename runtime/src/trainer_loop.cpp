@@ -76,16 +76,19 @@ class EpochLoop {
   }
 
  private:
-  // An epoch's loader starts when the previous epoch's last batch was taken, so
-  // its first batches decode during that step, evaluation and checkpointing.
-  // A resumed epoch skips the steps done before the interruption.
-  std::unique_ptr<Loader> epoch_loader(int64_t epoch, int64_t skip_steps) {
-    LoaderOptions train_lo = r_.loader_opts;
-    train_lo.seed = mix_seed(seed_, static_cast<uint64_t>(epoch));
-    auto batches = sampler_.epoch_batches(epoch);
-    const size_t skip = std::min(batches.size(), static_cast<size_t>(skip_steps * dp_.micro));
-    batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(skip));
-    return std::make_unique<Loader>(*r_.data, std::move(batches), train_lo);
+  // The loader of an epoch's steps from `first` on (a resumed epoch starts where
+  // the interruption was). It starts when the previous epoch's last batch was
+  // taken, so its first batches decode during that step, evaluation and
+  // checkpointing. A clip's augmentation seed is (run seed, the epoch whose
+  // shuffle it came from): a pure function of its stream position, so resumed
+  // and emulated runs draw alike, and a clip of the next epoch's shuffle taken
+  // by a boundary step is not augmented as it was in this epoch.
+  std::unique_ptr<Loader> epoch_loader(int64_t epoch, int64_t first) {
+    DistributedSampler::Batches b = sampler_.steps(first, dp_.stream.first_step(epoch + 1));
+    std::vector<std::vector<uint64_t>> seeds(b.epochs.size());
+    for (size_t i = 0; i < b.epochs.size(); ++i)
+      for (int64_t e : b.epochs[i]) seeds[i].push_back(mix_seed(seed_, static_cast<uint64_t>(e)));
+    return std::make_unique<Loader>(*r_.data, std::move(b.indices), std::move(seeds), r_.loader_opts);
   }
 
   // One batch ahead: on a GPU its host->device copy overlaps the step before it.
@@ -96,21 +99,28 @@ class EpochLoop {
     fetch_s_ = seconds_since(t);
   }
 
+  // Epoch `epoch` (from 0): its steps are [stream.first_step(epoch), first_step(epoch + 1)).
   void run_epoch(int64_t epoch) {
-    first_step_ = epoch == st_.start_epoch ? st_.start_step : 0;
+    epoch_first_ = dp_.stream.first_step(epoch);
+    epoch_end_ = dp_.stream.first_step(epoch + 1);
+    first_step_ = epoch_first_ + (epoch == st_.start_epoch ? st_.start_step : 0);
+    if (st_.global_step != first_step_)
+      throw std::logic_error("epoch " + std::to_string(epoch + 1) + " starts at step " + std::to_string(first_step_) +
+                             ", but " + std::to_string(st_.global_step) + " steps are done");
     loader_ = upcoming_ ? std::move(upcoming_) : epoch_loader(epoch, first_step_);
     feeder_ = std::make_unique<DeviceFeeder>(r_.exec.device);
     fetch_next();
     pending_data_s_ = fetch_s_;
     epoch_start_ = Clock::now();
     epoch_data_ = epoch_compute_ = epoch_comm_ = 0;
-    for (int64_t step = first_step_; step < dp_.steps_per_epoch; ++step) run_step(epoch, step);
+    for (int64_t step = first_step_; step < epoch_end_; ++step) run_step(epoch, step);
     end_epoch_work(epoch);
     feeder_.reset();
     loader_.reset();
   }
 
-  // The micro-batches of one step, forward and backward; returns the sum of their losses.
+  // The micro-batches of global step `step` (from 0), forward and backward;
+  // returns the sum of their losses.
   double forward_backward(int64_t epoch, int64_t step, double& data_s, double& compute_s) {
     const int64_t micro = dp_.micro;
     double loss_sum = 0;
@@ -125,7 +135,7 @@ class EpochLoop {
       fetch_next();  // the next micro-batch is on its way while this one computes
       data_s += pending_data_s_;
       pending_data_s_ = fetch_s_;
-      if (step + 1 == dp_.steps_per_epoch && m + 1 == micro && epoch + 1 < end_epoch_) upcoming_ = epoch_loader(epoch + 1, 0);
+      if (step + 1 == epoch_end_ && m + 1 == micro && epoch + 1 < end_epoch_) upcoming_ = epoch_loader(epoch + 1, epoch_end_);
       auto t1 = Clock::now();
       at::Tensor loss;
       {
@@ -153,6 +163,7 @@ class EpochLoop {
     return loss_sum;
   }
 
+  // Global step `step` (from 0) of epoch `epoch`.
   void run_step(int64_t epoch, int64_t step) {
     const auto step_start = Clock::now();
     double data_s = 0, compute_s = 0, comm_s = 0;
@@ -200,13 +211,16 @@ class EpochLoop {
     ++st_.window_n;
     const double clips_per_s = static_cast<double>(dp_.global_batch) * static_cast<double>(step + 1 - first_step_) /
                                std::max(1e-9, seconds_since(epoch_start_));
-    const int64_t steps_left = (end_epoch_ - epoch) * dp_.steps_per_epoch - (step + 1);
+    const int64_t steps_left = dp_.stream.first_step(end_epoch_) - (step + 1);
     const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start_) /
                        static_cast<double>(step + 1 - first_step_);
-    r_.progress->step(epoch + 1, dp_.epochs, step + 1, dp_.steps_per_epoch,
-                      st_.window_sum / static_cast<double>(st_.window_n), lr, clips_per_s, eta);
-    if ((step + 1) % r_.plan.run.log_every == 0 || step + 1 == dp_.steps_per_epoch) {
-      json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", step + 1}, {"global_step", st_.global_step},
+    // Steps of this epoch done, of how many (epochs differ by one step when N/G is not whole).
+    const int64_t done = step + 1 - epoch_first_, steps = epoch_end_ - epoch_first_;
+    r_.progress->step(epoch + 1, dp_.epochs, done, steps, st_.window_sum / static_cast<double>(st_.window_n), lr,
+                      clips_per_s, eta);
+    if (done % r_.plan.run.log_every == 0 || done == steps) {
+      json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", done}, {"global_step", st_.global_step},
+                {"epochs_trained", dp_.stream.epochs_before(st_.global_step)},
                 {"loss", st_.window_sum / static_cast<double>(st_.window_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
                 {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
                 {"ranks", r_.ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}};
@@ -243,11 +257,12 @@ class EpochLoop {
   // A stop was asked for: checkpoint after this step, then InterruptedError.
   [[noreturn]] void stop_after(int64_t epoch, int64_t step) {
     r_.progress->end_bar();
-    const std::string path = save_state(r_, epoch, step + 1);
+    const int64_t done = step + 1 - epoch_first_;
+    const std::string path = save_state(r_, epoch, done);
     if (r_.ranks > 1) r_.comm->barrier();  // the checkpoint exists before any rank reports
     clear_stop_request();                  // honoured: a later run in this process starts afresh
-    throw InterruptedError("interrupted: stopped after step " + std::to_string(step + 1) + "/" +
-                               std::to_string(dp_.steps_per_epoch) + " of epoch " + std::to_string(epoch + 1) + "/" +
+    throw InterruptedError("interrupted: stopped after step " + std::to_string(done) + "/" +
+                               std::to_string(epoch_end_ - epoch_first_) + " of epoch " + std::to_string(epoch + 1) + "/" +
                                std::to_string(dp_.epochs) + " (global step " + std::to_string(st_.global_step) +
                                "); checkpoint written: " + path,
                            path);
@@ -288,8 +303,9 @@ class EpochLoop {
   const double chance_loss_;
   int64_t end_epoch_ = 0;
   std::optional<EvalResult> last_eval_;
-  // The epoch under way.
-  int64_t first_step_ = 0;
+  // The epoch under way: its global steps [epoch_first_, epoch_end_), the first
+  // one this invocation trains.
+  int64_t epoch_first_ = 0, epoch_end_ = 0, first_step_ = 0;
   std::unique_ptr<Loader> loader_, upcoming_;
   std::unique_ptr<DeviceFeeder> feeder_;
   double fetch_s_ = 0, pending_data_s_ = 0;

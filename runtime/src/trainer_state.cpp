@@ -15,6 +15,9 @@ using json = nlohmann::json;
 
 namespace {
 
+// The checkpoint's "sampling": positions are steps of the training stream.
+constexpr const char* kSampling = "stream";
+
 std::string shape_str(at::IntArrayRef sizes) {
   std::ostringstream s;
   s << sizes;
@@ -53,6 +56,32 @@ void check_same_architecture(const Checkpoint& c, ModelGraph& model, const std::
                            first + "); resume it with the recipe it was trained with (its run directory's resolved.toml)");
 }
 
+// Where the checkpoint stands in the training stream (sample_stream.hpp) must be
+// where this run's stream has it: the same layout, the same clips per epoch, and
+// global_step = the first step of epoch `epoch` + `epoch_step`.
+void check_stream_position(const Run& r, const json& meta, const TrainState& s, const std::string& path) {
+  // Checkpoints of the vexp that rounded steps per epoch down (and dropped each
+  // epoch's last partial global batch) carry no "sampling": their steps do not
+  // line up with this one's, so continuing would not be the uninterrupted run.
+  if (meta.value("sampling", "") != kSampling)
+    throw std::runtime_error("cannot resume from '" + path +
+                             "': it was written by an earlier vexp whose epochs dropped the clips of their last partial "
+                             "global batch; this vexp trains every clip once per epoch, so its steps differ and the run "
+                             "cannot continue exactly: start it again (or finish it with the vexp that wrote it)");
+  const SampleStream& st = r.dp.stream;
+  const int64_t clips = meta.value("epoch_clips", int64_t(0));
+  if (clips != st.clips)
+    throw std::runtime_error("cannot resume from '" + path + "': it was trained on " + std::to_string(clips) +
+                             " training clips per epoch, the training split now has " + std::to_string(st.clips) +
+                             ", which changes every epoch's steps; resume with the data lists it was trained on");
+  if (s.start_epoch < 0 || s.start_epoch > r.dp.epochs || s.start_step < 0 ||
+      (s.start_epoch < r.dp.epochs && s.start_step > st.steps_in(s.start_epoch)) ||
+      s.global_step != st.first_step(s.start_epoch) + s.start_step)
+    throw std::runtime_error("checkpoint '" + path + "' stopped at step " + std::to_string(s.start_step) + " of epoch " +
+                             std::to_string(s.start_epoch + 1) + " (global step " + std::to_string(s.global_step) +
+                             "), which is not a step of this run's epochs of " + steps_per_epoch_text(r.dp) + " steps");
+}
+
 }  // namespace
 
 // A checkpoint holds the state after `epoch` epochs and `epoch_step` steps of
@@ -65,6 +94,11 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
                              "': the recipe changed since the run started (hash " + meta.value("recipe_hash", "?") +
                              ", now " + r.recipe_hash + "); resume with the same recipe and --set values");
   }
+  TrainState s;
+  s.start_epoch = meta.at("epoch").get<int64_t>();
+  s.start_step = meta.value("epoch_step", int64_t(0));
+  s.global_step = meta.at("global_step").get<int64_t>();
+  check_stream_position(r, meta, s, path);
   at::NoGradGuard no_grad;
   for (auto& p : r.model->named_parameters(true)) p.value().copy_(c.model.at(p.key()));
   for (auto& b : r.model->named_buffers(true)) {
@@ -82,10 +116,6 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   if (meta.contains("grad_scale"))
     r.scaler->restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
                       meta.value("skipped_steps", int64_t(0)));
-  TrainState s;
-  s.start_epoch = meta.at("epoch").get<int64_t>();
-  s.start_step = meta.value("epoch_step", int64_t(0));
-  s.global_step = meta.at("global_step").get<int64_t>();
   s.train_time = meta.value("train_time_s", 0.0);
   s.prior_wall = meta.value("wall_time_s", s.train_time);
   s.train_clips = meta.value("train_clips", int64_t(0));
@@ -94,9 +124,6 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   s.window_n = meta.value("window_steps", int64_t(0));
   if (meta.contains("bad_items"))
     for (const auto& b : meta.at("bad_items")) s.bad_saved.insert(b.get<std::string>());
-  if (s.start_step < 0 || s.start_step > r.dp.steps_per_epoch)
-    throw std::runtime_error("checkpoint '" + path + "' stopped at step " + std::to_string(s.start_step) +
-                             " of an epoch of " + std::to_string(r.dp.steps_per_epoch) + " steps");
   return s;
 }
 
@@ -110,6 +137,7 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   for (const auto& b : r.model->named_buffers(true)) c.model[b.key()] = b.value();
   c.optimizer = r.sgd->state();
   json meta{{"epoch", done_epochs},            {"epoch_step", epoch_step},
+            {"sampling", kSampling},           {"epoch_clips", r.dp.stream.clips},
             {"global_step", s.global_step},    {"recipe_hash", r.recipe_hash},
             {"train_time_s", s.train_time},    {"wall_time_s", s.prior_wall + seconds_since(r.wall_start)},
             {"train_clips", s.train_clips},    {"reference_loss", s.reference_loss},

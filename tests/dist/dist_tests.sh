@@ -73,12 +73,14 @@ dry_run_paper)
   expect_out "world size:        1536 GPUs (ranks launched: 1)"
   expect_out "emulation:         1536 GPUs on 1 rank(s), 1536 micro-batches per rank per step"
   expect_out "global batch:      12288 clips, 98304 frames"
-  expect_out "steps per epoch:   19 (50 epochs, 950 steps)"
+  # Every clip once per epoch: 19.57 steps per epoch, epochs of 19 or 20 steps.
+  expect_out "training clips:    240436 per epoch, each seen once per epoch (none dropped)"
+  expect_out "steps per epoch:   240436/12288 = 19.57, 19 or 20 (steps from 0: epoch 1 = 0-19, 2 = 20-39, 3 = 40-58, ..., 50 = 959-978)"
+  expect_out "total:             979 steps, 12029952 clips = 50 epochs x 240436 + 8152 of the next shuffle filling the last step"
   expect_out "learning rate:     1.92 (base_lr 0.02 at 128 clips, linear scaling x96)"
-  expect_out "warmup:            95 steps from 0 to 1.92"
-  expect_out "decay:             cosine over steps 95..950 to 0"
+  expect_out "warmup:            98 steps (5 epochs of clips) from 0 to 1.92"
+  expect_out "decay:             cosine over steps 98..979 to 0"
   expect_out "gradient traffic:  24327632 parameters, 97.31 MB per step per rank (fp32 wire), 4 bucket(s)"
-  expect_out "training clips:    240436"
   # The I3D counterparts plan the same world with 32-frame clips.
   for v in 311:28043472 333:33433808; do
     expect_rc 0 -- "$vexp" run "$src/recipes/i3d${v%%:*}_k400_1536.toml" --dry-run
@@ -89,8 +91,13 @@ dry_run_paper)
   expect_out "accumulation:      4 micro-batch(es) of 8 clips per GPU per step"
   expect_out "global batch:      49152 clips, 393216 frames"
   expect_out "learning rate:     7.68 (base_lr 0.02 at 128 clips, linear scaling x384)"
+  expect_out "steps per epoch:   240436/49152 = 4.89, 4 or 5"
+  expect_out "total:             245 steps, 12042240 clips = 50 epochs x 240436 + 20440 of the next shuffle filling the last step"
+  expect_out "warmup:            25 steps (5 epochs of clips) from 0 to 7.68"
   expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_8gpu.toml" --dry-run
-  expect_out "decay:             step, x0.1 at steps [75120, 150240]"
+  expect_out "steps per epoch:   240436/64 = 3756.81, 3756 or 3757"
+  expect_out "decay:             step, x0.1 at steps [75137, 150273] (the first steps of epochs 21, 41)"
+  expect_out "warmup:            none"
   expect_out "learning rate:     0.01 (base_lr"
   # Geometry errors are one sentence and exit 2.
   expect_rc 2 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --dry-run --nproc 7
@@ -98,7 +105,8 @@ dry_run_paper)
   no_crash
   ;;
 parity_2rank_vs_emulated)
-  # Same clips per step, same dropout per GPU: 2 ranks == 1 rank emulating 2 GPUs.
+  # Same clips per step, same dropout per GPU: 2 ranks == 1 rank emulating 2 GPUs,
+  # also in the steps that cross an epoch's end (88 clips: 5.5 steps per epoch).
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/two"
   expect_out "top-1"
   expect_rc 0 -- "$vexp" run $R --set dist.backend=local --out "$tmp/one"
@@ -165,7 +173,7 @@ interrupt_nproc)
   # writes a checkpoint, exit 130 with the command that continues; that command ends
   # where an uninterrupted run ends. A stale failure record of an earlier invocation
   # is set aside by the next one.
-  S=(--set run.epochs=2 --set data.params.train_clips=192)   # 12 steps per epoch, logged each
+  S=(--set run.epochs=2 --set data.params.train_clips=184)   # 11.5 steps per epoch (12 + 11), logged each
   expect_rc 0 -- "$vexp" run $R "${S[@]}" --nproc 2 --out "$tmp/full"
   "$vexp" run $R "${S[@]}" --nproc 2 --out "$tmp/i" >"$tmp/out" 2>&1 &
   bg=$!

@@ -1,5 +1,6 @@
 // Learning-rate plans of the paper recipes against hand-computed values.
-// Kinetics-400: 240,436 training clips (data.train_size of the recipes).
+// Kinetics-400: 240,436 training clips (data.train_size of the recipes), every
+// one seen once per epoch (sample_stream.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,15 +31,27 @@ TEST(DistPlan, Tsm1536) {
   EXPECT_EQ(p.global_batch, 12288);      // 1536 x 8
   EXPECT_EQ(p.global_batch * p.frames, 98304);
   EXPECT_EQ(p.micro, 1536);              // emulated on one rank
-  EXPECT_EQ(p.steps_per_epoch, 19);      // 240436 / 12288 = 19.57
-  EXPECT_EQ(p.total_steps, 950);         // 50 epochs
+  // 240436 / 12288 = 19.57 steps per epoch, none dropped: epoch 1 is steps
+  // 0-19 (ceil 19.57 = 20), epoch 2 steps 20-39 (ceil 39.13 = 40), epoch 3
+  // steps 40-58 (ceil 58.70 = 59); 50 epochs: ceil(978.33) = 979 steps.
+  EXPECT_EQ(p.stream.first_step(1), 20);
+  EXPECT_EQ(p.stream.first_step(2), 40);
+  EXPECT_EQ(p.stream.first_step(3), 59);
+  EXPECT_EQ(p.total_steps, 979);
+  EXPECT_EQ(p.total_clips, 979 * 12288);
+  EXPECT_EQ(p.fill_clips, 979 * 12288 - 50 * 240436);  // 8152
   EXPECT_NEAR(p.lr, 1.92, 1e-12);        // 0.02 x 12288 / 128
-  EXPECT_EQ(p.schedule.warmup_steps, 95);  // 5 epochs
+  // Warmup: 5 epochs = 1,202,180 clips; steps 0-97 start below it (97 x 12288 = 1,191,936).
+  EXPECT_EQ(p.schedule.warmup_steps(), 98);
   EXPECT_NEAR(p.schedule.at(0), 0.0, 1e-12);
-  EXPECT_NEAR(p.schedule.at(19), 1.92 * 19 / 95, 1e-12);
-  EXPECT_NEAR(p.schedule.at(95), 1.92, 1e-12);
-  EXPECT_NEAR(p.schedule.at(95 + 855 / 3), 0.5 * 1.92 * (1 + std::cos(M_PI * 285.0 / 855.0)), 1e-12);
-  EXPECT_NEAR(p.schedule.at(950), 0.0, 1e-12);
+  EXPECT_NEAR(p.schedule.at(19), 1.92 * 19 * 12288 / 1202180, 1e-12);
+  EXPECT_NEAR(p.schedule.at(97), 1.92 * 97 * 12288 / 1202180, 1e-12);
+  // Cosine from 5 to 50 epochs of clips: step 98 is at 5.0084 epochs.
+  const double x98 = 98.0 * 12288 / 240436;
+  EXPECT_NEAR(p.schedule.at(98), 0.96 * (1 + std::cos(M_PI * (x98 - 5) / 45)), 1e-12);
+  const double x500 = 500.0 * 12288 / 240436;
+  EXPECT_NEAR(p.schedule.at(500), 0.96 * (1 + std::cos(M_PI * (x500 - 5) / 45)), 1e-12);
+  EXPECT_NEAR(p.schedule.at(979), 0.0, 1e-12);
   DistPlan on8 = paper_plan("tsm_k400_1536.toml", 8);
   EXPECT_EQ(on8.micro, 192);
   EXPECT_EQ(on8.global_batch, 12288);
@@ -49,32 +62,57 @@ TEST(DistPlan, Accumulation3072And6144) {
   DistPlan a2 = paper_plan("tsm_k400_3072_accum2.toml", 1536);
   EXPECT_EQ(a2.global_batch, 24576);
   EXPECT_EQ(a2.micro, 2);
-  EXPECT_EQ(a2.steps_per_epoch, 9);
+  EXPECT_EQ(a2.stream.first_step(1), 10);  // 240436 / 24576 = 9.78
   EXPECT_NEAR(a2.lr, 3.84, 1e-12);
-  EXPECT_EQ(a2.schedule.warmup_steps, 45);
-  EXPECT_EQ(a2.total_steps, 450);
+  EXPECT_EQ(a2.schedule.warmup_steps(), 49);  // ceil(48.92)
+  EXPECT_EQ(a2.total_steps, 490);             // ceil(489.17)
   DistPlan a4 = paper_plan("tsm_k400_6144_accum4.toml", 1536);
   EXPECT_EQ(a4.global_batch, 49152);
   EXPECT_EQ(a4.micro, 4);
-  EXPECT_EQ(a4.steps_per_epoch, 4);
+  EXPECT_EQ(a4.stream.first_step(1), 5);  // 240436 / 49152 = 4.89
+  EXPECT_EQ(a4.stream.first_step(2), 10);
   EXPECT_NEAR(a4.lr, 7.68, 1e-12);
-  EXPECT_EQ(a4.schedule.warmup_steps, 20);
-  EXPECT_NEAR(a4.schedule.at(10), 3.84, 1e-12);
+  EXPECT_EQ(a4.schedule.warmup_steps(), 25);  // ceil(24.46)
+  EXPECT_EQ(a4.total_steps, 245);             // ceil(244.58)
+  EXPECT_NEAR(a4.schedule.at(10), 7.68 * 491520 / 1202180, 1e-12);  // 10 x 49152 clips of 5 epochs'
+  // Before, 4 steps per epoch dropped 43,828 clips every epoch: 18 % of 50 epochs.
+  EXPECT_EQ(a4.total_clips - a4.fill_clips, 50 * 240436);
 }
 
 TEST(DistPlan, EightGpuBaselinesAndTsn) {
   for (const char* r : {"tsm_k400_8gpu.toml", "tsn_k400_8gpu.toml"}) {
     DistPlan p = paper_plan(r);
     EXPECT_EQ(p.global_batch, 64);
-    EXPECT_EQ(p.steps_per_epoch, 3756);
+    EXPECT_EQ(p.stream.first_step(1), 3757);  // 240436 / 64 = 3756.81
+    EXPECT_EQ(p.total_steps, 187841);         // ceil(187840.63)
     EXPECT_NEAR(p.lr, 0.01, 1e-12);
-    EXPECT_EQ(p.milestone_steps, (std::vector<int64_t>{75120, 150240}));
-    EXPECT_NEAR(p.schedule.at(75119), 0.01, 1e-12);
-    EXPECT_NEAR(p.schedule.at(75120), 0.001, 1e-12);
-    EXPECT_NEAR(p.schedule.at(150240), 0.0001, 1e-12);
+    EXPECT_EQ(p.schedule.warmup_steps(), 0);
+    // Epochs 21 and 41 (from 1) start at ceil(20 x 3756.81) and ceil(40 x 3756.81).
+    EXPECT_EQ(p.milestone_steps, (std::vector<int64_t>{75137, 150273}));
+    EXPECT_NEAR(p.schedule.at(75136), 0.01, 1e-12);
+    EXPECT_NEAR(p.schedule.at(75137), 0.001, 1e-12);
+    EXPECT_NEAR(p.schedule.at(150272), 0.001, 1e-12);
+    EXPECT_NEAR(p.schedule.at(150273), 0.0001, 1e-12);
   }
   DistPlan tsn = paper_plan("tsn_k400_1536.toml");
   EXPECT_NEAR(tsn.lr, 1.92, 1e-12);
+}
+
+TEST(DistPlan, DescribeSaysEveryClipOncePerEpoch) {
+  const std::string d = describe(paper_plan("tsm_k400_1536.toml"));
+  for (const char* line :
+       {"training clips:    240436 per epoch, each seen once per epoch (none dropped)\n",
+        "steps per epoch:   240436/12288 = 19.57, 19 or 20 (steps from 0: epoch 1 = 0-19, 2 = 20-39, 3 = 40-58, ..., "
+        "50 = 959-978)\n",
+        "total:             979 steps, 12029952 clips = 50 epochs x 240436 + 8152 of the next shuffle filling the last "
+        "step\n",
+        "warmup:            98 steps (5 epochs of clips) from 0 to 1.92\n", "decay:             cosine over steps 98..979 to 0\n"})
+    EXPECT_NE(d.find(line), std::string::npos) << line << "\nin\n" << d;
+  // A whole number of steps per epoch: nothing to fill.
+  const std::string w = describe(paper_plan("tsm_k400_1536.toml", 1, {*dsl::parse_override("data.train_size=245760")}));
+  EXPECT_NE(w.find("steps per epoch:   245760/12288 = 20 (steps from 0: epoch 1 = 0-19, 2 = 20-39"), std::string::npos) << w;
+  EXPECT_NE(w.find("total:             1000 steps, 12288000 clips = 50 epochs x 245760\n"), std::string::npos) << w;
+  EXPECT_THROW(paper_plan("tsm_k400_1536.toml", 1, {*dsl::parse_override("data.train_size=12287")}), std::runtime_error);
 }
 
 TEST(DistPlan, ScalingRulesAndPrecedence) {

@@ -59,7 +59,7 @@ TEST(TensorBoard, WriterMapsMetricRecordsToScalars) {
     EventWriter w;
     ASSERT_TRUE(w.open(dir.string()));
     EXPECT_NE(w.path().find("events.out.tfevents."), std::string::npos);
-    w.metrics({{"type", "step"}, {"global_step", 5}, {"loss", 1.5}, {"lr", 0.1}});
+    w.metrics({{"type", "step"}, {"global_step", 5}, {"loss", 1.5}, {"lr", 0.1}, {"epochs_trained", 0.25}});
     w.metrics({{"type", "eval"}, {"global_step", 5}, {"top1", 0.75}});
     w.metrics({{"type", "other"}});  // ignored
   }
@@ -84,6 +84,7 @@ TEST(TensorBoard, WriterMapsMetricRecordsToScalars) {
     EXPECT_NE(bytes.find("brain.Event:2"), std::string::npos);
     EXPECT_NE(bytes.find("train/loss"), std::string::npos);
     EXPECT_NE(bytes.find("train/lr"), std::string::npos);
+    EXPECT_NE(bytes.find("train/epochs"), std::string::npos);
     EXPECT_NE(bytes.find("val/top1"), std::string::npos);
   }
   EXPECT_EQ(files, 1);

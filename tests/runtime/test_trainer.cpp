@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -355,6 +356,112 @@ TEST(Trainer, InterruptAtTheEndOfAnEpochEvaluatesOnResume) {
   expect_same_runs(full, split);
   fs::remove_all(full);
   fs::remove_all(split);
+}
+
+// 44 clips, global batch 8: 5.5 steps per epoch. Epoch 1 is steps 1-6 (its
+// 6th takes 4 clips of epoch 2's shuffle), epoch 2 steps 7-11, epoch 3 steps
+// 12-17 (the 17th fills up from a 4th shuffle): 17 steps, 136 clips.
+vexp::TrainResult run_uneven(const fs::path& dir, bool resume = false) {
+  auto o = tiny();
+  for (const char* x : {"data.params.train_clips=44", "run.epochs=3", "run.log_every=1"})
+    o.push_back(*vexp::dsl::parse_override(x));
+  vexp::Session s;
+  open(s, kRecipe, o);
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.resume = resume;
+  return vexp::train(s, opt);
+}
+
+TEST(Trainer, UnevenEpochsSeeEveryClipAndResumeExactlyAtTheirBoundaries) {
+  auto full = fresh_dir("uneven_full");
+  auto r = run_uneven(full);
+  EXPECT_EQ(r.steps, 17);
+  // Each epoch's steps, as logged: (epoch, step of the epoch, global step).
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> seen;
+  for (const auto& l : read_lines(full / "metrics.jsonl"))
+    if (l["type"] == "step") {
+      seen.emplace_back(l["epoch"].get<int64_t>(), l["step"].get<int64_t>(), l["global_step"].get<int64_t>());
+      EXPECT_DOUBLE_EQ(l["epochs_trained"].get<double>(), l["global_step"].get<double>() * 8 / 44);
+    }
+  ASSERT_EQ(seen.size(), 17u);
+  EXPECT_EQ(seen[5], std::make_tuple(int64_t(1), int64_t(6), int64_t(6)));
+  EXPECT_EQ(seen[6], std::make_tuple(int64_t(2), int64_t(1), int64_t(7)));
+  EXPECT_EQ(seen[10], std::make_tuple(int64_t(2), int64_t(5), int64_t(11)));
+  EXPECT_EQ(seen[16], std::make_tuple(int64_t(3), int64_t(6), int64_t(17)));
+  // Evaluations after the epochs' last steps.
+  std::vector<int64_t> evals;
+  for (const auto& l : read_lines(full / "metrics.jsonl"))
+    if (l["type"] == "eval") evals.push_back(l["global_step"].get<int64_t>());
+  EXPECT_EQ(evals, (std::vector<int64_t>{6, 11, 17}));
+  // Interrupted in the step that crosses into epoch 2, in epoch 2's first, in
+  // the last step of epoch 2 and in the run's last (filled) step.
+  for (const auto& [stop_at, file, message] :
+       std::vector<std::tuple<int, const char*, const char*>>{
+           {6, "epoch_0000_step_000006.pt", "step 6/6 of epoch 1/3 (global step 6)"},
+           {7, "epoch_0001_step_000001.pt", "step 1/5 of epoch 2/3 (global step 7)"},
+           {11, "epoch_0001_step_000005.pt", "step 5/5 of epoch 2/3 (global step 11)"},
+           {17, "epoch_0002_step_000006.pt", "step 6/6 of epoch 3/3 (global step 17)"}}) {
+    auto split = fresh_dir("uneven_" + std::to_string(stop_at));
+    {
+      FaultEnv env(("sigint@step=" + std::to_string(stop_at)).c_str());
+      try {
+        run_uneven(split);
+        ADD_FAILURE() << "expected InterruptedError at " << stop_at;
+      } catch (const vexp::InterruptedError& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+        EXPECT_EQ(fs::path(e.checkpoint).filename(), file);
+      }
+    }
+    run_uneven(split, true);
+    expect_same_runs(full, split);
+    auto ca = vexp::load_checkpoint((full / "checkpoints" / "epoch_0003.pt").string());
+    auto cb = vexp::load_checkpoint((split / "checkpoints" / "epoch_0003.pt").string());
+    for (const auto& [k, v] : ca.model) EXPECT_TRUE(at::equal(v, cb.model.at(k))) << k << " (interrupted at " << stop_at << ")";
+    fs::remove_all(split);
+  }
+  fs::remove_all(full);
+}
+
+// A checkpoint written by the vexp that rounded steps per epoch down, or on
+// another number of training clips: the steps do not line up, so no resume.
+TEST(Trainer, ResumeRefusesACheckpointOfAnotherStream) {
+  auto dir = fresh_dir("stream");
+  {
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.stop_after_epochs = 1;
+    vexp::train(s, opt);
+  }
+  const std::string path = (dir / "checkpoints" / "epoch_0001.pt").string();
+  const vexp::Checkpoint good = vexp::load_checkpoint(path);
+  for (const auto& [key, value, expected] : std::vector<std::tuple<const char*, json, const char*>>{
+           {"sampling", nullptr, "written by an earlier vexp whose epochs dropped the clips of their last partial global batch"},
+           {"epoch_clips", 40, "it was trained on 40 training clips per epoch, the training split now has 48"},
+           {"global_step", 5, "stopped at step 0 of epoch 2 (global step 5), which is not a step of this run's epochs"}}) {
+    vexp::Checkpoint c = good;
+    json meta = json::parse(c.meta_json);
+    if (value.is_null()) meta.erase(key);
+    else meta[key] = value;
+    c.meta_json = meta.dump();
+    vexp::save_checkpoint(path, c);
+    vexp::Session s;
+    open(s, kRecipe);
+    vexp::TrainOptions opt;
+    opt.out_dir = dir.string();
+    opt.resume = true;
+    try {
+      vexp::train(s, opt);
+      ADD_FAILURE() << "resumed from a checkpoint with another " << key;
+    } catch (const std::runtime_error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(expected), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Trainer, WallTimeCoversEveryInvocation) {

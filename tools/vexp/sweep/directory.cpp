@@ -164,8 +164,12 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   }
   const int64_t per_epoch = steps_in_epoch.empty() ? 1 : std::max<int64_t>(1, steps_in_epoch.begin()->second);
   for (const auto& j : steps) {
-    double x = static_cast<double>(j.value("epoch", int64_t(1)) - 1) +
-               static_cast<double>(j.value("step", int64_t(0))) / static_cast<double>(per_epoch);
+    // Epochs' worth of clips trained (epochs differ by a step when N/G is not whole);
+    // runs of an earlier vexp lack it.
+    double x = j.contains("epochs_trained") && j["epochs_trained"].is_number()
+                   ? j["epochs_trained"].get<double>()
+                   : static_cast<double>(j.value("epoch", int64_t(1)) - 1) +
+                         static_cast<double>(j.value("step", int64_t(0))) / static_cast<double>(per_epoch);
     double loss = j.value("loss", 0.0);
     if (std::isfinite(loss) && loss > 0) c.loss.emplace_back(x, loss);
   }

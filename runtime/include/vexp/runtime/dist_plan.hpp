@@ -1,6 +1,7 @@
 // The plan of a (possibly distributed, possibly emulated) training run: batch
-// geometry, learning rate after large-batch scaling, schedule in steps and the
-// gradient traffic. Computed from the recipe alone, so `vexp run --dry-run` can
+// geometry, the steps of every epoch (sample_stream.hpp: every clip once per
+// epoch, nothing dropped), learning rate after large-batch scaling, schedule in
+// steps and the gradient traffic. Computed from the recipe alone, so `vexp run --dry-run` can
 // print it without data, model weights or a launcher. Torch-free.
 #pragma once
 
@@ -22,10 +23,12 @@ struct DistPlan {
   int64_t micro = 1;          // micro-batches per rank per optimizer step
   int64_t global_batch = 1;   // clips per optimizer step
   int64_t frames = 0;         // frames per clip (0: unknown)
-  int64_t train_size = 0;     // training clips
-  int64_t steps_per_epoch = 0;
+  int64_t train_size = 0;     // training clips (N): every one is seen once per epoch
+  SampleStream stream;        // N and the global batch: which steps make which epoch
   int64_t epochs = 1;
-  int64_t total_steps = 0;
+  int64_t total_steps = 0;    // ceil(epochs x N / global batch)
+  int64_t total_clips = 0;    // total_steps x global batch: clips trained by the whole run
+  int64_t fill_clips = 0;     // of those, the last step's clips from the shuffle after the last epoch
   // Learning rate.
   bool scaled = false;        // optim.base_lr > 0
   double base_lr = 0;
@@ -33,7 +36,7 @@ struct DistPlan {
   std::string lr_scaling;     // linear | sqrt | none
   double lr = 0;              // peak lr after scaling
   LrSchedule schedule;
-  std::vector<int64_t> milestone_steps;
+  std::vector<int64_t> milestone_steps;  // first step (from 0) at each decayed rate
   // Gradients.
   int64_t grad_params = 0;    // trainable parameters (0: unknown)
   int64_t grad_bytes = 0;     // bytes each rank allreduces per optimizer step (wire format)
@@ -41,17 +44,21 @@ struct DistPlan {
   std::string compression;    // none | fp16 | bf16
 };
 
-// Throws std::runtime_error with a sentence when the geometry is impossible
-// (world_size not a multiple of ranks, fewer clips than one global batch).
 // The global batch, dist.world_size x batch_per_gpu x accum_steps (clips per
 // optimizer step); std::nullopt when the product does not fit in 64 bits.
 std::optional<int64_t> global_batch_of(const dsl::DistConfig& dist);
 
+// Throws std::runtime_error with a sentence when the geometry is impossible
+// (world_size not a multiple of ranks, fewer clips than one global batch).
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params);
 
 // The learning rate after scaling: base_lr x (global/base_batch) or its square
 // root when optim.base_lr > 0, else optim.lr as written.
 double scaled_lr(const dsl::OptimConfig& optim, int64_t global_batch);
+
+// Steps per epoch as "N/G = x, floor or ceil" ("240436/12288 = 19.57, 19 or 20";
+// "192/16 = 12" when whole).
+std::string steps_per_epoch_text(const DistPlan& p);
 
 // Multi-line human-readable plan (what --dry-run prints).
 std::string describe(const DistPlan& p);

@@ -22,27 +22,38 @@ struct Batch {
   at::Tensor labels;  // [N] int64
 };
 
-// Shards a split over ranks: every epoch a shuffle seeded by (seed, epoch), then
-// rank r takes micro-batch m of step s at position ((s * ranks + r) * micro + m) *
-// batch of the shuffled order. Every rank gets the same number of steps; the tail
-// that does not fill a global batch is dropped (and, shuffled, differs per epoch).
+// Shards the training stream (sample_stream.hpp) over ranks: the per-epoch
+// shuffles, epoch e's seeded by (seed, e), one after another; rank r takes
+// micro-batch m of global step s at stream position s*G + (r*micro + m)*batch,
+// G = ranks*micro*batch, so the clips of GPU g = r*micro + m of a step do not
+// depend on how many ranks share the world (exact emulation). Nothing is
+// dropped: a micro-batch that passes an epoch's end continues in the next
+// epoch's shuffle.
 class DistributedSampler {
  public:
   DistributedSampler(int64_t size, int64_t rank, int64_t ranks, int64_t batch, int64_t micro, uint64_t seed,
                      bool shuffle = true);
-  int64_t steps_per_epoch() const { return steps_; }
-  // The micro-batches of this rank for `epoch`, in order (steps x micro of `batch` indices).
-  std::vector<std::vector<int64_t>> epoch_batches(int64_t epoch) const;
+  int64_t global_batch() const { return ranks_ * micro_ * batch_; }
+  // This rank's micro-batches of steps [first, end), in order ((end - first) x
+  // micro of `batch` indices), and for every index the epoch whose shuffle it
+  // came from (its augmentation draws from that epoch's seed).
+  struct Batches {
+    std::vector<std::vector<int64_t>> indices;
+    std::vector<std::vector<int64_t>> epochs;
+  };
+  Batches steps(int64_t first, int64_t end) const;
+  // Epoch `epoch`'s order of the split: the shuffle seeded by (seed, epoch).
+  std::vector<int64_t> order(int64_t epoch) const;
 
  private:
-  int64_t size_, rank_, ranks_, batch_, micro_, steps_;
+  int64_t size_, rank_, ranks_, batch_, micro_;
   uint64_t seed_;
   bool shuffle_;
 };
 
 struct LoaderOptions {
   Split split = Split::Train;
-  uint64_t seed = 0;      // passed to Dataset::get_view (augmentation)
+  uint64_t seed = 0;      // passed to Dataset::get_view (augmentation) unless seeds are given per sample
   int64_t view = 0;       // test view
   int64_t workers = 2;    // decode threads; 0: decode in the caller's thread
   int64_t prefetch = 4;   // ready or in-progress batches ahead of the consumer
@@ -57,6 +68,9 @@ struct LoaderOptions {
 class Loader {
  public:
   Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches, LoaderOptions opt);
+  // Sample batches[b][i] with augmentation seed seeds[b][i] (same shape as batches).
+  Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches, std::vector<std::vector<uint64_t>> seeds,
+         LoaderOptions opt);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -73,8 +87,11 @@ class Loader {
   bool claim(std::shared_ptr<Slot>& slot, size_t& item);
   void fail_locked(std::exception_ptr err);  // first error wins; wakes everyone (mu_ held)
 
+  uint64_t seed_of(size_t batch, size_t item) const;
+
   const Dataset& data_;
   std::vector<std::vector<int64_t>> batches_;
+  std::vector<std::vector<uint64_t>> seeds_;  // empty: opt_.seed for every sample
   LoaderOptions opt_;
   std::mutex mu_;
   std::condition_variable ready_, room_;
