@@ -154,7 +154,15 @@ WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool
     try {
       sd = find_state_dict(load_torch_file(path), path);
     } catch (const std::exception& e) {
-      throw Exit{kExitFailure, e.what()};
+      // Neither reader takes it: the checkpoint reader says best what is wrong with
+      // the bytes ("empty", "truncated or corrupt?").
+      std::string why = e.what();
+      try {
+        load_checkpoint(path);
+      } catch (const std::exception& c) {
+        why = c.what();
+      }
+      throw Exit{kExitFailure, why};
     }
   }
   WeightReport r;
@@ -163,6 +171,11 @@ WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool
   } catch (const std::exception& e) {
     throw Exit{kExitFailure, e.what()};
   }
+  if (strict && r.loaded.empty() && !sd.empty())
+    throw Exit{kExitFailure, "'" + path + "' holds none of the model's tensors: its " + std::to_string(sd.size()) +
+                                 " tensors (e.g. '" + sd.front().first +
+                                 "') match no name of the model under torchvision, official TSM, mmaction2 or vexp "
+                                 "naming; is it the weights of another model?"};
   if (strict) {
     std::vector<std::string> bad;
     for (const auto& m : r.missing)

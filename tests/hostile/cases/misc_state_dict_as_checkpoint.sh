@@ -8,18 +8,22 @@ m = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.BatchNorm2d(4))
 torch.save(m.state_dict(), "w.pth")                                           # zip format
 torch.save(m.state_dict(), "legacy.pth", _use_new_zipfile_serialization=False) # legacy format
 ' || fail "python could not write the state dicts"
-# vexp export of a state dict, with and without a recipe: the file is named for what it is
+# vexp export of a state dict: without a recipe the file is named for what it is; with
+# one it is converted, and a state dict of another model says so in one line
 for f in w.pth legacy.pth; do
-  expect_rc 1 -- "$vexp" export "$f" --to out.pth --recipe tiny.toml
+  expect_rc 1 -- "$vexp" export "$f" --to out.pth
   expect_out "'$f' is a torch.save state dict (7 tensors, e.g. '0.weight'), not a vexp checkpoint"
   expect_out "--weights $f"
   expect_out "pretrained = \"$f\""
+  expect_out "give the model's --recipe"
   expect_no_out "truncated or corrupt"
   [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "expected one line, got: $(cat "$tmp/out")"
   [ -e out.pth ] && fail "export wrote out.pth"
+  expect_rc 1 -- "$vexp" export "$f" --to out.pth --recipe tiny.toml
+  expect_out "'$f' holds none of the model's tensors: its 7 tensors (e.g. '0.weight') match no name of the model"
+  [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "expected one line, got: $(cat "$tmp/out")"
+  [ -e out.pth ] && fail "export wrote out.pth"
 done
-expect_rc 1 -- "$vexp" export w.pth --to out.pth
-expect_out "is a torch.save state dict"
 # --resume of a run whose checkpoint is a state dict
 mkdir -p run/checkpoints
 cp w.pth run/checkpoints/epoch_0001.pt
