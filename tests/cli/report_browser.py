@@ -11,6 +11,8 @@ Checks:
   - Chromium, with every host name unresolvable, logs no console message at all
     (the report writes none: any message is an error, a warning or a failed
     download; Chromium logs every level as INFO:CONSOLE, so all are counted);
+  - with #selftest (chart.js hovers across every chart until a tooltip shows and
+    clicks its first legend entry off and on), <body data-selftest="ok">;
   - after the scripts ran, <body data-report="ready">, every <div class="chart">
     has data-state="drawn" and a positive data-points, and there are at least
     MIN_CHARTS of them;
@@ -59,7 +61,8 @@ def main():
         common = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + profile,
                   "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", "--window-size=1280,900"]
         url = "file://" + html
-        rc, dom, err = run(common + ["--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom", url])
+        rc, dom, err = run(common + ["--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom",
+                                     url + "#selftest"])
         if rc != 0:
             problems.append("chromium --dump-dom exited %d: %s" % (rc, err.strip()[-2000:]))
         console = [l for l in err.splitlines() if ":CONSOLE" in l]
@@ -70,6 +73,8 @@ def main():
         if attrs.get("data-report") != "ready":
             problems.append("the page did not finish drawing: data-report=%r data-errors=%r" %
                             (attrs.get("data-report"), attrs.get("data-errors")))
+        if attrs.get("data-selftest") != "ok":
+            problems.append("hover / legend self-test: %r" % attrs.get("data-selftest"))
         charts = re.findall(r'<div class="chart"([^>]*)>', dom)
         drawn = 0
         for c in charts:

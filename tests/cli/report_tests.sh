@@ -216,14 +216,14 @@ db.commit()
 PY
   expect_rc 0 -- "$vexp" report "$tmp/run" --out "$tmp/run.html"
   data_check "$tmp/run.html" 'assert len(d["charts"]["loss"]["series"][0]["y"]) == 100000'
-  browser "$tmp/run.html" "$tmp/run.png" 6 15000
+  browser "$tmp/run.html" "$shots/scale_run.png" 6 15000
   expect_rc 0 -- "$vexp" report "$tmp/s" --out "$tmp/sweep.html"
   data_check "$tmp/sweep.html" '
 loss = d["charts"]["loss"]["series"]
 assert len(loss) == 100 and len({s["color"] for s in loss}) == 100, len({s["color"] for s in loss})
 assert sum(len(s["y"]) for s in loss) == 99 * 1000 + len(loss[0]["y"])
 '
-  browser "$tmp/sweep.html" "$tmp/sweep.png" 5 15000
+  browser "$tmp/sweep.html" "$shots/scale_sweep.png" 5 15000
   ls -l "$tmp/run.html" "$tmp/sweep.html" | awk '{print $5, $NF}'
   finish
   ;;

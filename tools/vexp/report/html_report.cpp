@@ -492,6 +492,9 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
                               {"x", {b0, b1}},
                               {"y", {rounded(anchor->second * b0 / anchor->first), rounded(anchor->second * b1 / anchor->first)}}});
     }
+    sc["xticks"] = g.batches;
+    sc["yticks"] = json::array();
+    for (double l : g.lrs) sc["yticks"].push_back(rounded(l));
     sc["note"] = "The rule is anchored at the smallest batch's best lr; a best lr on the dashed line means the "
                  "linear scaling rule held.";
   }

@@ -90,6 +90,12 @@
     g.inv = function (p) { return lo + (p - a) * (hi - lo) / (b - a); };
     return g;
   }
+  // Ticks at least `gap` pixels apart (the first kept, then each far enough from the last kept).
+  function thin(ticks, sc, gap) {
+    var out = [];
+    ticks.forEach(function (t) { if (!out.length || Math.abs(sc(t) - sc(out[out.length - 1])) >= gap) out.push(t); });
+    return out;
+  }
   function lowerBound(xs, x) {  // first index with xs[i] >= x (xs ascending)
     var lo = 0, hi = xs.length;
     while (lo < hi) { var m = (lo + hi) >> 1; if (xs[m] < x) lo = m + 1; else hi = m; }
@@ -244,7 +250,12 @@
     });
     var f = new Frame(host, spec, spec.height || 300);
     var total = 0;
-    series.forEach(function (s) { total += s.y.length; });
+    var finite = 0;
+    series.forEach(function (s) {
+      total += s.y.length;
+      s.y.forEach(function (v) { if (v !== null && isFinite(v)) finite++; });
+    });
+    host.__hoverable = finite > 0;  // a series of nulls only (a NaN validation) has nothing to hover
     if (modes.length > 1) {
       var sel = el('span', 'xmode', f.controls);
       el('span', null, sel).textContent = 'x axis: ';
@@ -279,12 +290,16 @@
       var cum = spec.stacked ? stackedY() : null;
       var yarrs = spec.stacked ? cum.filter(function (c) { return c; }) : vis.map(function (s) { return s.y; });
       if (spec.stacked) yarrs.push([0]);
-      var xr = range(vis.map(function (s) { return s.x[mode]; }), spec.xlog, 0.02);
+      var xr = range(vis.map(function (s) { return s.x[mode]; }), spec.xlog, spec.xlog ? 0.08 : 0.02);
       var yr = range(yarrs, spec.ylog, spec.stacked ? 0.02 : 0.05);
       if (spec.ymin !== undefined && !spec.ylog) yr[0] = Math.min(yr[0], spec.ymin);
       var xs = scale(xr[0], xr[1], box.l, box.r, spec.xlog), ys = scale(yr[0], yr[1], box.b, box.t, spec.ylog);
       var xt = spec.xlog ? logTicks(xr[0], xr[1]) : linearTicks(xr[0], xr[1], Math.max(3, Math.floor((box.r - box.l) / 90)));
       var yt = spec.ylog ? logTicks(yr[0], yr[1]) : linearTicks(yr[0], yr[1], Math.max(3, Math.floor((box.b - box.t) / 45)));
+      // Explicit ticks (a sweep's batches and learning rates) where given.
+      var within = function (r) { return function (t) { return t >= r[0] && t <= r[1]; }; };
+      if (spec.xticks) xt = thin(spec.xticks.filter(within(xr)), xs, 36);
+      if (spec.yticks) yt = thin(spec.yticks.filter(within(yr)), ys, 16);
       var xlabel = spec.xlabels ? spec.xlabels[mode] : spec.xlabel;
       axes(ctx, box, xs, ys, xt, yt, xlabel, spec.ylabel);
       ctx.save();
@@ -413,7 +428,7 @@
     function draw() {
       var ctx = f.size(), w = f.w, h = f.height;
       ctx.clearRect(0, 0, w, h);
-      var box = {l: 70, r: w - 90, t: 10, b: h - 44};
+      var box = {l: 70, r: w - 110, t: 10, b: h - 44};
       var nx = spec.xs.length, ny = spec.ys.length, cw = (box.r - box.l) / nx, ch = (box.b - box.t) / ny;
       var vals = spec.cells.filter(function (c) { return c.v !== null && c.v !== undefined; }).map(function (c) { return c.v; });
       var lo = Math.min.apply(null, vals.concat([Infinity])), hi = Math.max.apply(null, vals.concat([-Infinity]));
@@ -428,7 +443,10 @@
         ctx.fillStyle = has ? colour(u) : '#d9d9d9';
         ctx.fillRect(x0 + 1, y0 + 1, cw - 2, ch - 2);
         ctx.fillStyle = has && u > 0.55 ? '#fff' : '#222';
+        // Small cells show the mean only (the tooltip has the spread).
         var lines = String(c.text).split('\n');
+        if (cw < 110 || ch < 40) lines = lines.slice(0, 1);
+        ctx.font = cw < 60 ? SMALL : FONT;
         lines.forEach(function (line, i) { ctx.fillText(line, x0 + cw / 2, y0 + ch / 2 + (i - (lines.length - 1) / 2) * 15); });
       });
       if (spec.best) {
@@ -461,10 +479,10 @@
         }
         ctx.fillStyle = '#444';
         ctx.textAlign = 'left';
-        ctx.fillText(fmt(hi), bx0 + bw + 4, box.t + 6);
-        ctx.fillText(fmt(lo), bx0 + bw + 4, box.b - 6);
+        ctx.fillText(tickText(hi), bx0 + bw + 4, box.t + 6);
+        ctx.fillText(tickText(lo), bx0 + bw + 4, box.b - 6);
         ctx.save();
-        ctx.translate(bx0 + bw + 30, (box.t + box.b) / 2);
+        ctx.translate(bx0 + bw + 48, (box.t + box.b) / 2);
         ctx.rotate(Math.PI / 2);
         ctx.textAlign = 'center';
         ctx.fillText(spec.vlabel || '', 0, 0);
@@ -594,8 +612,34 @@
     document.body.setAttribute('data-height', String(document.documentElement.scrollHeight));
     if (!errors.length) document.body.setAttribute('data-report', drawn === hosts.length ? 'ready' : 'error');
   }
+  // report.html#selftest (the browser test): hover across every chart until a
+  // tooltip shows, and click its first legend entry off and on again; the outcome
+  // goes to <body data-selftest> ("ok" or what failed).
+  function selfTest() {
+    var failures = [];
+    Array.prototype.forEach.call(document.querySelectorAll('.chart[data-chart]'), function (host) {
+      if (host.getAttribute('data-state') !== 'drawn') return;  // already reported as failed
+      var id = host.getAttribute('data-chart'), ov = host.querySelector('.chart-overlay');
+      var tip = host.querySelector('.chart-tip'), r = ov.getBoundingClientRect(), shown = false;
+      for (var fx = 0; fx <= 1 && !shown; fx += 0.01)
+        for (var fy = 0; fy <= 1 && !shown; fy += 0.04) {
+          ov.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + r.width * fx, clientY: r.top + r.height * fy}));
+          shown = tip.style.display === 'block' && tip.textContent.length > 0;
+        }
+      if (!shown && host.__hoverable !== false) failures.push(id + ': no tooltip anywhere');
+      var item = host.querySelector('.legend-item');
+      if (item) {
+        item.click();
+        if (!item.classList.contains('off')) failures.push(id + ': a legend click did not hide its series');
+        item.click();
+        if (item.classList.contains('off')) failures.push(id + ': a second legend click did not show it again');
+      }
+    });
+    document.body.setAttribute('data-selftest', failures.length ? failures.join('; ') : 'ok');
+  }
   try {
     renderAll();
+    if (window.location.hash === '#selftest') selfTest();
   } catch (e) {
     recordError(e.message);
     throw e;
