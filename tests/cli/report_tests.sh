@@ -151,6 +151,18 @@ assert len(th["bars"]) == 8 and any(g["name"].startswith("ran with up to 1 other
 assert html.count("status-done") >= 8
 '
   browser "$tmp/s/report.html" "$shots/sweep.png" 5 10000
+  # a trial that diverges and one that fails: statuses and messages in the report
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/m" --jobs 2 --no-report
+  expect_rc 0 -- "$vexp" report "$tmp/m"
+  data_check "$tmp/m/report.html" '
+rows = re.findall(r"<tr><td><span[^>]*>&#9632;</span> (\d+)</td><td><span class=\"status-(\w+)\">.*?<td class=\"msg\">(.*?)</td></tr>", html)
+st = {r[0]: (r[1], r[2]) for r in rows}
+assert st["001"][0] == "done" and st["002"][0] == "diverged" and st["003"][0] == "failed", st
+assert "diverged" in st["002"][1] and "fewer than one global batch" in st["003"][1], st
+cells = {(c["x"], c["y"]): c for c in d["charts"]["heatmap"]["cells"]}
+assert any(c["v"] is None and "diverged" in c["text"] for c in cells.values()), cells
+'
+  browser "$tmp/m/report.html" "$shots/sweep_failures.png" 5 10000
   # the PNG plots, fixed: one colour per trial, the heatmap with mean and spread
   if command -v gnuplot >/dev/null; then
     expect_rc 0 -- "$vexp" report "$tmp/s" --png "$tmp/png" --out "$tmp/s2.html"

@@ -48,8 +48,8 @@
   }
   function logTicks(lo, hi) {
     var out = [], a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
-    var mults = b - a <= 2 ? [1, 2, 5] : [1];
-    for (var e = a; e <= b; e++)
+    var mults = b - a <= 2 ? [1, 2, 5] : [1], every = Math.max(1, Math.ceil((b - a) / 8));
+    for (var e = a; e <= b; e += every)
       for (var i = 0; i < mults.length; i++) {
         var t = mults[i] * Math.pow(10, e);
         if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t);
@@ -369,6 +369,15 @@
       }
       ctx.stroke();
       ctx.setLineDash([]);
+      // A series with one drawable point (a run that stopped early) is a dot.
+      var drawable = [];
+      for (var q = 0; q < n && drawable.length < 2; q++) if (ok(q)) drawable.push(q);
+      if (drawable.length === 1) {
+        ctx.fillStyle = s.color;
+        ctx.beginPath();
+        ctx.arc(xs(xa[drawable[0]]), ys(ya[drawable[0]]), 3, 0, 2 * Math.PI);
+        ctx.fill();
+      }
     }
     function markers(ctx, s, xa, ya, xs, ys) {
       ctx.fillStyle = s.color;
