@@ -233,18 +233,24 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     good << "# batch_index lr_index mean label\n";
     bad << "# batch_index lr_index statuses\n";
     bool any_good = false, any_bad = false;
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& c : grid.cells)
+      if (c.has_value()) lo = std::min(lo, c.mean), hi = std::max(hi, c.mean);
     for (const auto& c : grid.cells) {
       if (c.has_value()) {
         std::string label = fmt("%.3f", c.mean);
         if (c.n > 1) label += " ± " + fmt("%.3f", c.sd) + " (n=" + std::to_string(c.n) + ")";
-        good << c.bi << " " << c.li << " " << c.mean << " \"" << label << "\"\n";
+        // White text on the dark (good) end of the palette.
+        const double t = hi > lo ? (c.mean - lo) / (hi - lo) : 1;
+        const bool dark = (higher ? t : 1 - t) > 0.55;
+        good << c.bi << " " << c.li << " " << c.mean << " \"" << label << "\" " << (dark ? 0xffffff : 0x222222) << "\n";
         any_good = true;
       } else {
         bad << c.bi << " " << c.li << " \"" << c.statuses() << "\"\n";
         any_bad = true;
       }
     }
-    if (!any_good) good << "-10 -10 0 \"\"\n";
+    if (!any_good) good << "-10 -10 0 \"\" 0\n";
     if (!any_bad) bad << "-10 -10 \"\"\n";
     out_png("heatmap.png");
     std::string within;
@@ -269,7 +275,7 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     gp << "plot " << q(rd / "heatmap.dat")
        << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
        << "     " << q(rd / "heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
-       << "     " << q(rd / "heatmap.dat") << " using 1:2:4 with labels font 'sans,11' notitle, \\\n"
+       << "     " << q(rd / "heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
        << "     " << q(rd / "heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
     gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse\n"
        << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
@@ -348,10 +354,12 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     for (int k : shared) group[k] = 0;
     int gi = 0;
     for (auto& [k, g] : group) g = gi++;
+    double top = 0;
     for (size_t i = 0; i < o.rows.size(); ++i) {
       const Row& r = o.rows[i];
       double cps = r.status == "done" && r.metrics.contains("clips_per_s") ? r.metrics["clips_per_s"].get<double>()
                                                                            : read_curves(r.run_dir, o.metric).mean_clips_per_s;
+      top = std::max(top, cps);
       s << i << " " << trial_name(r.id) << " " << cps << " \"b" << r.global_batch << "\\n" << r.status << "\" "
         << group[shared[i]] << "\n";
     }
@@ -359,9 +367,9 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     gp << "set title '" << o.name << ": training throughput per trial (clips/s)"
        << (group.size() > 1 ? "; trials that ran at the same time shared the cores: compare within a colour" : "")
        << "'\nset xlabel 'trial (global batch, status)'\n"
-       << "set ylabel 'clips / s'\nset yrange [0:*]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
+       << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
        << "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
-       << "set key top right\nplot ";
+       << "set key outside top center horizontal\nplot ";
     bool first = true;
     for (const auto& [k, g] : group) {
       gp << (first ? "" : ", \\\n     ") << q(rd / "throughput.dat") << " using ($5 == " << g
