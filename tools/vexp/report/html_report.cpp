@@ -40,11 +40,7 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string fmt(const char* f, double v) { return sweep::fmt_number(f, v); }
 
 // A value rounded to `digits` significant digits (JSON prints it short); null
 // when not finite. The report keeps 6 digits of losses, rates and accuracies and

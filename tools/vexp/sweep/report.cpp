@@ -22,11 +22,7 @@ using cli::Exit;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string fmt(const char* f, double v) { return fmt_number(f, v); }
 
 std::string param_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -61,6 +57,12 @@ std::string csv_field(std::string s) {
 bool better(double a, double b, bool higher) { return higher ? a > b : a < b; }
 
 }  // namespace
+
+std::string fmt_number(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
 
 Opened open_results(const std::string& dir) {
   const fs::path db = fs::path(dir) / "sweep.db";
