@@ -9,6 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libavformat-dev libavcodec-dev libswscale-dev libturbojpeg0-dev ffmpeg
   libsqlite3-dev gnuplot-nox
+  chromium
   python3-torch python3-torchvision python3-numpy python3-av
 )
 missing=()

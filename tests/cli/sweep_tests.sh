@@ -147,8 +147,10 @@ PY
     head -c 8 "$tmp/s/report/$p.png" | od -An -c | grep -q "P   N   G" || fail "$p.png is not a PNG"
   done
   rm -rf "$tmp/s/report"
-  expect_rc 0 -- "$vexp" report "$tmp/s" --out "$tmp/r"
-  [ "$(ls "$tmp/r"/*.png | wc -l)" -eq 4 ] || fail "vexp report did not write 4 plots"
+  [ -s "$tmp/s/report.html" ] || fail "vexp sweep wrote no report.html"
+  expect_rc 0 -- "$vexp" report "$tmp/s" --png "$tmp/r" --out "$tmp/r.html"
+  [ "$(ls "$tmp/r"/*.png | wc -l)" -eq 4 ] || fail "vexp report --png did not write 4 plots"
+  [ -s "$tmp/r.html" ] || fail "vexp report --out wrote no HTML"
   expect_rc 1 -- "$vexp" results "$tmp/nowhere"
   expect_out "is not a sweep directory"
   # the same command again: nothing to run, every trial kept
@@ -165,8 +167,9 @@ PY
   mv "$tmp/s" "$tmp/moved"
   expect_rc 0 -- "$vexp" results "$tmp/moved" --best-recipe "$tmp/best2.toml"
   cmp -s "$tmp/best.toml" "$tmp/best2.toml" || fail "best recipe differs after moving the sweep"
-  expect_rc 0 -- "$vexp" report "$tmp/moved"
+  expect_rc 0 -- "$vexp" report "$tmp/moved" --png "$tmp/moved/report"
   [ -s "$tmp/moved/report/curves.png" ] || fail "no curves after moving the sweep"
+  grep -q '"name":"001 b8 lr 0.05"' "$tmp/moved/report.html" || fail "no curves in report.html after moving the sweep"
   ;;
 failures)
   # trial 1 trains, trial 2 diverges (lr 100, no clipping), trial 3 fails (batch 64 > 48 clips)

@@ -1,10 +1,13 @@
 // vexp results DIR [--json | --csv] [--sort METRIC] [--best-recipe out.toml]
-// vexp report DIR [--out REPORT_DIR]
-// The command lines; sweep/report.cpp reads the sweep directory.
+// vexp report DIR... [--out FILE.html] [--png PNG_DIR]
+// The command lines; sweep/report.cpp reads the sweep directory, report/ writes
+// the HTML reports.
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 
 #include "common.hpp"
+#include "report/html_report.hpp"
 #include "sweep/report.hpp"
 
 namespace vexp::cli {
@@ -29,13 +32,31 @@ void add_results(CLI::App& app) {
 }
 
 void add_report(CLI::App& app) {
-  auto* cmd = app.add_subcommand("report", "Write PNG plots of a sweep: heatmap, curves, throughput, linear scaling");
-  auto dir = std::make_shared<std::string>(), out = std::make_shared<std::string>();
-  cmd->add_option("dir", *dir, "Sweep directory (holds sweep.db)")->required();
-  cmd->add_option("--out", *out, "Folder for the plots (default: DIR/report)");
+  auto* cmd = app.add_subcommand(
+      "report", "Write one self-contained HTML report of a run directory, a sweep directory, or several runs");
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>(), png = std::make_shared<std::string>();
+  cmd->add_option("dirs", *dirs, "A run directory, a sweep directory (holds sweep.db), or several run directories")
+      ->required();
+  cmd->add_option("--out", *out, "The HTML file (default: DIR/report.html; several runs: ./comparison.html)");
+  cmd->add_option("--png", *png, "Also write PNG plots of a sweep (gnuplot) into this folder");
   cmd->callback([=] {
-    std::string rd = out->empty() ? (std::filesystem::path(*dir) / "report").string() : *out;
-    for (const auto& f : sweep::write_report(*dir, rd)) std::cout << f << "\n";
+    namespace fs = std::filesystem;
+    std::string path = out->empty() ? report::default_html_path(*dirs) : *out;
+    std::string ext = fs::path(path).extension().string();
+    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext != ".html" && ext != ".htm")
+      throw Exit{kExitInvalid, "--out '" + path + "': the report is one HTML file: give a name ending in .html" +
+                                   " (PNG plots of a sweep: --png DIR)"};
+    if (!png->empty() && (dirs->size() != 1 || !fs::exists(fs::path((*dirs)[0]) / "sweep.db")))
+      throw Exit{kExitInvalid, "--png: PNG plots are drawn for one sweep directory (one that holds sweep.db)"};
+    for (const auto& d : *dirs)
+      if (!fs::is_directory(d)) throw Exit{kExitFailure, "'" + d + "' is not a directory"};
+    const report::Written w = report::write_html_report(*dirs, path);
+    std::cout << w.path << "\n";
+    std::cerr << w.kind << " report: " << w.path << " (" << (w.bytes + 1023) / 1024 << " KiB)\n";
+    if (!png->empty())
+      for (const auto& f : sweep::write_report((*dirs)[0], *png)) std::cout << f << "\n";
   });
 }
 

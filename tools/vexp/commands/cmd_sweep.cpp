@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common.hpp"
+#include "report/html_report.hpp"
 #include "sweep/definition.hpp"
 #include "sweep/directory.hpp"
 #include "sweep/expansion.hpp"
@@ -88,7 +89,7 @@ void add_sweep(CLI::App& app) {
   cmd->add_flag("--dry-run", a->dry_run, "Validate every trial and print them; run nothing");
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
-  cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe and the plots at the end");
+  cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");
   cmd->callback([a] {
     Session s;
     load_session_plugins(s, a->plugin_paths);
@@ -129,8 +130,14 @@ void add_sweep(CLI::App& app) {
         std::cerr << "vexp: warning: " << e.message << "\n";
       }
       try {
+        auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
+        std::cout << "report: " << w.path << "\n";
+      } catch (const Exit& e) {
+        std::cerr << "vexp: warning: " << e.message << "\n";
+      }
+      try {
         auto files = write_report(dir.string(), (dir / "report").string());
-        std::cout << "report: " << files.size() << " plots in " << (dir / "report").string() << "\n";
+        std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
       } catch (const Exit& e) {
         std::cerr << "vexp: warning: " << e.message << "\n";
       }

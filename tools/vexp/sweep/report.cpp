@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "report/palette.hpp"
+#include "report/sweep_grid.hpp"
 #include "sweep/directory.hpp"
 
 namespace vexp::sweep {
@@ -20,11 +22,7 @@ using cli::Exit;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string fmt(const char* f, double v) { return fmt_number(f, v); }
 
 std::string param_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -59,6 +57,12 @@ std::string csv_field(std::string s) {
 bool better(double a, double b, bool higher) { return higher ? a > b : a < b; }
 
 }  // namespace
+
+std::string fmt_number(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
 
 Opened open_results(const std::string& dir) {
   const fs::path db = fs::path(dir) / "sweep.db";
@@ -219,133 +223,181 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   };
   auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
 
-  // 1. batch x lr heatmap of the metric.
-  std::set<int64_t> batches;
-  std::set<double> lrs;
-  for (const auto& r : o.rows) {
-    batches.insert(r.global_batch);
-    lrs.insert(r.lr);
-  }
-  std::vector<int64_t> bv(batches.begin(), batches.end());
-  std::vector<double> lv(lrs.begin(), lrs.end());
-  std::map<std::pair<size_t, size_t>, const Row*> cell;
-  for (const auto& r : o.rows) {
-    size_t bi = static_cast<size_t>(std::find(bv.begin(), bv.end(), r.global_batch) - bv.begin());
-    size_t li = static_cast<size_t>(std::find(lv.begin(), lv.end(), r.lr) - lv.begin());
-    auto& c = cell[{bi, li}];
-    if (!c || (r.metric && (!c->metric || better(*r.metric, *c->metric, higher)))) c = &r;
-  }
+  const report::Grid grid = report::sweep_grid(o);
+  const std::vector<int> shared = report::sharing(o.rows);
+  const std::vector<int64_t>& bv = grid.batches;
+  const std::vector<double>& lv = grid.lrs;
+
+  // 1. batch x lr heatmap of the metric: the mean over a cell's finished trials
+  // (seeds), with the spread where there are several, the best cell framed.
   {
     std::ofstream good(rd / "heatmap.dat"), bad(rd / "heatmap_other.dat");
-    good << "# batch_index lr_index " << o.metric << "\n";
-    bad << "# batch_index lr_index status\n";
+    good << "# batch_index lr_index mean label\n";
+    bad << "# batch_index lr_index statuses\n";
     bool any_good = false, any_bad = false;
-    for (const auto& [k, r] : cell) {
-      if (r->status == "done" && r->metric) {
-        good << k.first << " " << k.second << " " << *r->metric << "\n";
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& c : grid.cells)
+      if (c.has_value()) lo = std::min(lo, c.mean), hi = std::max(hi, c.mean);
+    for (const auto& c : grid.cells) {
+      if (c.has_value()) {
+        std::string label = fmt("%.3f", c.mean);
+        if (c.n > 1) label += " ± " + fmt("%.3f", c.sd) + " (n=" + std::to_string(c.n) + ")";
+        // White text on the dark (good) end of the palette.
+        const double t = hi > lo ? (c.mean - lo) / (hi - lo) : 1;
+        const bool dark = (higher ? t : 1 - t) > 0.55;
+        good << c.bi << " " << c.li << " " << c.mean << " \"" << label << "\" " << (dark ? 0xffffff : 0x222222) << "\n";
         any_good = true;
       } else {
-        bad << k.first << " " << k.second << " " << r->status << "\n";
+        bad << c.bi << " " << c.li << " \"" << c.statuses() << "\"\n";
         any_bad = true;
       }
     }
-    if (!any_good) good << "-10 -10 0\n";
-    if (!any_bad) bad << "-10 -10 none\n";
+    if (!any_good) good << "-10 -10 0 \"\" 0\n";
+    if (!any_bad) bad << "-10 -10 \"\"\n";
     out_png("heatmap.png");
-    gp << "set title '" << o.name << ": " << o.metric << " over global batch x learning rate (best trial per cell)'\n"
+    std::string within;
+    for (const auto& k : grid.within_cell) within += (within.empty() ? "" : ", ") + k;
+    gp << "set title '" << o.name << ": " << o.metric << " over global batch x learning rate"
+       << (within.empty() ? std::string(" (one trial per cell)") : " (mean ± sd over " + within + ")") << "'\n"
        << "set xlabel 'global batch'\nset ylabel 'learning rate'\nunset grid\n"
        << "set xrange [-0.5:" << bv.size() - 0.5 << "]\nset yrange [-0.5:" << lv.size() - 0.5 << "]\n";
     gp << "set xtics (";
     for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << "'" << bv[i] << "' " << i;
     gp << ")\nset ytics (";
     for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << "'" << fmt("%.4g", lv[i]) << "' " << i;
-    gp << ")\nset palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\nset cblabel '" << o.metric << "'\n"
-       << "set style fill solid 1.0 noborder\n"
-       << "plot " << q(rd / "heatmap.dat")
+    gp << ")\nset palette defined (0 '#fff7ec', 0.5 '#41b6c4', 1 '#08306b')\nset cblabel '" << o.metric << "'\n"
+       << "set style fill solid 1.0 noborder\n";
+    if (!higher) gp << "set cbrange [*:*] reverse\n";
+    if (grid.best) {
+      const auto& b = grid.cells[*grid.best];
+      gp << "set object 1 rect from " << b.bi - 0.47 << "," << b.li - 0.47 << " to " << b.bi + 0.47 << ","
+         << b.li + 0.47 << " front fillstyle empty border rgb '#d7301f' lw 4\n"
+         << "set label 2 'best' at " << b.bi - 0.42 << "," << b.li + 0.36 << " front textcolor rgb '#d7301f' font 'sans,10'\n";
+    }
+    gp << "plot " << q(rd / "heatmap.dat")
        << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
-       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#999999' notitle, \\\n"
-       << "     " << q(rd / "heatmap.dat") << " using 1:2:(sprintf('%.3f',$3)) with labels font 'sans,12' notitle, \\\n"
-       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:3 with labels font 'sans,11' notitle\n";
-    gp << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
+       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
+       << "     " << q(rd / "heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
+       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
+    gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse\n"
+       << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
        << "set autoscale x; set autoscale y; unset xrange; unset yrange\n";
   }
 
-  // 2. training curves of all trials: loss (left) and the metric per epoch (right).
+  // 2. training curves of all trials: loss (left) and the metric per epoch (right),
+  // one colour (and dash) per trial, the legend under both panels.
   {
-    std::vector<std::pair<std::string, std::string>> train_files, eval_files;  // file, title
-    // Writes REPORT_DIR/curve_NNN_WHAT.dat and lists it with its title.
-    auto write_curve = [&](const Row& r, const char* what, const auto& points, const std::string& title,
-                           std::vector<std::pair<std::string, std::string>>& files) {
-      if (points.empty()) return;
-      fs::path f = rd / ("curve_" + trial_name(r.id) + "_" + what + ".dat");
-      std::ofstream s(f);
-      for (auto& [x, y] : points) s << x << " " << y << "\n";
-      files.emplace_back(f.string(), title);
+    struct Line {
+      std::string file, title, style;
     };
+    std::vector<Line> train_files, eval_files;
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < o.rows.size(); ++i) {
+      const Row& r = o.rows[i];
+      Curves c = read_curves(r.run_dir, o.metric);
+      const std::string title = trial_name(r.id) + " b" + std::to_string(r.global_batch) + " lr " +
+                                fmt("%.3g", r.lr) + (r.status == "done" ? "" : " (" + r.status + ")");
+      const std::string style = "lc rgb '" + report::series_colour(i) + "' dt " + (report::series_dashed(i) ? "2" : "1");
+      if (!c.loss.empty()) {
+        fs::path f = rd / ("curve_" + trial_name(r.id) + "_loss.dat");
+        std::ofstream s(f);
+        for (auto& [x, y] : c.loss) {
+          s << x << " " << y << "\n";
+          if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
+        }
+        train_files.push_back({f.string(), title, style});
+      }
+      if (!c.eval.empty()) {
+        fs::path f = rd / ("curve_" + trial_name(r.id) + "_eval.dat");
+        std::ofstream s(f);
+        for (auto& [x, y] : c.eval) s << x << " " << y << "\n";
+        eval_files.push_back({f.string(), title, style});
+      }
+    }
     // One plot of every listed curve, or a note where there is none.
-    auto plot_curves = [&](const std::vector<std::pair<std::string, std::string>>& files, const char* style,
-                           const char* none) {
+    auto plot_curves = [&](const std::vector<Line>& files, const char* with, const char* none) {
       if (files.empty()) {
         gp << "set label 1 '" << none << "' at graph 0.3,0.5\nplot 1/0 notitle\nunset label 1\n";
         return;
       }
       gp << "plot ";
       for (size_t i = 0; i < files.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << "'" << files[i].first << "' using 1:2 with " << style << " title '"
-           << files[i].second << "'";
+        gp << (i ? ", \\\n     " : "") << "'" << files[i].file << "' using 1:2 with " << with << " " << files[i].style
+           << " title '" << files[i].title << "'";
       gp << "\n";
     };
-    for (const auto& r : o.rows) {
-      Curves c = read_curves(r.run_dir, o.metric);
-      std::string title = trial_name(r.id) + " b" + std::to_string(r.global_batch) + " lr " + fmt("%.3g", r.lr) +
-                          (r.status == "done" ? "" : " (" + r.status + ")");
-      write_curve(r, "loss", c.loss, title, train_files);
-      write_curve(r, "eval", c.eval, title, eval_files);
-    }
+    const size_t entries = std::max(train_files.size(), eval_files.size());
+    const int rows_of_key = static_cast<int>((entries + 3) / 4);
+    const int height = 560 + 18 * rows_of_key;
+    const double key_frac = (18.0 * rows_of_key + 70.0) / height;
     out_png("curves.png");
-    gp << "set multiplot layout 1,2 title '" << o.name << ": training curves of all trials'\n"
-       << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss (log scale)'\nset logscale y\n"
-       << "set key top right font 'sans,8'\n";
+    gp << "set terminal pngcairo noenhanced size 1100," << height << " font 'sans,10'\n"
+       << "set multiplot layout 1,2 title '" << o.name << ": training curves of all trials'\n"
+       << "set bmargin at screen " << key_frac << "\n"
+       << "set title 'training loss'\nset xlabel 'epoch'\n";
+    if (hi > 0 && report::wants_log_axis(lo, hi))
+      gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange [" << lo / 1.1 << ":" << hi * 1.1 << "]\n";
+    else if (hi > 0)
+      gp << "set ylabel 'loss'\nset yrange [" << lo - (hi - lo) * 0.05 << ":" << hi + (hi - lo) * 0.05 + 1e-9 << "]\n";
+    gp << "set key at screen 0.5,0.01 center bottom horizontal maxcols 4 font 'sans,8'\n";
     plot_curves(train_files, "lines lw 1.5", "no training steps recorded");
-    gp << "unset logscale y\nset title 'validation " << o.metric << "'\nset ylabel '" << o.metric
-       << "'\nset key bottom right font 'sans,8'\n";
+    gp << "unset logscale y\nunset yrange\nset autoscale y\nset title 'validation " << o.metric << "'\nset ylabel '"
+       << o.metric << "'\nunset key\n";
     plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6", "no evaluation recorded");
-    gp << "unset multiplot\nset key default\n";
+    gp << "unset multiplot\nset key default\nset bmargin\n"
+       << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\n";
   }
 
-  // 3. throughput per trial.
+  // 3. throughput per trial, coloured by how many trials shared the machine.
   {
     std::ofstream s(rd / "throughput.dat");
-    s << "# index trial clips_per_s label\n";
-    int i = 0;
-    for (const auto& r : o.rows) {
+    s << "# index trial clips_per_s label sharing_group\n";
+    std::map<int, int> group;
+    for (int k : shared) group[k] = 0;
+    int gi = 0;
+    for (auto& [k, g] : group) g = gi++;
+    double top = 0;
+    for (size_t i = 0; i < o.rows.size(); ++i) {
+      const Row& r = o.rows[i];
       double cps = r.status == "done" && r.metrics.contains("clips_per_s") ? r.metrics["clips_per_s"].get<double>()
                                                                            : read_curves(r.run_dir, o.metric).mean_clips_per_s;
-      s << i++ << " " << trial_name(r.id) << " " << cps << " \"b" << r.global_batch << "\\n" << r.status << "\"\n";
+      top = std::max(top, cps);
+      s << i << " " << trial_name(r.id) << " " << cps << " \"b" << r.global_batch << "\\n" << r.status << "\" "
+        << group[shared[i]] << "\n";
     }
     out_png("throughput.png");
-    gp << "set title '" << o.name << ": training throughput per trial (clips/s)'\nset xlabel 'trial (global batch, status)'\n"
-       << "set ylabel 'clips / s'\nset yrange [0:*]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
-       << "set style fill solid 0.7 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
-       << "plot " << q(rd / "throughput.dat") << " using 1:3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '#2166ac' notitle, \\\n"
-       << "     '' using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
-       << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\n";
+    gp << "set title '" << o.name << ": training throughput per trial (clips/s)"
+       << (group.size() > 1 ? "; trials that ran at the same time shared the cores: compare within a colour" : "")
+       << "'\nset xlabel 'trial (global batch, status)'\n"
+       << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
+       << "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
+       << "set key outside top center horizontal\nplot ";
+    bool first = true;
+    for (const auto& [k, g] : group) {
+      gp << (first ? "" : ", \\\n     ") << q(rd / "throughput.dat") << " using ($5 == " << g
+         << " ? $1 : 1/0):3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '"
+         << report::series_colour(static_cast<size_t>(g)) << "' title '"
+         << (k == 0 ? std::string("ran alone") : "ran with up to " + std::to_string(k) + " other trial(s)") << "'";
+      first = false;
+    }
+    gp << ", \\\n     " << q(rd / "throughput.dat") << " using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
+       << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\nset key default\n";
   }
 
-  // 4. linear scaling check: best lr per global batch against lr proportional to batch.
+  // 4. linear scaling check: best lr per global batch (by the cells' mean) against
+  // lr proportional to batch.
   {
-    std::map<int64_t, const Row*> best;
-    for (const auto& r : o.rows) {
-      if (r.status != "done" || !r.metric) continue;
-      auto& b = best[r.global_batch];
-      if (!b || better(*r.metric, *b->metric, higher)) b = &r;
-    }
     std::ofstream all(rd / "scaling_trials.dat"), bs(rd / "scaling_best.dat");
     for (const auto& r : o.rows) all << r.global_batch << " " << r.lr << " " << r.status << "\n";
-    for (const auto& [b, r] : best) bs << b << " " << r->lr << " " << *r->metric << "\n";
-    if (best.empty()) bs << "1 1 0\n";
-    double b0 = best.empty() ? 1 : static_cast<double>(best.begin()->first);
-    double l0 = best.empty() ? 1 : best.begin()->second->lr;
+    std::optional<std::pair<double, double>> anchor;
+    for (size_t bi = 0; bi < bv.size(); ++bi) {
+      if (!grid.best_per_batch[bi]) continue;
+      const auto& c = grid.cells[*grid.best_per_batch[bi]];
+      bs << bv[bi] << " " << lv[c.li] << " " << c.mean << "\n";
+      if (!anchor) anchor = {static_cast<double>(bv[bi]), lv[c.li]};
+    }
+    if (!anchor) bs << "1 1 0\n";
+    const double b0 = anchor ? anchor->first : 1, l0 = anchor ? anchor->second : 1;
     out_png("linear_scaling.png");
     gp << "set title '" << o.name << ": linear scaling rule check (best lr per global batch)'\n"
        << "set xlabel 'global batch (log scale)'\nset ylabel 'learning rate (log scale)'\nset logscale xy\n"
@@ -357,9 +409,9 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << "'" << fmt("%.4g", lv[i]) << "' " << lv[i];
     gp << ")\n"
        << "plot " << q(rd / "scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials', \\\n"
-       << "     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#b2182b' title 'linear rule: lr = "
+       << "     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#d62728' title 'linear rule: lr = "
        << fmt("%.3g", l0) << " x batch / " << static_cast<long long>(b0) << "', \\\n"
-       << "     " << q(rd / "scaling_best.dat") << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#2166ac' title 'best lr (by "
+       << "     " << q(rd / "scaling_best.dat") << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#1f77b4' title 'best lr (by mean "
        << o.metric << ")'\n"
        << "unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
   }

@@ -11,6 +11,9 @@
 
 namespace vexp::sweep {
 
+// One number printf-formatted ("%.4g"), for tables, labels and plot scripts.
+std::string fmt_number(const char* f, double v);
+
 // DIR/sweep.db opened for reading, with the sweep's metric and direction.
 struct Opened {
   std::vector<Row> rows;

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# End-to-end tests of `vexp report`: the HTML report of a run, of several runs (a
+# comparison) and of a sweep, each made from small real runs and opened in headless
+# Chromium (tests/cli/report_browser.py: no console message, every chart drawn,
+# a screenshot in BUILD/report_screenshots/). Without Chromium a test is skipped
+# (exit 77) after checking everything that needs no browser.
+# Usage: report_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
+set -uo pipefail
+name=$1 vexp=$2 src=$3 build=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_report_${name}_XXXX")
+trap 'rm -rf "$tmp"' EXIT
+PY=/usr/bin/python3
+shots="$build/report_screenshots"
+mkdir -p "$shots"
+source "$here/testlib.sh"
+cd "$here"
+
+skipped=0
+# browser HTML SHOT MIN_CHARTS [MAX_MS]: the report in headless Chromium.
+browser() {
+  $PY "$here/report_browser.py" "$@" >"$tmp/browser" 2>&1
+  local rc=$?
+  cat "$tmp/browser"
+  if [ $rc -eq 77 ]; then skipped=1; return 0; fi
+  [ $rc -eq 0 ] || fail "the report does not work in Chromium: $1"
+}
+# data_check HTML PYTHON: runs PYTHON with `d` = the JSON embedded in the report and `html` its text.
+data_check() {
+  $PY - "$1" "$2" <<'PY' || fail "report content check failed: $1"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="vexp-data">(.*?)</script>', html, re.S).group(1))
+ids = set(re.findall(r'<div class="chart" data-chart="([^"]+)"', html))
+assert ids == set(d["charts"]), (ids, set(d["charts"]))
+exec(sys.argv[2])
+PY
+}
+# tiny_run DIR [--set ...]: the tiny recipe, 2 epochs, a step line per step.
+tiny_run() {
+  local dir=$1; shift
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$dir" --set run.log_every=1 "$@"
+}
+finish() { [ $skipped -eq 1 ] && { echo "SKIP: no Chromium installed; the report files were checked without a browser"; exit 77; }; exit 0; }
+
+case "$name" in
+run)
+  tiny_run "$tmp/run"
+  expect_rc 0 -- "$vexp" report "$tmp/run"
+  expect_out "run report: $tmp/run/report.html"
+  data_check "$tmp/run/report.html" '
+steps = [json.loads(l) for l in open(sys.argv[1].replace("report.html", "metrics.jsonl")) if "\"step\"" in l]
+assert {"loss", "top1", "val_loss", "lr", "throughput", "split"} <= set(d["charts"]), d["charts"].keys()
+loss = d["charts"]["loss"]["series"][0]
+x = d["xs"][loss["xref"]]
+assert x == [s["global_step"] for s in steps] and len(loss["y"]) == len(steps) == 12, (x, steps)
+assert all(abs(a - s["loss"]) <= 1e-5 * abs(s["loss"]) for a, s in zip(loss["y"], steps)), loss["y"]
+assert loss["spe"] == 6, loss
+acc = d["charts"]["top1"]["series"]
+assert [s["name"] for s in acc] == ["top-1", "top-5"] and acc[0]["x"]["epoch"] == [1, 2], acc
+assert [s["name"] for s in d["charts"]["split"]["series"]][:3] == ["data wait", "compute (forward + backward)", "communication"]
+for k in ("threads, ranks", "device, precision, memory format", "skipped samples", "vexp version, build tag", "resolved.toml"):
+    assert k in html, k
+assert "status-done" in html
+'
+  browser "$tmp/run/report.html" "$shots/run.png" 6 10000
+  # a run whose validation loss turned NaN (divergence): reported, its charts still drawn
+  VEXP_TEST_FAULT=nan_val@epoch=1 "$vexp" run data/tiny.toml --out "$tmp/div" --set run.log_every=1 >"$tmp/out" 2>&1
+  [ $? -eq 3 ] || { cat "$tmp/out" >&2; fail "the NaN validation did not diverge"; }
+  expect_rc 0 -- "$vexp" report "$tmp/div" --out "$tmp/div.html"
+  data_check "$tmp/div.html" '
+assert "<b>diverged</b>: a validation value after epoch 1 is not finite" in html, "no divergence note"
+assert d["charts"]["val_loss"]["series"][0]["y"] == [None], d["charts"]["val_loss"]
+'
+  browser "$tmp/div.html" "$tmp/div.png" 6
+  # errors: one line each, nothing written
+  expect_rc 2 -- "$vexp" report "$tmp/run" --out "$tmp/r.txt"
+  expect_out "--out '$tmp/r.txt': the report is one HTML file: give a name ending in .html"
+  expect_rc 1 -- "$vexp" report "$tmp/nowhere"
+  expect_out "'$tmp/nowhere' is not a directory"
+  mkdir "$tmp/empty"
+  expect_rc 1 -- "$vexp" report "$tmp/empty"
+  expect_out "is not a run directory (it has no metrics.jsonl, summary.json or resolved.toml) nor a sweep directory"
+  expect_rc 2 -- "$vexp" report "$tmp/run" --png "$tmp/png"
+  expect_out "--png: PNG plots are drawn for one sweep directory"
+  [ -e "$tmp/r.txt" ] || [ -e "$tmp/empty/report.html" ] && fail "a refused report wrote a file"
+  finish
+  ;;
+comparison)
+  tiny_run "$tmp/a" --set optim.lr=0.05
+  tiny_run "$tmp/b" --set optim.lr=0.1
+  tiny_run "$tmp/c" --set optim.lr=0.1 --set dist.batch_per_gpu=16
+  expect_rc 0 -- "$vexp" report "$tmp/a" "$tmp/b" "$tmp/c" --out "$tmp/cmp.html"
+  expect_out "comparison report: $tmp/cmp.html"
+  data_check "$tmp/cmp.html" '
+for c in ("loss", "top1", "top5", "val_loss", "lr", "throughput"):
+    s = d["charts"][c]["series"]
+    assert len(s) == 3 and len({x["color"] for x in s}) == 3, (c, s)
+names = [s["name"] for s in d["charts"]["loss"]["series"]]
+assert len(set(names)) == 3 and all(n.startswith("tiny (") for n in names), names
+assert "Recipe keys that differ" in html and "<code>optim.lr</code>" in html and "<code>dist.batch_per_gpu</code>" in html
+assert "<code>optim.momentum</code>" not in html   # the same in every run
+assert html.count("status-done") >= 3
+'
+  browser "$tmp/cmp.html" "$shots/comparison.png" 6 10000
+  # a sweep directory cannot be one of several
+  mkdir -p "$tmp/sw" && touch "$tmp/sw/sweep.db"
+  expect_rc 2 -- "$vexp" report "$tmp/a" "$tmp/sw"
+  expect_out "is a sweep directory: report it alone"
+  finish
+  ;;
+sweep)
+  # 2 batches x 2 learning rates x 2 seeds, 1 epoch each, 2 at a time.
+  cat >"$tmp/seeds.toml" <<EOF
+[sweep]
+name = "seeds"
+base = "$here/data/tiny.toml"
+metric = "top1"
+[sweep.set]
+"run.epochs" = 1
+"run.log_every" = 1
+[[sweep.axis]]
+key = "dist.batch_per_gpu"
+grid = [8, 16]
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.05, 0.1]
+[[sweep.axis]]
+key = "run.seed"
+grid = [0, 1]
+EOF
+  expect_rc 0 -- "$vexp" sweep "$tmp/seeds.toml" --out "$tmp/s" --jobs 2
+  expect_out "report: $tmp/s/report.html"
+  [ -s "$tmp/s/report.html" ] || fail "vexp sweep wrote no report.html"
+  rm "$tmp/s/report.html"
+  expect_rc 0 -- "$vexp" report "$tmp/s"
+  expect_out "sweep report: $tmp/s/report.html"
+  data_check "$tmp/s/report.html" '
+hm = d["charts"]["heatmap"]
+assert hm["xs"] == ["8", "16"] and hm["ys"] == ["0.05", "0.1"], hm
+assert len(hm["cells"]) == 4 and all("(n=2)" in c["text"] for c in hm["cells"]), hm["cells"]
+assert "run.seed" in hm["note"] and hm["best"] is not None
+best = max(hm["cells"], key=lambda c: c["v"]); assert [best["x"], best["y"]] == hm["best"], (best, hm["best"])
+loss = d["charts"]["loss"]["series"]
+assert len(loss) == 8 and len({s["color"] for s in loss}) == 8, [s["color"] for s in loss]
+assert len(d["charts"]["eval"]["series"]) == 8
+sc = d["charts"]["scaling"]
+assert sc["xlog"] and sc["ylog"] and [s["name"][:7] for s in sc["series"]] == ["trials", "best lr", "linear "], sc
+th = d["charts"]["throughput"]
+assert len(th["bars"]) == 8 and any(g["name"].startswith("ran with up to 1 other") for g in th["groups"]), th["groups"]
+assert html.count("status-done") >= 8
+'
+  browser "$tmp/s/report.html" "$shots/sweep.png" 5 10000
+  # a trial that diverges and one that fails: statuses and messages in the report
+  expect_rc 1 -- "$vexp" sweep data/sweep_mixed.toml --out "$tmp/m" --jobs 2 --no-report
+  expect_rc 0 -- "$vexp" report "$tmp/m"
+  data_check "$tmp/m/report.html" '
+rows = re.findall(r"<tr><td><span[^>]*>&#9632;</span> (\d+)</td><td><span class=\"status-(\w+)\">.*?<td class=\"msg\">(.*?)</td></tr>", html)
+st = {r[0]: (r[1], r[2]) for r in rows}
+assert st["001"][0] == "done" and st["002"][0] == "diverged" and st["003"][0] == "failed", st
+assert "diverged" in st["002"][1] and "fewer than one global batch" in st["003"][1], st
+cells = {(c["x"], c["y"]): c for c in d["charts"]["heatmap"]["cells"]}
+assert any(c["v"] is None and "diverged" in c["text"] for c in cells.values()), cells
+'
+  browser "$tmp/m/report.html" "$shots/sweep_failures.png" 5 10000
+  # the PNG plots, fixed: one colour per trial, the heatmap with mean and spread
+  if command -v gnuplot >/dev/null; then
+    expect_rc 0 -- "$vexp" report "$tmp/s" --png "$tmp/png" --out "$tmp/s2.html"
+    for p in heatmap curves throughput linear_scaling; do
+      head -c 8 "$tmp/png/$p.png" | od -An -c | grep -q "P   N   G" || fail "$p.png is not a PNG"
+    done
+    grep -q "± " "$tmp/png/heatmap.dat" || fail "the heatmap has no spread over seeds"
+    [ "$(grep -o "lc rgb '#[0-9a-f]*' dt" "$tmp/png/report.gp" | sort -u | wc -l)" -eq 8 ] || fail "curves reuse a colour"
+    grep -q "ran with up to 1 other trial" "$tmp/png/report.gp" || fail "throughput does not say trials shared the machine"
+    grep -q "set key at screen 0.5,0.01" "$tmp/png/report.gp" || fail "the curves' legend is inside a panel"
+  fi
+  finish
+  ;;
+scale)
+  # 100 trials and 100,000 logged steps: a run of 100,000 step lines, and a sweep of
+  # 100 trials of 1,000 step lines each (written from one real trial's files).
+  cat >"$tmp/one.toml" <<EOF
+[sweep]
+name = "scale"
+base = "$here/data/tiny.toml"
+metric = "top1"
+[sweep.set]
+"run.epochs" = 1
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.05]
+EOF
+  expect_rc 0 -- "$vexp" sweep "$tmp/one.toml" --out "$tmp/s" --no-report
+  $PY - "$tmp/s" "$tmp/run" <<'PY' || fail "cannot write the large inputs"
+import json, math, os, random, shutil, sqlite3, sys
+s, run = sys.argv[1], sys.argv[2]
+random.seed(0)
+def steps(n, spe):
+    for g in range(1, n + 1):
+        e = (g - 1) // spe + 1
+        d = {"type": "step", "epoch": e, "step": (g - 1) % spe + 1, "global_step": g,
+             "loss": 2.0 * math.exp(-g / (n / 4)) + 0.05 * random.random(), "lr": 0.1 * (1 - g / n),
+             "clips_per_s": 800 + 50 * random.random(), "step_s": 0.01, "data_s": 0.002, "compute_s": 0.007,
+             "comm_s": 0.0005, "ranks": 1}
+        yield json.dumps(d)
+        if g % spe == 0:
+            yield json.dumps({"type": "eval", "epoch": e, "global_step": g, "top1": 1 - 0.5 / e, "top5": 1.0, "val_loss": 1.0 / e})
+t1 = os.path.join(s, "trials", "001")
+os.makedirs(run)
+for f in ("resolved.toml", "summary.json"):
+    shutil.copy(os.path.join(t1, f), run)
+with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+    f.write("\n".join(steps(100000, 1000)) + "\n")
+db = sqlite3.connect(os.path.join(s, "sweep.db"))
+cols = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
+row = dict(zip(cols, db.execute("SELECT * FROM trials WHERE id = 1").fetchone()))
+for i in range(2, 101):
+    r = dict(row, id=i, lr=0.01 * (1 + i % 10), global_batch=8 * (1 + i // 10 % 10))
+    r["params"] = json.dumps({"optim.lr": r["lr"], "dist.batch_per_gpu": r["global_batch"]})
+    r["metric"] = 0.5 + 0.4 * random.random()
+    r["metrics"] = json.dumps(dict(json.loads(row["metrics"]), top1=r["metric"]))
+    r["run_dir"] = os.path.join(s, "trials", "%03d" % i)
+    shutil.copytree(t1, r["run_dir"])
+    with open(os.path.join(r["run_dir"], "metrics.jsonl"), "w") as f:
+        f.write("\n".join(steps(1000, 100)) + "\n")
+    db.execute("INSERT INTO trials (%s) VALUES (%s)" % (",".join(cols), ",".join("?" * len(cols))), [r[c] for c in cols])
+db.commit()
+PY
+  expect_rc 0 -- "$vexp" report "$tmp/run" --out "$tmp/run.html"
+  data_check "$tmp/run.html" 'assert len(d["charts"]["loss"]["series"][0]["y"]) == 100000'
+  browser "$tmp/run.html" "$shots/scale_run.png" 6 15000
+  expect_rc 0 -- "$vexp" report "$tmp/s" --out "$tmp/sweep.html"
+  data_check "$tmp/sweep.html" '
+loss = d["charts"]["loss"]["series"]
+assert len(loss) == 100 and len({s["color"] for s in loss}) == 100, len({s["color"] for s in loss})
+assert sum(len(s["y"]) for s in loss) == 99 * 1000 + len(loss[0]["y"])
+'
+  browser "$tmp/sweep.html" "$shots/scale_sweep.png" 5 15000
+  ls -l "$tmp/run.html" "$tmp/sweep.html" | awk '{print $5, $NF}'
+  finish
+  ;;
+*)
+  fail "unknown test $name"
+  ;;
+esac

@@ -1,0 +1,53 @@
+// What a run directory holds, read for the reports: metrics.jsonl (step and eval
+// lines), summary.json (a finished run), resolved.toml (flattened to key = value),
+// failures/rank_R.txt and, for a sweep trial, log.txt.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vexp::report {
+
+struct StepLine {
+  int64_t global_step = 0, epoch = 0, step = 0, ranks = 1;
+  double loss = 0, lr = 0, clips_per_s = 0, step_s = 0, data_s = 0, compute_s = 0, comm_s = 0;
+  double epochs_trained = -1;  // clips seen / clips per epoch after this step; -1: not logged (older runs)
+};
+struct EvalLine {
+  int64_t epoch = 0, global_step = 0;
+  std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
+};
+
+struct RunData {
+  std::filesystem::path dir;
+  std::string name;                  // summary.json's, else [run] name, else the folder
+  std::string status;                // done | diverged | failed | unfinished
+  std::string message;               // why it diverged or failed, where recorded
+  std::vector<StepLine> steps;
+  std::vector<EvalLine> evals;
+  int64_t steps_per_epoch = 0;       // the largest `step` of a step line
+  int64_t unreadable_lines = 0;      // metrics.jsonl lines that are not JSON
+  nlohmann::json summary;            // null when there is none
+  std::string resolved;              // resolved.toml as written ("" when missing)
+  std::vector<std::pair<std::string, std::string>> keys;  // resolved recipe flattened: "optim.lr" = "0.1"
+  std::vector<std::string> overrides;                     // --set of a sweep trial ("optim.lr=0.1")
+  std::string base;                                       // the recipe those overrides apply to
+};
+
+// Reads DIR; throws cli::Exit when DIR is not a run directory (no metrics.jsonl,
+// summary.json nor resolved.toml).
+RunData read_run(const std::filesystem::path& dir);
+
+// Whether DIR looks like a run directory (holds metrics.jsonl or summary.json).
+bool is_run_dir(const std::filesystem::path& dir);
+
+// The value of a flattened recipe key ("" when the run does not have it).
+std::string key_value(const RunData& r, const std::string& key);
+
+}  // namespace vexp::report
