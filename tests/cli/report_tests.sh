@@ -55,7 +55,9 @@ loss = d["charts"]["loss"]["series"][0]
 x = d["xs"][loss["xref"]]
 assert x == [s["global_step"] for s in steps] and len(loss["y"]) == len(steps) == 12, (x, steps)
 assert all(abs(a - s["loss"]) <= 1e-5 * abs(s["loss"]) for a, s in zip(loss["y"], steps)), loss["y"]
-assert loss["spe"] == 6, loss
+# the epoch axis: epochs of clips seen (epochs_trained), exact when steps per epoch are not whole
+ep = d["xs"][loss["xref_epoch"]]
+assert len(ep) == len(steps) and all(abs(a - s["epochs_trained"]) <= 1e-5 * s["epochs_trained"] for a, s in zip(ep, steps)), ep
 acc = d["charts"]["top1"]["series"]
 assert [s["name"] for s in acc] == ["top-1", "top-5"] and acc[0]["x"]["epoch"] == [1, 2], acc
 assert [s["name"] for s in d["charts"]["split"]["series"]][:3] == ["data wait", "compute (forward + backward)", "communication"]
