@@ -217,19 +217,7 @@
     });
     ctx.strokeStyle = '#888';
     ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
-    ctx.font = FONT;
-    ctx.fillStyle = '#222';
-    ctx.textAlign = 'center';
-    ctx.textBaseline = 'bottom';
-    if (xlabel) ctx.fillText(xlabel, (box.l + box.r) / 2, box.b + 34);
-    if (ylabel) {
-      ctx.save();
-      ctx.translate(12, (box.t + box.b) / 2);
-      ctx.rotate(-Math.PI / 2);
-      ctx.textBaseline = 'middle';
-      ctx.fillText(ylabel, 0, 0);
-      ctx.restore();
-    }
+    axesLabels(ctx, box, xlabel, ylabel, 34);
   }
 
   // ---- line charts ----------------------------------------------------------
@@ -516,12 +504,13 @@
     host.__redraw = draw;
     return spec.cells.length;
   }
-  function axesLabels(ctx, box, xlabel, ylabel) {
+  // The axis titles: x under the plot box (`below` px under it, 38 by default), y rotated at the left.
+  function axesLabels(ctx, box, xlabel, ylabel, below) {
     ctx.font = FONT;
     ctx.fillStyle = '#222';
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
-    if (xlabel) ctx.fillText(xlabel, (box.l + box.r) / 2, box.b + 38);
+    if (xlabel) ctx.fillText(xlabel, (box.l + box.r) / 2, box.b + (below || 38));
     if (ylabel) {
       ctx.save();
       ctx.translate(12, (box.t + box.b) / 2);
