@@ -59,6 +59,24 @@ std::vector<json> read_lines(const fs::path& p) {
   return out;
 }
 
+// Trains the first epoch of kRecipe (with `o`) into `dir` and stops: a run to resume.
+vexp::TrainResult train_first_epoch(const fs::path& dir, std::vector<vexp::dsl::Override> o = tiny()) {
+  vexp::Session s;
+  open(s, kRecipe, std::move(o));
+  vexp::TrainOptions opt;
+  opt.out_dir = dir.string();
+  opt.stop_after_epochs = 1;
+  return vexp::train(s, opt);
+}
+
+// The two runs' checkpoint `file` holds the same model, tensor for tensor.
+void expect_same_weights(const fs::path& a, const fs::path& b, const std::string& file, const std::string& context = "") {
+  auto ca = vexp::load_checkpoint((a / "checkpoints" / file).string());
+  auto cb = vexp::load_checkpoint((b / "checkpoints" / file).string());
+  ASSERT_EQ(ca.model.size(), cb.model.size()) << context;
+  for (const auto& [k, v] : ca.model) EXPECT_TRUE(at::equal(v, cb.model.at(k))) << k << context;
+}
+
 TEST(Trainer, WritesTheRunDirectory) {
   vexp::Session s;
   open(s, kRecipe);
@@ -97,12 +115,7 @@ TEST(Trainer, ResumeGivesTheUninterruptedResult) {
     vexp::train(s, opt);
   }
   {
-    vexp::Session s;
-    open(s, kRecipe);
-    vexp::TrainOptions opt;
-    opt.out_dir = split.string();
-    opt.stop_after_epochs = 1;
-    auto r = vexp::train(s, opt);
+    auto r = train_first_epoch(split);
     EXPECT_FALSE(r.finished);
     EXPECT_FALSE(fs::exists(split / "summary.json"));
   }
@@ -129,24 +142,14 @@ TEST(Trainer, ResumeGivesTheUninterruptedResult) {
       EXPECT_EQ(la[i]["top1"], lb[i]["top1"]) << i;
     }
   }
-  auto ca = vexp::load_checkpoint((full / "checkpoints" / "epoch_0002.pt").string());
-  auto cb = vexp::load_checkpoint((split / "checkpoints" / "epoch_0002.pt").string());
-  ASSERT_EQ(ca.model.size(), cb.model.size());
-  for (const auto& [k, v] : ca.model) EXPECT_TRUE(at::equal(v, cb.model.at(k))) << k;
+  expect_same_weights(full, split, "epoch_0002.pt");
   fs::remove_all(full);
   fs::remove_all(split);
 }
 
 TEST(Trainer, ResumeRefusesAChangedRecipe) {
   auto dir = fresh_dir("changed");
-  {
-    vexp::Session s;
-    open(s, kRecipe);
-    vexp::TrainOptions opt;
-    opt.out_dir = dir.string();
-    opt.stop_after_epochs = 1;
-    vexp::train(s, opt);
-  }
+  train_first_epoch(dir);
   vexp::Session s;
   auto o = tiny();
   o.push_back(*vexp::dsl::parse_override("optim.lr=0.05"));
@@ -415,9 +418,7 @@ TEST(Trainer, UnevenEpochsSeeEveryClipAndResumeExactlyAtTheirBoundaries) {
     }
     run_uneven(split, true);
     expect_same_runs(full, split);
-    auto ca = vexp::load_checkpoint((full / "checkpoints" / "epoch_0003.pt").string());
-    auto cb = vexp::load_checkpoint((split / "checkpoints" / "epoch_0003.pt").string());
-    for (const auto& [k, v] : ca.model) EXPECT_TRUE(at::equal(v, cb.model.at(k))) << k << " (interrupted at " << stop_at << ")";
+    expect_same_weights(full, split, "epoch_0003.pt", " (interrupted at " + std::to_string(stop_at) + ")");
     fs::remove_all(split);
   }
   fs::remove_all(full);
@@ -427,14 +428,7 @@ TEST(Trainer, UnevenEpochsSeeEveryClipAndResumeExactlyAtTheirBoundaries) {
 // another number of training clips: the steps do not line up, so no resume.
 TEST(Trainer, ResumeRefusesACheckpointOfAnotherStream) {
   auto dir = fresh_dir("stream");
-  {
-    vexp::Session s;
-    open(s, kRecipe);
-    vexp::TrainOptions opt;
-    opt.out_dir = dir.string();
-    opt.stop_after_epochs = 1;
-    vexp::train(s, opt);
-  }
+  train_first_epoch(dir);
   const std::string path = (dir / "checkpoints" / "epoch_0001.pt").string();
   const vexp::Checkpoint good = vexp::load_checkpoint(path);
   for (const auto& [key, value, expected] : std::vector<std::tuple<const char*, json, const char*>>{
@@ -466,15 +460,7 @@ TEST(Trainer, ResumeRefusesACheckpointOfAnotherStream) {
 
 TEST(Trainer, WallTimeCoversEveryInvocation) {
   auto dir = fresh_dir("wall");
-  {
-    auto o = tiny();
-    vexp::Session s;
-    open(s, kRecipe, o);
-    vexp::TrainOptions opt;
-    opt.out_dir = dir.string();
-    opt.stop_after_epochs = 1;
-    vexp::train(s, opt);
-  }
+  train_first_epoch(dir);
   auto c = vexp::load_checkpoint((dir / "checkpoints" / "epoch_0001.pt").string());
   json meta = json::parse(c.meta_json);
   const double first_wall = meta["wall_time_s"].get<double>();
@@ -523,12 +509,7 @@ TEST(Trainer, ResumeFromNamesTheCheckpoint) {
     auto o = tiny();
     o.push_back(*vexp::dsl::parse_override("run.epochs=3"));
     o.push_back(*vexp::dsl::parse_override("run.log_every=4"));
-    vexp::Session s;
-    open(s, kRecipe, o);
-    vexp::TrainOptions opt;
-    opt.out_dir = a.string();
-    opt.stop_after_epochs = 1;
-    vexp::train(s, opt);
+    train_first_epoch(a, o);
   }
   // Into a fresh directory, from another run's checkpoint.
   auto r = run3(b, false, (a / "checkpoints" / "epoch_0001.pt").string());
@@ -547,14 +528,7 @@ TEST(Trainer, ResumeFromNamesTheCheckpoint) {
 
 TEST(Trainer, CheckpointOfAnotherModelSaysSo) {
   auto dir = fresh_dir("arch");
-  {
-    vexp::Session s;
-    open(s, kRecipe);
-    vexp::TrainOptions opt;
-    opt.out_dir = dir.string();
-    opt.stop_after_epochs = 1;
-    vexp::train(s, opt);
-  }
+  train_first_epoch(dir);
   auto o = tiny();
   o.push_back(*vexp::dsl::parse_override("data.params.classes=6"));  // another classifier shape
   vexp::Session s;
