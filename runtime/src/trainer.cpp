@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <regex>
 
 #include <ATen/ATen.h>
 
@@ -18,6 +20,34 @@
 namespace vexp {
 
 namespace {
+
+// The environment variable a recipe line reads (`pretrained = "${VEXP_R50_IMAGENET:-}"`), if any.
+std::string variable_on_line(const dsl::Loc& loc) {
+  std::ifstream in(loc.file);
+  std::string line;
+  for (int i = 0; i < loc.line && std::getline(in, line); ++i) {
+  }
+  std::smatch m;
+  return std::regex_search(line, m, std::regex(R"(\$\{([A-Za-z_][A-Za-z0-9_]*))")) ? m[1].str() : "";
+}
+
+// A node whose weights slot the recipe left empty (an unset `${VAR:-}`) trains from
+// scratch; the paper's results start from ImageNet weights. Said once per run, by
+// rank 0, when the run starts rather than resumes.
+void warn_from_scratch(const dsl::RecipePlan& plan) {
+  for (const dsl::NodeSpec& n : plan.nodes) {
+    if (!n.pretrained_empty.known()) continue;
+    const std::string var = variable_on_line(n.pretrained_empty);
+    std::cerr << n.pretrained_empty.str() << ": warning: TRAINING FROM SCRATCH: node '" << n.id
+              << "' has an empty `pretrained`" << (var.empty() ? "" : " (" + var + " is not set)")
+              << ", so it starts from random weights, not ImageNet.\n"
+              << "  The official TSM/TSN/I3D Kinetics-400 results start from torchvision's ImageNet ResNet-50; from "
+                 "scratch, video ResNets need about 4x the epochs to come close (SlowFast trains 196 epochs from "
+                 "scratch), so this schedule will end several points of top-1 lower.\n"
+              << "  To start from ImageNet: " << (var.empty() ? "set `pretrained`" : "export " + var + "=")
+              << "/path/to/resnet50-0676ba61.pth (docs/reproducing-the-paper.md, \"ImageNet initialisation\")\n";
+  }
+}
 
 volatile std::sig_atomic_t g_stop = 0;
 volatile std::sig_atomic_t g_quiet_signals = 0;  // ranks other than 0 say nothing
@@ -119,6 +149,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (r.writer) start_run_dir(r);
 
   build(r, s);
+  if (!resume.checkpoint && r.writer) warn_from_scratch(r.plan);
   if (resume.checkpoint) {
     r.state = restore(r, *resume.checkpoint, resume.path);
     const TrainState& st = r.state;

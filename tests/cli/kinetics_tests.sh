@@ -128,6 +128,11 @@ ranks)
     --set dist.world_size=4 --set dist.batch_per_gpu=1
   no_crash; expect_out "top-1"
   [ "$(grep -c "TRAINING FROM SCRATCH" "$tmp/out")" = 1 ] || fail "the from-scratch warning is not said once over the ranks"
+  # Said when a run starts, not when it resumes from its checkpoint.
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --out "$tmp/r1" "${scale[@]}" --set run.epochs=2 --stop-after 1
+  expect_out "TRAINING FROM SCRATCH"
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --out "$tmp/r1" "${scale[@]}" --set run.epochs=2 --resume
+  expect_out "top-1"; expect_no_out "TRAINING FROM SCRATCH"
   ;;
 *)
   fail "unknown test"

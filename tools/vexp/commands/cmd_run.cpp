@@ -1,9 +1,7 @@
 // vexp run RECIPE [--set k=v]... [--out DIR] [--resume | --resume-from CHECKPOINT] [--stop-after N] [--dry-run] [--nproc N]
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <regex>
 
 #include "common.hpp"
 #include "launch/run_dist.hpp"
@@ -14,34 +12,6 @@ namespace vexp::cli {
 namespace {
 constexpr int kExitInterrupted = 130;  // SIGINT / SIGTERM: stopped after a step, checkpoint written
 
-// The environment variable a recipe line reads (`pretrained = "${VEXP_R50_IMAGENET:-}"`), if any.
-std::string variable_on_line(const dsl::Loc& loc) {
-  std::ifstream in(loc.file);
-  std::string line;
-  for (int i = 0; i < loc.line && std::getline(in, line); ++i) {
-  }
-  std::smatch m;
-  return std::regex_search(line, m, std::regex(R"(\$\{([A-Za-z_][A-Za-z0-9_]*))")) ? m[1].str() : "";
-}
-
-// Once per run, on rank 0: a node whose weights slot the recipe left empty (an unset
-// `${VAR:-}`) trains from scratch. The paper's results start from ImageNet weights.
-void warn_from_scratch(const dsl::RecipePlan& plan) {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank && std::string(rank) != "0") return;
-  for (const dsl::NodeSpec& n : plan.nodes) {
-    if (!n.pretrained_empty.known()) continue;
-    const std::string var = variable_on_line(n.pretrained_empty);
-    std::cerr << n.pretrained_empty.str() << ": warning: TRAINING FROM SCRATCH: node '" << n.id
-              << "' has an empty `pretrained`" << (var.empty() ? "" : " (" + var + " is not set)")
-              << ", so it starts from random weights, not ImageNet.\n"
-              << "  The official TSM/TSN/I3D Kinetics-400 results start from torchvision's ImageNet ResNet-50; from "
-                 "scratch, video ResNets need about 4x the epochs to come close (SlowFast trains 196 epochs from "
-                 "scratch), so this schedule will end several points of top-1 lower.\n"
-              << "  To start from ImageNet: " << (var.empty() ? "set `pretrained`" : "export " + var + "=")
-              << "/path/to/resnet50-0676ba61.pth (docs/reproducing-the-paper.md, \"ImageNet initialisation\")\n";
-  }
-}
 }  // namespace
 
 void add_run(CLI::App& app) {
@@ -80,7 +50,6 @@ void add_run(CLI::App& app) {
     Session s;
     args->require_data = true;  // a run reads its data: missing data stops it before anything starts
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
-    if (!opt->resume && opt->resume_from.empty()) warn_from_scratch(*s.plan);
     opt->recipe_path = args->path;
     TrainResult r;
     try {
