@@ -142,27 +142,26 @@ WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool
   char magic[4] = {};
   std::ifstream(path, std::ios::binary).read(magic, 4);
   bool loaded = false;
-  if (std::memcmp(magic, "PK\x03\x04", 4) != 0) {
+  std::string checkpoint_error;  // why the checkpoint reader refused it ("" when not tried)
+  auto try_checkpoint = [&] {
     try {
       Checkpoint c = load_checkpoint(path);
       for (auto& [k, v] : c.model) sd.emplace_back(k, v);
       loaded = true;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      checkpoint_error = e.what();
     }
-  }
+  };
+  if (std::memcmp(magic, "PK\x03\x04", 4) != 0) try_checkpoint();
   if (!loaded) {
     try {
       sd = find_state_dict(load_torch_file(path), path);
     } catch (const std::exception& e) {
       // Neither reader takes it: the checkpoint reader says best what is wrong with
-      // the bytes ("empty", "truncated or corrupt?").
-      std::string why = e.what();
-      try {
-        load_checkpoint(path);
-      } catch (const std::exception& c) {
-        why = c.what();
-      }
-      throw Exit{kExitFailure, why};
+      // the bytes ("empty", "truncated or corrupt?"); ask it now if it was skipped.
+      const std::string torch_error = e.what();
+      if (checkpoint_error.empty()) try_checkpoint();
+      if (!loaded) throw Exit{kExitFailure, checkpoint_error.empty() ? torch_error : checkpoint_error};
     }
   }
   WeightReport r;
