@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add_results(app);
   add_report(app);
   add_trust(app);
+  add_plan(app);
   try {
     try {
       app.parse(argc, argv);
