@@ -40,7 +40,7 @@ namespace {
 // A fresh session of `recipe` with `overrides`, validated for planning (as
 // `vexp run --dry-run`); Exit (invalid) with its diagnostics otherwise.
 void open_for_planning(Session& s, const std::string& recipe, const PlanOptions& o,
-                       const std::vector<dsl::Override>& overrides, bool quiet_note) {
+                       const std::vector<dsl::Override>& overrides, bool quiet) {
   cli::load_session_plugins(s, o.plugin_paths);
   std::string note;
   bool ok = false;
@@ -49,8 +49,11 @@ void open_for_planning(Session& s, const std::string& recipe, const PlanOptions&
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }
+  // The first opening prints the recipe's warnings; the re-plans at other GPU
+  // counts only their errors.
+  if (quiet && ok) return;
   if (!cli::print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
-  if (!note.empty() && !quiet_note) std::cerr << "vexp: note: " << note << "\n";
+  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
 }
 
 StepShape shape_of(const DistPlan& p) {
