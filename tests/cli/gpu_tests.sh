@@ -36,10 +36,10 @@ synthetic_frames)
   [ -f "$tmp/f/$1/img_00006.jpg" ] && [ ! -e "$tmp/f/$1/img_00007.jpg" ] || fail "the folder does not hold img_00001..6.jpg"
   ls "$tmp/f/train" | grep -q partial && fail "a .partial folder was left"
   expect_rc 0 -- "$vexp" bench data data/tiny_video.toml --set "data.params.root=$tmp/f" --set data.params.classes=2 \
-    --set data.params.channels=3 --set 'data.params.mean=[0.5,0.5,0.5]' --set 'data.params.std=[0.25,0.25,0.25]' --threads 1
+    --set data.params.channels=3 --set 'data.params.mean=[0.5,0.5,0.5]' --set 'data.params.std=[0.25,0.25,0.25]' --set model.node.features.in_channels=3 --threads 1
   expect_out "clips/s"
   expect_rc 2 -- "$vexp" data make-synthetic --as jpeg --out "$tmp/g"
-  expect_rc 1 -- "$vexp" data make-synthetic --layout kinetics400 --as frames --out "$tmp/h"
+  expect_rc 2 -- "$vexp" data make-synthetic --layout kinetics400 --as frames --out "$tmp/h"
   expect_out "--as does not apply to --layout kinetics400"
   ;;
 *)

@@ -184,7 +184,8 @@ data="$out/data"
 rm -rf "$data"
 mk=(--channels 3 --size 256 --frames 16 --classes 4 --train-clips 256 --val-clips 8)
 dset=(--set data.params.channels=3 --set 'data.params.mean=[0.485,0.456,0.406]' --set 'data.params.std=[0.229,0.224,0.225]'
-      --set data.params.classes=4 --set data.params.input_size=224 --set data.params.scale_size=256 --set data.params.frames=8)
+      --set data.params.classes=4 --set data.params.input_size=224 --set data.params.scale_size=256 --set data.params.frames=8
+      --set model.node.features.in_channels=3)
 step 10 data-make-frames "$vexp" data make-synthetic --as frames --out "$data/frames" "${mk[@]}" >"$out/data_make.log" 2>&1
 step 15 data-frames env VEXP_MOTION_DATA="$data/frames" "$vexp" bench data recipes/quickstart/tsm_motion_video.toml \
   "${dset[@]}" --split train --threads 16 --json >"$out/data_frames.json" \

@@ -56,12 +56,15 @@ if [ ! -f "$rootfs/opt/torch/.done" ]; then
   in_root apt-get clean
   touch "$rootfs/opt/torch/.done"
 fi
-for p in $bundle_pkgs libavformat-dev libavcodec-dev pkg-config; do
+# vexp's own dependencies must come from the bundle (the root's base libraries such as
+# libmd0 may be there, as on any Linux).
+for p in $(echo "$bundle_pkgs" | tr ' ' '\n' | grep -E 'toml|spdlog|fmt|cli11|nlohmann|sqlite|turbojpeg|jpeg|sw|av|gtest') \
+         libavformat-dev libavcodec-dev pkg-config pkgconf; do
   if in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     echo "rehearse.sh: $p is installed in $rootfs: not a clean root" >&2; exit 1
   fi
 done
-echo "   root: $(in_root dpkg-query -W -f='${Package}\n' | wc -l) packages installed, none of the bundle's; no pkg-config, no FFmpeg headers"
+echo "   root: $(in_root dpkg-query -W -f='${Package}\n' | wc -l) packages installed, none of vexp's dependencies; no pkg-config, no FFmpeg"
 
 # ---- 3. the tree and the bundle, as the device tool carries them
 echo "== copying the working tree + gpu-bundle/ into $rootfs/src"
@@ -74,11 +77,12 @@ mkdir -p "$rootfs/src"
 blas=$(cd "$rootfs" && find opt/torch -name 'libblas.so.3' -o -name 'liblapack.so.3' | xargs -r -n1 dirname | sort -u | sed 's|^|/|' | paste -sd:)
 tlib=/opt/torch/usr/lib/x86_64-linux-gnu
 run_env=(BUILD_DIR=/build TORCH_PREFIX=/opt/torch/usr JOBS="$jobs" TARGETS="vexp vexp_dsl_tests" CMAKE_ARGS=-DVEXP_WERROR=ON)
+env_str=$(printf '%q ' "${run_env[@]}")
 b0=$SECONDS
 for s in check unpack configure build; do
   echo "== build-with-bundle.sh $s"
   s0=$SECONDS
-  in_root /bin/bash -c "cd /src && ${run_env[*]} tools/gpu/build-with-bundle.sh $s" >"$rootfs/$s.log" 2>&1 \
+  in_root /bin/bash -c "cd /src && $env_str tools/gpu/build-with-bundle.sh $s" >"$rootfs/$s.log" 2>&1 \
     || { tail -30 "$rootfs/$s.log"; echo "rehearse.sh: $s failed (log: $rootfs/$s.log)" >&2; exit 1; }
   [ $s = build ] || tail -3 "$rootfs/$s.log" | sed 's/^/   /'
   echo "   $s: $((SECONDS - s0)) s"
@@ -112,7 +116,8 @@ $v run tests/cli/data/tiny.toml --out /tmp/r --resume --set run.progress=none | 
 grep -q '"epoch": *2\|"epochs": *2' /tmp/r/summary.json && ls /tmp/r/checkpoints
 $v data make-synthetic --as frames --channels 3 --size 64 --frames 8 --train-clips 32 --val-clips 8 --out /tmp/frames
 $v bench data tests/cli/data/tiny_video.toml --set data.params.root=/tmp/frames --set data.params.channels=3 \
-  --set 'data.params.mean=[0.5,0.5,0.5]' --set 'data.params.std=[0.25,0.25,0.25]' --threads 2 | tail -2
+  --set 'data.params.mean=[0.5,0.5,0.5]' --set 'data.params.std=[0.25,0.25,0.25]' --set model.node.features.in_channels=3 \
+  --threads 2 | tail -2
 if $v data make-synthetic --out /tmp/videos --train-clips 2 --val-clips 2 2>/tmp/err; then echo "videos were written without FFmpeg?"; exit 1; fi
 echo "make-synthetic --as video says: $(cat /tmp/err)"
 SH
