@@ -109,6 +109,8 @@ def torch_worker(args):
         model = model.to(memory_format=torch.channels_last)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    # torch.compile: the first (warm-up) step compiles; the timed steps run the compiled graph.
+    net = torch.compile(model) if args.compile else model
     clips = [torch.randn(args.clips, T, 3, args.size, args.size, device=dev) for _ in range(2)]
     labels = [torch.randint(0, 400, (args.clips,), device=dev) for _ in range(2)]
     phases = {k: [] for k in ("step", "forward", "backward", "optimizer")}
@@ -116,7 +118,7 @@ def torch_worker(args):
         sync()
         t0 = time.perf_counter()
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.amp == "bf16"):
-            loss = nn.functional.cross_entropy(model(clips[i % 2]), labels[i % 2])
+            loss = nn.functional.cross_entropy(net(clips[i % 2]), labels[i % 2])
         loss.item()
         t1 = time.perf_counter()
         loss.backward()
@@ -133,6 +135,8 @@ def torch_worker(args):
             phases["optimizer"].append(t3 - t2)
     r = {k: statistics.median(v) * 1e3 for k, v in phases.items()}
     r["clips_per_s"] = args.clips * 1e3 / r["step"]
+    r["compiled"] = bool(args.compile)
+    r["torch"] = torch.__version__
     if cuda:
         r["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20
     print(json.dumps(r))
@@ -199,6 +203,7 @@ def main():
     ap.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help=argparse.SUPPRESS)
     ap.add_argument("--channels-last", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--compile", action="store_true", help=argparse.SUPPRESS)  # torch.compile the model
     ap.add_argument("--shift-shape", type=int, nargs=4, default=[16, 256, 56, 56], help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_worker:

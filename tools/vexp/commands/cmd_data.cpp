@@ -209,6 +209,11 @@ void add_data(CLI::App& app) {
                  "per-class and flat videos with broken and missing ones, TSM and mmaction2 lists; only --seed and "
                  "--noise apply)")
       ->check(CLI::IsMember({"motion", "kinetics400"}));
+  mk->add_option("--as", sa->as,
+                 "motion: video (H.264 mp4 files) or frames (folders of img_00001.jpg ..., which need no FFmpeg)")
+      ->check(CLI::IsMember({"video", "frames"}));
+  mk->add_option("--channels", sa->channels, "motion: 1 (gray) or 3 (RGB, the gray clip in every channel)")
+      ->check(CLI::IsMember({1, 3}));
   mk->add_option("--classes", sa->classes, "Classes (even)");
   mk->add_option("--frames", sa->frames, "Frames per video");
   mk->add_option("--size", sa->size, "Frame width and height (even)");
@@ -221,7 +226,8 @@ void add_data(CLI::App& app) {
   mk->add_option("--gop", sa->gop, "Keyframe interval")->check(CLI::Range(1, 10000));
   mk->callback([sa, mk] {
     if (sa->layout == "kinetics400") {
-      for (const char* opt : {"--classes", "--frames", "--size", "--train-clips", "--val-clips", "--fps", "--crf", "--gop"})
+      for (const char* opt : {"--as", "--channels", "--classes", "--frames", "--size", "--train-clips", "--val-clips", "--fps",
+                              "--crf", "--gop"})
         if (mk->count(opt) > 0)
           throw Exit{kExitInvalid, std::string(opt) + " does not apply to --layout kinetics400 (its shapes are fixed)"};
       data::make_kinetics400_fixture(*sa);

@@ -72,6 +72,20 @@ void write_video(const fs::path& path, const std::vector<uint8_t>& px, int w, in
   fs::rename(tmp, path);
 }
 
+// Frames as img_00001.jpg ... in `dir` (quality 95: 4:4:4 chroma), complete or absent.
+void write_frames(const fs::path& dir, const std::vector<uint8_t>& px, int w, int h, int c, int64_t frames) {
+  fs::create_directories(dir.parent_path());
+  const fs::path tmp = partial_name(dir.string(), false);
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  for (int64_t t = 0; t < frames; ++t) {
+    char name[32];
+    std::snprintf(name, sizeof name, "img_%05lld.jpg", static_cast<long long>(t + 1));
+    media::write_jpeg((tmp / name).string(), px.data() + t * w * h * c, w, h, c, 95);
+  }
+  fs::rename(tmp, dir);
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream o(path, std::ios::binary);
@@ -82,9 +96,13 @@ void write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 void make_synthetic_motion(const SynthArgs& a) {
+  const bool video = a.as == "video";
+  if (video && !media::video_supported())
+    throw Exit{cli::kExitInvalid, std::string("make-synthetic --as video: ") + media::kNoVideoMessage +
+                                      "; --as frames writes JPEG frame folders"};
   media::quiet_ffmpeg_logs();
-  MotionSource src(a.classes, a.frames, a.size, 1, a.train_clips, a.val_clips, a.noise, a.seed);
-  if (a.size % 2) throw Exit{cli::kExitInvalid, "--size must be even (H.264 with 4:2:0 chroma)"};
+  MotionSource src(a.classes, a.frames, a.size, a.channels, a.train_clips, a.val_clips, a.noise, a.seed);
+  if (video && a.size % 2) throw Exit{cli::kExitInvalid, "--size must be even (H.264 with 4:2:0 chroma)"};
   const auto names = src.data().class_names();
   const fs::path root(a.out);
   fs::create_directories(root);
@@ -102,9 +120,14 @@ void make_synthetic_motion(const SynthArgs& a) {
       const auto px = src.pixels(split, i, &label);
       char id[32];
       std::snprintf(id, sizeof id, "%s%06lld", sp.c_str(), static_cast<long long>(i));
-      const std::string r = sp + "/" + names[static_cast<size_t>(label)] + "/" + clip_name(id, 0, a.frames) + ".mp4";
-      write_video(root / r, px, static_cast<int>(a.size), static_cast<int>(a.size), 1, a.frames,
-                  static_cast<int>(a.fps), static_cast<int>(a.crf), static_cast<int>(a.gop));
+      const int w = static_cast<int>(a.size), c = static_cast<int>(a.channels);
+      const std::string r =
+          sp + "/" + names[static_cast<size_t>(label)] + "/" + clip_name(id, 0, a.frames) + (video ? ".mp4" : "");
+      if (video)
+        write_video(root / r, px, w, w, c, a.frames, static_cast<int>(a.fps), static_cast<int>(a.crf),
+                    static_cast<int>(a.gop));
+      else
+        write_frames(root / r, px, w, w, c, a.frames);
       rel[static_cast<size_t>(i)] = r;
       ids[static_cast<size_t>(i)] = id;
       labels[static_cast<size_t>(i)] = label;
@@ -118,7 +141,8 @@ void make_synthetic_motion(const SynthArgs& a) {
     }
   }
   std::cout << "wrote " << a.train_clips << " train and " << a.val_clips << " val clips (" << a.frames << " frames of "
-            << a.size << "x" << a.size << ", H.264) with lists train_list.txt / train_list_mmaction.txt / train.csv"
+            << a.size << "x" << a.size << (a.channels == 1 ? " gray" : " RGB")
+            << (video ? ", H.264" : ", JPEG frame folders") << ") with lists train_list.txt / train_list_mmaction.txt / train.csv"
             << " (and val_*) and classes.txt to " << root.string() << "\n";
 }
 

@@ -1,5 +1,6 @@
 // Video and JPEG decoding for the kinetics dataset and the `vexp data` tools.
-// Torch-free: FFmpeg (libavformat/libavcodec/libswscale) and libjpeg-turbo only.
+// Torch-free: FFmpeg (libavformat/libavcodec/libswscale) and libjpeg-turbo only;
+// built with -DVEXP_VIDEO=OFF, JPEG only (libswscale and libjpeg-turbo).
 //
 // Frames are numbered 0, 1, ... in presentation order (sorted timestamps), which
 // is what `ffmpeg -vf select='eq(n,K)'` calls frame K, for constant and variable
@@ -120,5 +121,13 @@ std::vector<uint8_t> read_centre_clip(const std::string& path, const CentreClip&
 
 // Quiets FFmpeg's own logging (its errors are reported through MediaError).
 void quiet_ffmpeg_logs();
+
+// False when vexp was built with -DVEXP_VIDEO=OFF (no libavformat/libavcodec, as
+// from the GPU bundle): JPEG frame folders decode, and every VideoReader /
+// VideoWriter fails with MediaError("'path': " + kNoVideoMessage).
+bool video_supported();
+inline constexpr const char* kNoVideoMessage =
+    "video decoding was not built into this vexp (cmake -DVEXP_VIDEO=OFF, no FFmpeg): only JPEG frame folders "
+    "can be read (docs/gpu.md)";
 
 }  // namespace vexp::media
