@@ -132,10 +132,10 @@ make_root() {
 build_in_root() {
   local flavour=$1 name=$2; shift 2
   stage "$flavour: configure" "$LOGS/$flavour-configure.log" in_root "$TOP/$flavour" "
-    cmake -S /src -B /build/$name -G Ninja -DCMAKE_BUILD_TYPE=Release -DVEXP_BUILD_TESTS=ON -DVEXP_WERROR=ON $*"
+    cmake -S /src -B /build/$name -G Ninja -DVEXP_BUILD_TESTS=ON -DVEXP_WERROR=ON $*"
   stage "$flavour: build" "$LOGS/$flavour-build.log" in_root "$TOP/$flavour" "
     ccache -z >/dev/null; ccache -M 5G >/dev/null
-    cmake --build /build/$name -j$JOBS
+    cmake --build /build/$name -j$JOBS -- -k 0
     ccache -s | grep -E 'Hits|Misses|hit rate' || ccache -s"
   grep -E 'Hits|Misses|hit rate' "$LOGS/$flavour-build.log" | sed 's/^/    ccache: /' || true
 }
@@ -146,12 +146,13 @@ for phase in "${PHASES[@]}"; do
   case $phase in
     cuda)
       make_root cuda "${COMMON_PKGS[@]}" "${CUDA_PKGS[@]}"
-      # C++20 (libtorch 2.12+ needs it; 2.6 accepts it): proves the code compiles
-      # as C++20. nvcc 12.4 uses g++-13 as its host compiler. sm_90 only (H100/H200)
+      # Unoptimised (build type None: no -O, no -g): it is a compile-and-link
+      # check, and optimising would double its time. C++20 (libtorch 2.12+ needs
+      # it; 2.6 accepts it): proves the code compiles as C++20. nvcc 12.4 uses g++-13 as its host compiler. sm_90 only (H100/H200)
       # to save time. cuDNN is absent (see make_root): shared libraries' undefined
       # references to it are allowed, vexp's own must all resolve; the tests are
       # listed at ctest time (PRE_TEST) since the binaries cannot start here.
-      build_in_root cuda cuda -DVEXP_CUDA=ON -DVEXP_CXX_STANDARD=20 -DCMAKE_CUDA_ARCHITECTURES=90 \
+      build_in_root cuda cuda -DCMAKE_BUILD_TYPE=None -DVEXP_CUDA=ON -DVEXP_CXX_STANDARD=20 -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++-13 \
         -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
         "'-DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined'"
@@ -170,7 +171,7 @@ for phase in "${PHASES[@]}"; do
       ;;
     cpu)
       make_root cpu "${COMMON_PKGS[@]}" "${CPU_PKGS[@]}"
-      build_in_root cpu cpu
+      build_in_root cpu cpu -DCMAKE_BUILD_TYPE=Release
       stage "cpu: ctest" "$LOGS/cpu-ctest.log" in_root "$TOP/cpu" "
         ctest --test-dir /build/cpu --output-on-failure -j$JOBS ${VEXP_CTEST_ARGS:-}"
       grep -E 'tests passed|tests failed|Total Test time|\(Skipped\)|\*\*\*' "$LOGS/cpu-ctest.log" | sed 's/^/    /' | tail -n 30
