@@ -3,6 +3,8 @@
 // [plugins] paths.
 #include "validator.hpp"
 
+#include <algorithm>
+
 namespace vexp::dsl {
 
 namespace detail {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/flops.hpp"
@@ -131,7 +132,7 @@ double ModelGraph::macs_per_clip(const dsl::Shape& clip_shape) {
   eval();
   double macs = 0;
   {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     std::vector<int64_t> sizes{1};
     sizes.insert(sizes.end(), clip_shape.begin(), clip_shape.end());
     FlopCounter counter;

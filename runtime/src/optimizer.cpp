@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 namespace vexp {
 
@@ -10,7 +11,7 @@ Sgd::Sgd(std::vector<ParamGroup> groups, double momentum, bool nesterov)
     : groups_(std::move(groups)), momentum_coef_(momentum), nesterov_(nesterov) {}
 
 void Sgd::step(double lr) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (auto& g : groups_) {
     const double group_lr = lr * g.lr_mult;
     for (size_t i = 0; i < g.params.size(); ++i) {
@@ -45,7 +46,7 @@ void Sgd::zero_grad() {
 }
 
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   double total = 0;
   for (const auto& p : params) {
     if (!p.grad().defined()) continue;

@@ -8,6 +8,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 #include <c10/core/StreamGuard.h>
@@ -50,7 +51,7 @@ const char* memory_format_name(MemoryFormat f) {
 
 void apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f) {
   if (f == MemoryFormat::Contiguous) return;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (const at::Tensor& p : params) {
     at::Tensor t = p;  // shares the TensorImpl: set_data swaps the parameter's storage
     if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
@@ -160,7 +161,7 @@ at::Tensor GradScaler::scale_loss(const at::Tensor& loss) const {
 
 bool GradScaler::unscale(const std::vector<at::Tensor>& params) const {
   if (!enabled_) return true;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const double inverse = 1.0 / scale_;
   std::vector<at::Tensor> sums;
   sums.reserve(params.size());

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -72,7 +73,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, Red
 
   // Each parameter's slice of its bucket, with the parameter's own strides when
   // it is dense (channels-last weights keep channels-last gradients).
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   views_.resize(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
     const auto [bi, slot] = where_[k];
@@ -130,7 +131,7 @@ void Reducer::prepare(bool sync) {
 }
 
 void Reducer::pack(size_t k) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor& p = params_[k];
   const at::Tensor& g = p.grad();
   if (buckets_[where_[k].first].views) {
@@ -169,7 +170,7 @@ void Reducer::finish() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!sync_) return;
   stats_.backward_end = Clock::now();
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   // Parameters that got no gradient this step (unused branches): their current
   // .grad, or zeros, so every rank contributes the same layout.
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -200,7 +201,7 @@ void Reducer::finish() {
 }
 
 void broadcast_from_rank0(Comm& comm, const std::vector<at::Tensor>& tensors) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (const auto& t : tensors) {
     at::Tensor c = t.contiguous();
     comm.broadcast(c, 0);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include "trainer_parts.hpp"
 
@@ -21,7 +22,7 @@ bool finite_eval(const EvalResult& e) { return std::isfinite(e.top1) && std::isf
 EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64_t classes, const LoaderOptions& lo,
                     const c10::Device& device, Precision precision) {
   model.eval();
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   EvalResult r;
   const int64_t n = data.size(Split::Val);
   const int64_t k = std::min<int64_t>(5, classes > 0 ? classes : 5);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
@@ -99,7 +100,7 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   s.start_step = meta.value("epoch_step", int64_t(0));
   s.global_step = meta.at("global_step").get<int64_t>();
   check_stream_position(r, meta, s, path);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (auto& p : r.model->named_parameters(true)) p.value().copy_(c.model.at(p.key()));
   for (auto& b : r.model->named_buffers(true)) {
     auto it = c.model.find(b.key());

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <torch/nn/module.h>
 
 #include "vexp/dsl/catalog.hpp"
@@ -96,7 +97,7 @@ WeightReport load_weights(torch::nn::Module& model, const ModelLayout& layout, c
   std::map<std::string, at::Tensor> targets = tensors_of(model);
   WeightReport r;
   std::set<std::string> seen;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (const auto& [key, src] : sd) {
     const std::string target = map_key(key, eff, node_ids);
     auto it = targets.find(target);

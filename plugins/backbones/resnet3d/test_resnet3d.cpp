@@ -1,6 +1,7 @@
 // resnet3d, conv3d, classifier3d: shape hooks agree with real forward shapes,
 // insertion points, parameter counts and bad parameters.
 #include <gtest/gtest.h>
+#include <c10/core/GradMode.h>
 #include <torch/torch.h>
 
 #include <map>
@@ -29,7 +30,7 @@ TEST(Resnet3d, ShapesAndPointsMatchForward) {
   const auto& d = decl("backbone", "resnet3d");
   const vexp::Shape in{1, 8, 3, 64, 64};
   net->eval();
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor y = net->forward({at::randn({1, 8, 3, 64, 64})}, {});
   EXPECT_EQ(shape_of(y), d.infer_shape(params, {in}, {}));
   EXPECT_EQ(shape_of(y), (vexp::Shape{1, 2048, 1, 2, 2}));  // T: 8 -> 4 (stem) -> 2 (pool1) -> 1 (pool2)
@@ -55,7 +56,7 @@ TEST(Resnet3d, InsertedLayerSeesPointTensor) {
   auto net = vexp::testing::make<vexp::Layer>("backbone", "resnet3d", {{"depth", 18}});
   auto probe = std::make_shared<Probe>();
   net->insert("layer3/block1/residual_in", probe);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   net->forward({at::randn({2, 8, 3, 32, 32})}, {});
   EXPECT_EQ(probe->seen, (std::vector<int64_t>{2, 256, 1, 2, 2}));
   EXPECT_THROW(net->insert("layer9/block0/block_in", probe), std::invalid_argument);

@@ -17,6 +17,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 
 #include "common.hpp"
 #include "vexp/runtime/dry_run.hpp"
@@ -197,7 +198,7 @@ void add_bench_comm(CLI::App& app) {
       else step_reducer.prepare(false);
       loss.backward();
       if (distributed) step_reducer.finish();
-      at::NoGradGuard ng;
+      c10::NoGradGuard ng;
       for (auto& p : mp) p.add_(p.grad(), -1e-4);
     };
     std::vector<double> t1, tn;

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
@@ -108,7 +109,7 @@ void run_bench_op(const BenchOpArgs& a) {
         a.reps,
         {[&] { buffer.copy_(x); }, [&] { at::Tensor c = x.clone(fmt); },
          [&] {
-           at::NoGradGuard ng;
+           c10::NoGradGuard ng;
            at::Tensor y = layer->forward({x}, ctx);
          },
          [&] {
@@ -122,7 +123,7 @@ void run_bench_op(const BenchOpArgs& a) {
     t_fwd = t[2];
     t_fwd_bwd = t[3];
     // The result is checked, so a fast wrong operator cannot pass unnoticed.
-    at::NoGradGuard ng;
+    c10::NoGradGuard ng;
     at::Tensor y = layer->forward({x}, ctx);
     const int64_t fold = shape[1] / a.fold_div, T = a.frames;
     at::Tensor xv = x.view({shape[0] / T, T, shape[1], shape[2], shape[3]});

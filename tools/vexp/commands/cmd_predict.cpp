@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include "vexp/runtime/checkpoint.hpp"
@@ -283,7 +284,7 @@ void add_predict(CLI::App& app) {
     model->eval();
     at::Tensor logits;
     {
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       try {
         logits = model->forward(clips);
       } catch (const c10::Error& e) {
