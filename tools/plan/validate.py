@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Validation of `vexp plan` on this machine (docs/planning.md, "Validation").
+
+For each case (1 and 2 MPI ranks, emulated ranks, several bucket sizes and thread
+counts, on the quickstart recipes with few clips), this
+  1. measures: `vexp run` (through `--nproc R` when R > 1) for a few steps, and takes
+     the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
+     (log_every = 1, so every step is logged);
+  2. predicts: `vexp plan RECIPE --cluster CLUSTER --json` with the same settings, and
+     takes `step_ms` of the row of the case's GPU count;
+and prints a table of both with the relative error (prediction / measurement - 1).
+Exit status 1 when any |error| exceeds --tolerance (default 10 %).
+
+    /usr/bin/python3 tools/plan/validate.py [--vexp build/bin/vexp] [--cluster clusters/local.toml]
+                                             [--cases NAME,...] [--tolerance 0.10] [--json FILE]
+
+The cluster file should come from `vexp plan --measure-local` on this machine, shortly
+before (a shared machine's speed drifts with its load; the script prints the load
+average before and after).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# name, recipe, ranks, compute threads per rank, world_size, bucket_mb, batch_per_gpu, timed steps
+CASES = [
+    ("tsm 1r x1t", "recipes/quickstart/tsm_motion.toml", 1, 1, 1, 25, 32, 6),
+    ("tsm 1r x2t", "recipes/quickstart/tsm_motion.toml", 1, 2, 1, 25, 32, 6),
+    ("tsn 1r x1t", "recipes/quickstart/tsn_motion.toml", 1, 1, 1, 25, 32, 6),
+    ("tsm 2r x1t b25", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 25, 32, 6),
+    ("tsm 2r x1t b0.05", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 0.05, 32, 6),
+    ("tsn 2r x1t b1", "recipes/quickstart/tsn_motion.toml", 2, 1, 2, 1, 32, 6),
+    ("tsm emu 4 on 1r", "recipes/quickstart/tsm_motion.toml", 1, 1, 4, 25, 32, 4),
+    ("tsm emu 4 on 2r", "recipes/quickstart/tsm_motion.toml", 2, 1, 4, 25, 32, 4),
+]
+WARMUP = 2
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+
+
+def case_sets(ranks, threads, world, bucket, batch, steps):
+    clips = (steps + WARMUP) * world * batch  # one epoch of steps + WARMUP steps
+    return [f"run.threads={threads}", f"dist.world_size={world}", f"dist.bucket_mb={bucket}",
+            f"dist.batch_per_gpu={batch}", f"data.params.train_clips={clips}", "data.params.val_clips=16",
+            "run.epochs=1", "run.log_every=1", "run.progress=\"none\"", "data.workers=1"]
+
+
+def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, work):
+    out = os.path.join(work, "run")
+    cmd = [vexp, "run", os.path.join(ROOT, recipe), "--set", f"run.out=\"{out}\""]
+    for s in case_sets(ranks, threads, world, bucket, batch, steps):
+        cmd += ["--set", s]
+    if ranks > 1:
+        cmd += ["--nproc", str(ranks)]
+    run(cmd)
+    steps_s = []
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        for line in f:
+            j = json.loads(line)
+            if j.get("type") == "step":
+                steps_s.append(j["step_s"])
+    timed = steps_s[WARMUP:]
+    if not timed:
+        raise RuntimeError(f"{recipe}: no steps after the warm-up in {out}/metrics.jsonl")
+    return statistics.median(timed) * 1e3, len(timed)
+
+
+def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
+    cmd = [vexp, "plan", os.path.join(ROOT, recipe), "--cluster", cluster, "--gpus", str(world),
+           "--bucket-mb", str(bucket), "--json"]
+    for s in case_sets(ranks, threads, world, bucket, batch, steps):
+        cmd += ["--set", s]
+    if ranks != world:
+        cmd += ["--ranks", str(ranks)]
+    j = json.loads(run(cmd).stdout)
+    rows = [r for r in j["plans"][0]["rows"] if r["gpus"] == world]
+    if not rows:
+        raise RuntimeError(f"vexp plan gave no row for {world} GPUs: {' '.join(cmd)}")
+    return rows[0]["step_ms"], rows[0]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vexp", default=os.path.join(ROOT, "build/bin/vexp"))
+    ap.add_argument("--cluster", default=os.path.join(ROOT, "clusters/local.toml"))
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--json", default="", help="also write the table as JSON to this file")
+    a = ap.parse_args()
+    cases = CASES
+    if a.cases:
+        want = [c.strip() for c in a.cases.split(",")]
+        cases = [c for c in CASES if c[0] in want]
+        missing = set(want) - {c[0] for c in cases}
+        if missing:
+            sys.exit(f"validate.py: no such case: {', '.join(sorted(missing))}")
+    print(f"load average before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
+    print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} "
+          f"{'measured ms':>11} {'predicted ms':>12} {'error':>7}  bottleneck")
+    results, worst = [], 0.0
+    for name, recipe, ranks, threads, world, bucket, batch, steps in cases:
+        with tempfile.TemporaryDirectory() as work:
+            t0 = time.time()
+            m, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
+            secs = time.time() - t0
+        p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps)
+        err = p / m - 1
+        worst = max(worst, abs(err))
+        print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {m:>11.1f} {p:>12.1f} "
+              f"{err * 100:>+6.1f}%  {row.get('bottleneck', '')}  ({n} steps, {secs:.0f} s)")
+        results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
+                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "predicted_ms": p,
+                        "error": err, "plan_row": row})
+    print(f"load average after: {loadavg()}; largest |error| {worst * 100:.1f} % (tolerance {a.tolerance * 100:.0f} %)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 1 if worst > a.tolerance else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
