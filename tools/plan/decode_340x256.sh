@@ -15,7 +15,7 @@ out=${2:-$here/clusters/summit}
 n=${3:-8}
 recipe=$here/recipes/kinetics400/tsm_r50_8f.toml
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$out"/data_videos.json.tmp "$out"/data_frames.json.tmp' EXIT
 mkdir -p "$work/videos" "$out"
 : > "$work/videos/list.txt"
 for i in $(seq 0 $((n - 1))); do
@@ -25,7 +25,7 @@ for i in $(seq 0 $((n - 1))); do
   echo "$f $((i % 4))" >> "$work/videos/list.txt"
 done
 "$vexp" data extract-frames "$work/videos/list.txt" --out "$work/frames" --workers 2 >/dev/null
-common=(--split train --threads 1 --repeat 3 --json --set data.params.classes=4)
+common=(--split train --threads 1 --repeat 3 --json)
 note() {  # adds what was measured and how to a bench data JSON
   /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["layout"]=sys.argv[2]; j["command"]=sys.argv[3]; j["host_cpu"]=sys.argv[4]; j["bytes_per_file_mean"]=float(sys.argv[5]); json.dump(j,open(sys.argv[1],"w"),indent=2)' "$@"
 }

@@ -237,20 +237,22 @@ struct LinkFit {
   json points = json::array();
 };
 
-// t(S) = a + b S by least squares; a ring allreduce of n ranks takes
-// 2(n-1) latency + 2(n-1)/n S / bandwidth.
+// t(S) = a + b S by least squares on the relative error (weights 1 / t^2: every
+// size counts alike, whatever its time, and one slow large size does not set the
+// latency); a ring allreduce of n ranks takes 2(n-1) latency + 2(n-1)/n S / bandwidth.
 LinkFit fit_ring(const std::vector<std::pair<double, double>>& bytes_s, int n) {
-  const double k = static_cast<double>(bytes_s.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (auto [x, y] : bytes_s) {
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+    const double w = 1.0 / (y * y);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
   }
-  const double den = k * sxx - sx * sx;
+  const double den = sw * sxx - sx * sx;
   if (bytes_s.size() < 2 || den <= 0) throw Exit{kExitInvalid, "--allreduce-mb: give two or more different sizes"};
-  const double b = (k * sxy - sx * sy) / den, a = (sy - b * sx) / k;
+  const double b = (sw * sxy - sx * sy) / den, a = (sy - b * sx) / sw;
   if (b <= 0) throw Exit{kExitFailure, "allreduce times do not grow with size; cannot fit a bandwidth (a busy machine?)"};
   LinkFit f;
   const double hops = 2.0 * (n - 1);
@@ -481,7 +483,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   LinkFit link = fit_ring(points, ranks);
   const std::string from_allreduce =
       save("allreduce.json", json{{"ranks", ranks},
-                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares"},
+                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error"},
                                   {"latency_us", link.latency_us},
                                   {"bandwidth_GBps", link.bandwidth_GBps},
                                   {"results", ar}});
@@ -520,7 +522,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
          std::string s;
          for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + fmt(sizes[i]);
          return s;
-       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares; " + where)
+       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error; " + where)
     << "\n\n";
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
