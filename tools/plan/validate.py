@@ -101,6 +101,11 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--json", default="", help="also write the table as JSON to this file")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="measure each case this many times; the median is compared, the spread printed (noise)")
+    ap.add_argument("--measure-local", action="store_true",
+                    help="first remake the cluster file with vexp plan --measure-local (its default recipes, "
+                         "--measure-threads 1,2), so that it and the runs see the same machine load")
     a = ap.parse_args()
     cases = CASES
     if a.cases:
@@ -109,22 +114,30 @@ def main():
         missing = set(want) - {c[0] for c in cases}
         if missing:
             sys.exit(f"validate.py: no such case: {', '.join(sorted(missing))}")
+    if a.measure_local:
+        print(f"load average before --measure-local: {loadavg()}")
+        run([a.vexp, "plan", "--measure-local", "--out", a.cluster, "--measure-threads", "1,2"])
     print(f"load average before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} "
-          f"{'measured ms':>11} {'predicted ms':>12} {'error':>7}  bottleneck")
+          f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7}  bottleneck")
     results, worst = [], 0.0
     for name, recipe, ranks, threads, world, bucket, batch, steps in cases:
-        with tempfile.TemporaryDirectory() as work:
-            t0 = time.time()
-            m, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
-            secs = time.time() - t0
+        t0 = time.time()
+        ms, n = [], 0
+        for _ in range(a.repeat):
+            with tempfile.TemporaryDirectory() as work:
+                m1, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
+                ms.append(m1)
+        secs = time.time() - t0
+        m = statistics.median(ms)
         p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps)
         err = p / m - 1
         worst = max(worst, abs(err))
-        print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {m:>11.1f} {p:>12.1f} "
-              f"{err * 100:>+6.1f}%  {row.get('bottleneck', '')}  ({n} steps, {secs:.0f} s)")
+        print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {m:>11.1f} "
+              f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}%  {row.get('bottleneck', '')}  "
+              f"({len(ms)} x {n} steps, {secs:.0f} s)")
         results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
-                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "predicted_ms": p,
+                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "measured_each_ms": ms, "predicted_ms": p,
                         "error": err, "plan_row": row})
     print(f"load average after: {loadavg()}; largest |error| {worst * 100:.1f} % (tolerance {a.tolerance * 100:.0f} %)")
     if a.json:

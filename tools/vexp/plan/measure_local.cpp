@@ -507,7 +507,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   o << "[gpu]\nname = " << toml_str("CPU rank on " + cpu) << "\n\n";
   for (const auto& p : profiles) {
     const json& ph = p.j.at("phases");
-    o << "[[gpu.profile]]   # " << p.recipe << ", " << p.threads << " thread(s): forward "
+    o << "[[gpu.profile]]   # " << fs::path(p.recipe).filename().string() << ", " << p.threads << " thread(s): forward "
       << fmt(ph.at("forward").at("median_ms").get<double>(), "%.1f") << " ms, backward "
       << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
       << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
