@@ -1,5 +1,7 @@
 #include "vexp/runtime/dist_plan.hpp"
 
+#include "vexp/runtime/buckets.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -78,7 +80,7 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
 
   p.compression = d.compression;
   p.grad_params = grad_params;
-  p.grad_bytes = grad_params * (p.compression == "none" ? 4 : 2);
+  p.grad_bytes = grad_params * wire_bytes_per_element(p.compression);
   const double bucket_bytes = d.bucket_mb * 1024.0 * 1024.0;
   p.buckets = grad_params > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(p.grad_bytes) / bucket_bytes)) : 0;
   return p;

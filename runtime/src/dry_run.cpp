@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "vexp/runtime/buckets.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/registrar.hpp"
@@ -80,20 +81,31 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
   return s.plan.has_value() && !s.diags.has_errors();
 }
 
-DistPlan plan_run(Session& s, int64_t ranks) {
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;
   if (train_size <= 0) {
     auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
     train_size = data->size(Split::Train);
   }
-  int64_t params = 0;
+  std::vector<int64_t> numels;
   {
     ModelGraph model(plan, s.host);
     for (const auto& p : model.named_parameters(true))
-      if (p.value().requires_grad()) params += p.value().numel();
+      if (p.value().requires_grad()) numels.push_back(p.value().numel());
+    if (profile) {
+      if (plan.data_facts.clip.size() != 4)
+        throw std::runtime_error("the dataset gives no clip shape [T, C, H, W] to count the model's MACs with");
+      *profile = gradient_profile(model, plan.data_facts.clip);
+    }
   }
-  return make_dist_plan(plan, ranks, train_size, params);
+  int64_t params = 0;
+  for (int64_t n : numels) params += n;
+  DistPlan p = make_dist_plan(plan, ranks, train_size, params);
+  // The reducer's own layout (make_dist_plan only knows the total).
+  p.buckets = static_cast<int64_t>(
+      bucket_layout(numels, wire_bytes_per_element(p.compression), plan.dist.bucket_mb).size());
+  return p;
 }
 
 int64_t launched_ranks_from_env() {

@@ -1,5 +1,7 @@
 #include "vexp/runtime/reducer.hpp"
 
+#include "vexp/runtime/buckets.hpp"
+
 #include <stdexcept>
 
 #include <functional>
@@ -48,28 +50,24 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, Red
     if (!p.is_leaf() || !p.requires_grad())
       throw std::invalid_argument("reducer: parameters must be leaf tensors that require grad");
   }
-  const double limit = options.bucket_mb * 1024.0 * 1024.0;
-  const int64_t elem = wire == at::kFloat ? 4 : 2;
+  const int64_t elem = wire_bytes_per_element(options.compression);
+  std::vector<int64_t> numels;
+  for (const auto& p : params_) numels.push_back(p.numel());
   where_.resize(params_.size());
-  // Reverse registration order: the last layers' gradients are ready first.
-  Bucket cur;
-  int64_t cur_elems = 0;
-  auto close = [&] {
-    if (cur.members.empty()) return;
-    cur.buffer = at::zeros({cur_elems}, params_[cur.members.front()].options().dtype(wire));
-    cur.views = wire == at::kFloat;
-    buckets_.push_back(std::move(cur));
-    cur = Bucket{};
-    cur_elems = 0;
-  };
-  for (size_t k = params_.size(); k-- > 0;) {
-    where_[k] = {buckets_.size(), cur.members.size()};
-    cur.members.push_back(k);
-    cur.offsets.push_back(cur_elems);
-    cur_elems += params_[k].numel();
-    if (static_cast<double>(cur_elems * elem) >= limit) close();
+  // Reverse registration order: the last layers' gradients are ready first (buckets.hpp).
+  for (auto& members : bucket_layout(numels, elem, options.bucket_mb)) {
+    Bucket b;
+    int64_t elems = 0;
+    for (size_t k : members) {
+      where_[k] = {buckets_.size(), b.members.size()};
+      b.members.push_back(k);
+      b.offsets.push_back(elems);
+      elems += numels[k];
+    }
+    b.buffer = at::zeros({elems}, params_[b.members.front()].options().dtype(wire));
+    b.views = wire == at::kFloat;
+    buckets_.push_back(std::move(b));
   }
-  close();
   seen_.assign(params_.size(), false);
 
   // Each parameter's slice of its bucket, with the parameter's own strides when

@@ -59,6 +59,28 @@ measure_local_refuses)
   expect_out "none.toml"
   [ ! -e "$tmp/y.toml" ] || fail "a refused measurement wrote its cluster file"
   ;;
+shipped_clusters)
+  # The cluster files in clusters/ are valid, and plan what they were made for.
+  for c in summit local; do
+    expect_rc 0 -- "$vexp" check "$src/clusters/$c.toml"
+  done
+  expect_rc 0 -- "$vexp" plan "$src/recipes/tsm_k400_1536.toml" "$src/recipes/i3d333_k400_1536.toml" \
+    "$src/recipes/i3d311_k400_1536.toml" --cluster "$src/clusters/summit.toml" --gpus 6,96,1536 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "the Summit plan is not what clusters/summit.toml should give"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [p["model"] for p in j["plans"]] == ["tsm_resnet50", "resnet3d50_3x3x3", "resnet3d50_3x1x1"], j["plans"]
+for p in j["plans"]:
+    assert p["profile"] == "derived", p["profile"]  # no public V100 profile: derived from MACs
+    assert [r["gpus"] for r in p["rows"]] == [6, 96, 1536]
+    assert p["rows"][-1]["nodes"] == 256
+    for r in p["rows"]:
+        assert 0 < r["efficiency"] <= 1.0 + 1e-9 and r["step_ms"] > 0, r
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$src/clusters/local.toml" --gpus 1,2 --json
+  $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["profile"] == "measured", p["profile"]' \
+    "$tmp/out" || fail "the quickstart on clusters/local.toml is not planned from its measured profile"
+  ;;
 *) fail "no such test: $name" ;;
 esac
 echo "PASS [$name]"

@@ -6,17 +6,21 @@ counts, on the quickstart recipes with few clips), this
   1. measures: `vexp run` (through `--nproc R` when R > 1) for a few steps, and takes
      the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
      (log_every = 1, so every step is logged);
-  2. predicts: `vexp plan RECIPE --cluster CLUSTER --json` with the same settings, and
-     takes `step_ms` of the row of the case's GPU count;
+     (each case --repeat times, default 3: the median is compared, the range printed);
+  2. predicts: `vexp plan RECIPE --cluster CLUSTER --gpus RANKS --bucket-mb B --json` with
+     the same --set values (and --fixed-batch when RANKS < world_size: RANKS ranks each
+     emulating world_size / RANKS GPUs, as the run does), from a copy of the cluster file
+     holding only the profiles measured at the case's thread count, and takes `step_ms`;
 and prints a table of both with the relative error (prediction / measurement - 1).
 Exit status 1 when any |error| exceeds --tolerance (default 10 %).
 
     /usr/bin/python3 tools/plan/validate.py [--vexp build/bin/vexp] [--cluster clusters/local.toml]
-                                             [--cases NAME,...] [--tolerance 0.10] [--json FILE]
+        [--measure-local] [--repeat 3] [--cases NAME,...] [--tolerance 0.10] [--json FILE]
 
-The cluster file should come from `vexp plan --measure-local` on this machine, shortly
-before (a shared machine's speed drifts with its load; the script prints the load
-average before and after).
+The cluster file should come from `vexp plan --measure-local --measure-threads 1,2` on
+this machine just before (--measure-local does that first): a shared machine's speed
+drifts with its load; the script prints the load average before and after. About 8
+minutes on the 2-core machine with --repeat 2.
 """
 import argparse
 import json
@@ -75,17 +79,48 @@ def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, work):
     return statistics.median(timed) * 1e3, len(timed)
 
 
+def cluster_for_threads(cluster, threads):
+    """The cluster file with only the [[gpu.profile]] blocks measured at `threads` compute
+    threads (vexp plan takes the first profile whose model, clip and precision match; the
+    profiles --measure-threads 1,2 writes differ only in their threads). Written next to
+    the cluster file, whose `from` paths are relative to it."""
+    blocks, cur = [], []
+    with open(cluster) as f:
+        for line in f:
+            if line.startswith("[") and cur:
+                blocks.append(cur)
+                cur = []
+            cur.append(line)
+    blocks.append(cur)
+    keep = []
+    for b in blocks:
+        if b[0].startswith("[[gpu.profile]]") and not any(
+                l.startswith("from") and f"_t{threads}.json" in l for l in b):
+            continue
+        keep.append("".join(b))
+    path = os.path.join(os.path.dirname(cluster), f".validate_t{threads}.toml")
+    with open(path, "w") as f:
+        f.write("".join(keep))
+    return path
+
+
 def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
-    cmd = [vexp, "plan", os.path.join(ROOT, recipe), "--cluster", cluster, "--gpus", str(world),
-           "--bucket-mb", str(bucket), "--json"]
-    for s in case_sets(ranks, threads, world, bucket, batch, steps):
-        cmd += ["--set", s]
-    if ranks != world:
-        cmd += ["--ranks", str(ranks)]
-    j = json.loads(run(cmd).stdout)
-    rows = [r for r in j["plans"][0]["rows"] if r["gpus"] == world]
+    path = cluster_for_threads(cluster, threads)
+    try:
+        # Weak scaling plans world_size = G on G ranks; fewer ranks than world_size is
+        # --fixed-batch: G ranks each emulating world_size / G GPUs, as vexp run does.
+        cmd = [vexp, "plan", os.path.join(ROOT, recipe), "--cluster", path, "--gpus", str(ranks),
+               "--bucket-mb", str(bucket), "--json"]
+        if ranks != world:
+            cmd.append("--fixed-batch")
+        for s in case_sets(ranks, threads, world, bucket, batch, steps):
+            cmd += ["--set", s]
+        j = json.loads(run(cmd).stdout)
+    finally:
+        os.remove(path)
+    rows = [r for r in j["plans"][0]["rows"] if r["gpus"] == ranks]
     if not rows:
-        raise RuntimeError(f"vexp plan gave no row for {world} GPUs: {' '.join(cmd)}")
+        raise RuntimeError(f"vexp plan gave no row for {ranks} GPUs: {' '.join(cmd)}")
     return rows[0]["step_ms"], rows[0]
 
 

@@ -92,5 +92,6 @@ void add_sweep(CLI::App& app);    // cmd_sweep.cpp
 void add_results(CLI::App& app);  // cmd_results.cpp
 void add_report(CLI::App& app);   // cmd_results.cpp
 void add_trust(CLI::App& app);    // cmd_trust.cpp
+void add_plan(CLI::App& app);     // cmd_plan.cpp
 
 }  // namespace vexp::cli

@@ -5,7 +5,6 @@
 #include <c10/util/Exception.h>
 
 #include "common.hpp"
-#include "plan/measure_local.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/plugin_abi.h"
 #include "vexp/runtime/plugin_host.hpp"
@@ -34,7 +33,7 @@ int main(int argc, char** argv) {
   add_results(app);
   add_report(app);
   add_trust(app);
-  add_plan_measure_local(app);  // TEMPORARY: until cmd_plan.cpp (see plan/cmd_plan_measure.cpp)
+  add_plan(app);
   try {
     try {
       app.parse(argc, argv);

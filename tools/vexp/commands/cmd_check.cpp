@@ -1,9 +1,10 @@
-// vexp check RECIPE [--set k=v]... [--print]
+// vexp check RECIPE [--set k=v]... [--print]; vexp check CLUSTER.toml (a [cluster] file)
 #include <cstdint>
 #include <iostream>
 #include <optional>
 
 #include "common.hpp"
+#include "vexp/dsl/cluster.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/dataset.hpp"
 
@@ -53,6 +54,15 @@ void add_check(CLI::App& app) {
   cmd->add_flag("--no-data", *no_data,
                 "Validate without the data: a missing data root or list file is a warning, not an error");
   cmd->callback([args, print, no_data] {
+    // A cluster description (a top-level [cluster] table) is checked as one (vexp plan --cluster).
+    if (dsl::is_cluster_file(args->path)) {
+      dsl::Diagnostics d;
+      const auto c = dsl::load_cluster(args->path, d);
+      for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
+      if (!c) throw Exit{kExitInvalid, ""};
+      std::cout << args->path << ": ok (" << dsl::cluster_summary(*c) << ")\n";
+      return;
+    }
     Session s;
     // The data a recipe names must exist, as vexp run requires: a recipe that
     // checks "ok" starts (`--no-data` and `vexp run --dry-run` only warn).

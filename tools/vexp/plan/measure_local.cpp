@@ -24,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "plan/planner.hpp"
+#include "vexp/runtime/dry_run.hpp"
 
 namespace vexp::cli {
 
@@ -335,6 +337,24 @@ std::pair<double, int64_t> file_bytes(const fs::path& dir, const std::string& ex
 
 std::string stem_of(const std::string& recipe) { return fs::path(recipe).stem().string(); }
 
+// What [[gpu.profile]] model must say for `vexp plan` to match the recipe (plan::model_key).
+std::string recipe_model_key(const std::string& recipe, const std::vector<std::string>& plugin_paths) {
+  Session s;
+  load_session_plugins(s, plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, recipe, {}, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  if (!ok) {
+    print_recipe_diagnostics(s, recipe, false);
+    throw Exit{kExitInvalid, ""};
+  }
+  return plan::model_key(*s.plan);
+}
+
 }  // namespace
 
 void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
@@ -409,12 +429,13 @@ void run_measure_local(const MeasureLocalArgs& a) {
 
   // 1. Compute profiles.
   struct Profile {
-    std::string recipe, from;
+    std::string recipe, key, from;
     int threads;
     json j;
   };
   std::vector<Profile> profiles;
-  for (const auto& r : recipes)
+  for (const auto& r : recipes) {
+    const std::string key = recipe_model_key(r, a.plugin_paths);
     for (int t : threads) {
       say("bench train " + r + " (" + std::to_string(t) + " thread(s))");
       std::vector<std::string> argv{exe, "bench", "train", r, "--synthetic", "--steps", std::to_string(a.steps),
@@ -424,8 +445,9 @@ void run_measure_local(const MeasureLocalArgs& a) {
       json j = run_json(argv, tmp.path);
       j["command"] = join_cmd(argv);
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t) + ".json";
-      profiles.push_back({r, save(name, j), t, j});
+      profiles.push_back({r, key, save(name, j), t, j});
     }
+  }
 
   // 2. Decode rates on a synthetic dataset: videos, and the same clips as frame folders.
   say("vexp data make-synthetic, extract-frames");
@@ -512,7 +534,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
       << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
       << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
       << p.j.at("clips_per_step").get<int64_t>() << " clips\n"
-      << "model = " << toml_str(stem_of(p.recipe)) << "\nfrom = " << toml_str(p.from) << "\nsource = "
+      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nsource = "
       << toml_str("vexp bench train --synthetic, median of " + std::to_string(a.steps) + " steps (" + where + ")")
       << "\n\n";
   }

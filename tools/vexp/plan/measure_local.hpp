@@ -45,7 +45,4 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a);
 // measurement (nothing written then, except measurement JSONs already complete).
 void run_measure_local(const MeasureLocalArgs& a);
 
-// TEMPORARY (cmd_plan_measure.cpp): a `plan` command with only --measure-local.
-void add_plan_measure_local(CLI::App& app);
-
 }  // namespace vexp::cli

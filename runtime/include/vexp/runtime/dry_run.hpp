@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/grad_profile.hpp"
 #include "vexp/runtime/session.hpp"
 
 namespace vexp {
@@ -18,9 +19,11 @@ namespace vexp {
 bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
                               std::string& note);
 
-// Builds the model (to count gradients) and computes the plan. The training-set
-// size is data.train_size when given (> 0), else the dataset's (which builds it).
-DistPlan plan_run(Session& s, int64_t ranks);
+// Builds the model (to count gradients and lay out the reducer's buckets,
+// buckets.hpp) and computes the plan. The training-set size is data.train_size
+// when given (> 0), else the dataset's (which builds it). With `profile`, the same
+// model's gradient profile (grad_profile.hpp: MACs per parameter) is filled too.
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr);
 
 // The number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
 // SLURM_NTASKS, WORLD_SIZE), or 1.

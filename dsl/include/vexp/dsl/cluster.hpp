@@ -1,0 +1,100 @@
+// Cluster description files (`vexp plan --cluster FILE`, `vexp check FILE`):
+// a TOML file recognised by its top-level [cluster] table, checked like a recipe
+// (every problem one line `FILE:LINE:COL: error: ...`). docs/planning.md has the
+// format; the numbers feed the performance model of tools/vexp/plan/.
+// Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/diagnostics.hpp"
+
+namespace vexp::dsl {
+
+// Measured compute of one model on one rank ([[gpu.profile]]): typed in with its
+// `source`, or filled from a `vexp bench train --json` output (`from`).
+struct ClusterProfile {
+  std::string model;          // the recipe's model key (vexp plan prints it)
+  int64_t frames = 0;         // frames per clip
+  int64_t size = 0;           // crop size
+  std::string precision;      // fp32 | bf16 | fp16
+  double batch = 0;           // clips per rank per micro-step the times were measured at
+  int64_t threads = 0;        // compute threads per rank (0: not given)
+  double forward_ms = 0;      // per micro-step of `batch` clips
+  double backward_ms = 0;
+  double optimizer_ms = 0;    // per optimizer step
+  std::string source;         // where typed-in numbers come from
+  std::string from;           // the bench JSON (resolved against the cluster file's folder), "" when typed in
+  Loc loc;                    // where the [[gpu.profile]] table was written
+};
+
+// [gpu.derive]: compute of a model with no profile, from its MACs.
+struct ClusterDerive {
+  bool given = false;
+  double train_macs_per_s = 0;         // multiply-adds per second of forward + backward (3 x forward MACs)
+  double optimizer_ms_per_mparam = 0;  // optimizer time per million parameters
+  std::string source;
+};
+
+// [links.intra] / [links.inter].
+struct ClusterLink {
+  bool given = false;
+  double bandwidth_GBps = 0;  // per rank (intra) or per rail (inter), one direction
+  double latency_us = 0;
+  int64_t rails = 1;          // inter only: rails (NICs) per node used together
+  std::string source;
+};
+
+// [cpu]: decode rates are clips/s per core (0: that layout is unknown).
+struct ClusterCpu {
+  double cores_per_node = 0;
+  double frames_clips_per_s_per_core = 0;
+  double videos_clips_per_s_per_core = 0;
+  std::string source;
+};
+
+// [storage] (optional: without it, reading is not a limit).
+struct ClusterStorage {
+  bool given = false;
+  double read_GBps = 0;          // aggregate, shared by all nodes
+  double node_read_GBps = 0;     // per-node cap (0: none)
+  double frames_clip_bytes = 0;  // bytes per training clip (0: unknown)
+  double videos_clip_bytes = 0;
+  std::string source;
+};
+
+struct Cluster {
+  std::string path;           // the file as given
+  std::string name;
+  int64_t nodes = 0;
+  int64_t gpus_per_node = 0;
+  std::string source;
+  std::string gpu_name;
+  std::vector<ClusterProfile> profiles;
+  ClusterDerive derive;
+  ClusterLink intra, inter;
+  ClusterCpu cpu;
+  ClusterStorage storage;
+};
+
+// True when `path` is a TOML file with a top-level [cluster] table (how `vexp
+// check` tells a cluster file from a recipe). False for anything unreadable or
+// not TOML: the caller then treats it as a recipe, whose errors say why.
+bool is_cluster_file(const std::string& path);
+
+// Loads and validates; every problem goes to `diags` at the value (unknown key,
+// wrong type, missing required key or section, a number that must be positive,
+// a typed-in figure without `source`, a `from` file that is missing or not the
+// bench JSON it should be). std::nullopt when there is any error. Throws
+// RecipeError when the file itself cannot be read.
+std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags);
+// The same from text (tests); `from` paths resolve against `virtual_path`'s folder.
+std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, Diagnostics& diags);
+
+// "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s".
+std::string cluster_summary(const Cluster& c);
+
+}  // namespace vexp::dsl

@@ -1,0 +1,413 @@
+#include "vexp/dsl/cluster.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "vexp/dsl/recipe.hpp"
+#include "vexp/dsl/schema.hpp"
+#include "vexp/dsl/table_check.hpp"
+
+namespace vexp::dsl {
+namespace fs = std::filesystem;
+
+namespace {
+
+ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc) {
+  ParamSpec& p = s.text(name, "", doc);
+  p.type = ParamType::Table;
+  p.default_value = Value::table();
+  return p;
+}
+
+struct ClusterSchemas {
+  Schema file, cluster, gpu, profile, derive, links, intra, inter, cpu, storage;
+};
+
+const ClusterSchemas& schemas() {
+  static const ClusterSchemas s = [] {
+    ClusterSchemas d;
+    sub_table(d.file, "cluster", "The machine: name, nodes, gpus_per_node");
+    sub_table(d.file, "gpu", "One rank's compute: name, [[gpu.profile]], [gpu.derive]");
+    sub_table(d.file, "links", "[links.intra] and [links.inter]");
+    sub_table(d.file, "cpu", "Cores per node and decode rates per core");
+    sub_table(d.file, "storage", "File-system read bandwidth and bytes per clip");
+
+    d.cluster.text("name", "", "The machine's name").require();
+    d.cluster.integer("nodes", 1, "Nodes the machine has").require().at_least(1);
+    d.cluster.integer("gpus_per_node", 1, "Ranks per node").require().at_least(1);
+    d.cluster.text("source", "", "Where the figures come from");
+
+    d.gpu.text("name", "", "The accelerator's name").require();
+    sub_table(d.gpu, "derive", "Compute of models without a profile, from their MACs");
+
+    Schema& p = d.profile;
+    p.text("model", "", "The recipe's model key (vexp plan prints it)").require();
+    p.integer("frames", 0, "Frames per clip").above(0);
+    p.integer("size", 0, "Crop size").above(0);
+    p.text("precision", "fp32", "fp32, bf16 or fp16").one_of({"fp32", "bf16", "fp16"});
+    p.real("batch", 0, "Clips per rank per micro-step the times were measured at").above(0);
+    p.integer("threads", 0, "Compute threads per rank when measured").at_least(1);
+    p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").above(0);
+    p.real("backward_ms", 0, "Backward time per micro-step").above(0);
+    p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0);
+    p.text("source", "", "Where the typed-in times come from");
+    p.text("from", "", "A `vexp bench train --json` output, relative to the cluster file");
+
+    d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().above(0);
+    d.derive.real("optimizer_ms_per_mparam", 0, "Optimizer time per million parameters").require().at_least(0);
+    d.derive.text("source", "", "Where the rates come from").require();
+
+    sub_table(d.links, "intra", "Between ranks of one node");
+    sub_table(d.links, "inter", "Between nodes");
+    for (Schema* l : {&d.intra, &d.inter}) {
+      l->real("bandwidth_GBps", 0, "Bandwidth, GB/s one direction").require().above(0);
+      l->real("latency_us", 0, "Latency per message, microseconds").require().at_least(0);
+      l->text("source", "", "Where the figures come from").require();
+    }
+    d.inter.integer("rails", 1, "Rails (NICs) per node used together").at_least(1);
+
+    Schema& c = d.cpu;
+    c.real("cores_per_node", 0, "Cores free for data loading per node").require().above(0);
+    c.real("frames_clips_per_s_per_core", 0, "Decode + augment rate on frame folders").above(0);
+    c.real("videos_clips_per_s_per_core", 0, "Decode + augment rate on video files").above(0);
+    c.text("from_frames", "", "A `vexp bench data --json` output on frame folders");
+    c.text("from_videos", "", "A `vexp bench data --json` output on video files");
+    c.text("source", "", "Where typed-in rates come from");
+
+    Schema& st = d.storage;
+    st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().above(0);
+    st.real("node_read_GBps", 0, "Per-node read cap, GB/s").above(0);
+    st.real("frames_clip_bytes", 0, "Bytes read per clip on frame folders").above(0);
+    st.real("videos_clip_bytes", 0, "Bytes read per clip on video files").above(0);
+    st.text("source", "", "Where the figures come from").require();
+    return d;
+  }();
+  return s;
+}
+
+const Value* table_of(const Value& t, const std::string& key) {
+  const Value* v = t.find(key);
+  return v && v->is_table() ? v : nullptr;
+}
+
+std::string resolve(const std::string& cluster_file, const std::string& rel) {
+  if (fs::path(rel).is_absolute()) return rel;
+  return (fs::path(cluster_file).parent_path() / rel).lexically_normal().string();
+}
+
+// The JSON file a `from` names, or nullopt with an error at the `from` value.
+std::optional<nlohmann::json> read_json(const std::string& file, const Value& at, const std::string& key,
+                                        const std::string& what, Diagnostics& d) {
+  std::error_code ec;
+  const std::string shown = "'" + key + "' = \"" + at.as_string() + "\"";
+  if (!fs::is_regular_file(file, ec)) {
+    d.error(at.loc(), shown + ": " + (fs::exists(file, ec) ? "'" + file + "' is not a regular file"
+                                                            : "no such file '" + file + "'") +
+                          " (expected " + what + ")");
+    return std::nullopt;
+  }
+  if (fs::file_size(file, ec) > kMaxRecipeBytes) {
+    d.error(at.loc(), shown + ": '" + file + "' is larger than 16 MiB (expected " + what + ")");
+    return std::nullopt;
+  }
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in) {
+    d.error(at.loc(), shown + ": cannot read '" + file + "'");
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    d.error(at.loc(), shown + ": '" + file + "' is not JSON (expected " + what + ")");
+    return std::nullopt;
+  }
+  return j;
+}
+
+bool positive_number(const nlohmann::json& j) { return j.is_number() && j.get<double>() > 0; }
+
+// Fills a profile from `vexp bench train --json`; false (reported) when the file is not one.
+bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
+  const std::string what = "a `vexp bench train --json` output";
+  auto j = read_json(p.from, at, "from", what, d);
+  if (!j) return false;
+  const nlohmann::json& ph = (*j)["phases"];
+  auto median = [&](const char* name) -> const nlohmann::json* {
+    if (!ph.is_object() || !ph.contains(name) || !ph[name].is_object()) return nullptr;
+    const auto& m = ph[name];
+    return m.contains("median_ms") && m["median_ms"].is_number() ? &m["median_ms"] : nullptr;
+  };
+  const nlohmann::json& clip = (*j)["clip"];
+  const bool ok = median("forward") && median("backward") && median("optimizer") && clip.is_array() &&
+                  clip.size() == 4 && clip[0].is_number_integer() && clip[2].is_number_integer() &&
+                  (*j)["precision"].is_string() && (*j)["clips_per_step"].is_number_integer() &&
+                  (*j)["clips_per_step"].get<int64_t>() > 0;
+  if (!ok) {
+    d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from + "' is not " + what +
+                          " (it needs phases.forward/backward/optimizer.median_ms, clip, precision, clips_per_step)");
+    return false;
+  }
+  p.frames = clip[0].get<int64_t>();
+  p.size = clip[2].get<int64_t>();
+  p.precision = (*j)["precision"].get<std::string>();
+  p.batch = static_cast<double>((*j)["clips_per_step"].get<int64_t>());
+  if ((*j)["threads"].is_number_integer()) p.threads = (*j)["threads"].get<int64_t>();
+  p.forward_ms = median("forward")->get<double>();
+  p.backward_ms = median("backward")->get<double>();
+  p.optimizer_ms = median("optimizer")->get<double>();
+  if (p.forward_ms <= 0 || p.backward_ms <= 0) {
+    d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from +
+                          "' has a forward or backward time that is not positive");
+    return false;
+  }
+  return true;
+}
+
+// The per-thread decode rate of `vexp bench data --json` at its largest thread
+// count (cores busy together, as on a training node); 0 (reported) when the file is not one.
+double rate_from_bench(const std::string& file, const Value& at, const std::string& key, Diagnostics& d) {
+  const std::string what = "a `vexp bench data --json` output";
+  auto j = read_json(file, at, key, what, d);
+  if (!j) return 0;
+  const nlohmann::json& results = (*j)["results"];
+  const nlohmann::json* best = nullptr;
+  if (results.is_array())
+    for (const auto& r : results) {
+      if (!r.is_object() || !r.contains("threads") || !r["threads"].is_number() || !r.contains("clips_per_s_per_thread") ||
+          !positive_number(r["clips_per_s_per_thread"])) {
+        best = nullptr;
+        break;
+      }
+      if (!best || r["threads"].get<double>() > (*best)["threads"].get<double>()) best = &r;
+    }
+  if (!best) {
+    d.error(at.loc(), "'" + key + "' = \"" + at.as_string() + "\": '" + file + "' is not " + what +
+                          " (it needs results[] with threads and clips_per_s_per_thread > 0)");
+    return 0;
+  }
+  return (*best)["clips_per_s_per_thread"].get<double>();
+}
+
+void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnostics& d) {
+  const std::string W = "[[gpu.profile]]";
+  const CheckedTable ct = check_table(schemas().profile, &t, t.loc(), W, {}, d);
+  ClusterProfile p;
+  p.loc = t.loc();
+  const Params& q = ct.params;
+  if (q.has("model")) p.model = q.str("model");
+  p.source = q.has("source") ? q.str("source") : "";
+  static const std::vector<std::string> measured{"frames", "size", "precision", "batch",
+                                                 "forward_ms", "backward_ms", "optimizer_ms"};
+  if (const Value* from = t.find("from"); from && from->is_string()) {
+    std::string both;
+    for (const auto& k : measured)
+      if (t.find(k)) both += (both.empty() ? "'" : ", '") + k + "'";
+    if (!both.empty()) {
+      d.error(from->loc(), "'from' in " + W + ": give either 'from' (a bench JSON) or the measured figures (" + both +
+                               "), not both");
+      return;
+    }
+    p.from = resolve(file, from->as_string());
+    if (!ct.ok || !profile_from_bench(p, *from, d)) return;
+    if (const Value* th = t.find("threads"); th && q.has("threads")) p.threads = q.i64("threads");
+  } else if (!t.find("from")) {
+    bool complete = true;
+    for (const auto& k : measured)
+      if (!t.find(k) && k != "precision") {
+        d.error(t.loc(), W + " needs '" + k + "' (or 'from', a `vexp bench train --json` output)");
+        complete = false;
+      }
+    if (!t.find("source")) {
+      d.error(t.loc(), W + " with typed-in times needs 'source' (where they come from)");
+      complete = false;
+    }
+    if (!ct.ok || !complete) return;
+    p.frames = q.i64("frames");
+    p.size = q.i64("size");
+    p.precision = q.str("precision");
+    p.batch = q.f64("batch");
+    p.threads = t.find("threads") ? q.i64("threads") : 0;
+    p.forward_ms = q.f64("forward_ms");
+    p.backward_ms = q.f64("backward_ms");
+    p.optimizer_ms = q.f64("optimizer_ms");
+  } else {
+    return;  // `from` of the wrong type: reported by check_table
+  }
+  c.profiles.push_back(std::move(p));
+}
+
+void load_link(const Value* t, const Schema& schema, const std::string& where, ClusterLink& l, Diagnostics& d) {
+  if (!t) return;
+  const CheckedTable ct = check_table(schema, t, t->loc(), where, {}, d);
+  if (!ct.ok) return;
+  l.given = true;
+  l.bandwidth_GBps = ct.params.f64("bandwidth_GBps");
+  l.latency_us = ct.params.f64("latency_us");
+  l.source = ct.params.str("source");
+  if (ct.params.has("rails")) l.rails = ct.params.i64("rails");
+}
+
+std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Diagnostics& d) {
+  const ClusterSchemas& S = schemas();
+  const Value& root = rec.root;
+  const Loc file_loc{file, 1, 1};
+  const size_t errors_before = d.error_count();
+  check_table(S.file, &root, file_loc, "the cluster file", {}, d);
+  Cluster c;
+  c.path = file;
+  const Value* cl = table_of(root, "cluster");
+  if (!cl) {
+    if (!root.find("cluster")) d.error(file_loc, "a cluster file needs a [cluster] table (name, nodes, gpus_per_node)");
+    return std::nullopt;
+  }
+  const CheckedTable top = check_table(S.cluster, cl, cl->loc(), "[cluster]", {}, d);
+  if (top.ok) {
+    c.name = top.params.str("name");
+    c.nodes = top.params.i64("nodes");
+    c.gpus_per_node = top.params.i64("gpus_per_node");
+    c.source = top.params.str("source");
+  }
+
+  if (const Value* gpu = table_of(root, "gpu")) {
+    const CheckedTable g = check_table(S.gpu, gpu, gpu->loc(), "[gpu]", {}, d, {"profile"});
+    if (g.params.has("name")) c.gpu_name = g.params.str("name");
+    if (const Value* profiles = gpu->find("profile")) {
+      if (!profiles->is_array()) {
+        d.error(profiles->loc(), "'profile' in [gpu]: expected an array of tables ([[gpu.profile]]), got " +
+                                     std::string(profiles->kind_name()));
+      } else {
+        for (const auto& t : profiles->as_array()) {
+          if (!t.is_table()) d.error(t.loc(), "[[gpu.profile]] entries must be tables");
+          else load_profile(t, file, c, d);
+        }
+      }
+    }
+    if (const Value* dv = table_of(*gpu, "derive")) {
+      const CheckedTable ct = check_table(S.derive, dv, dv->loc(), "[gpu.derive]", {}, d);
+      if (ct.ok) {
+        c.derive.given = true;
+        c.derive.train_macs_per_s = ct.params.f64("train_macs_per_s");
+        c.derive.optimizer_ms_per_mparam = ct.params.f64("optimizer_ms_per_mparam");
+        c.derive.source = ct.params.str("source");
+      }
+    }
+  } else if (!root.find("gpu")) {
+    d.error(file_loc, "a cluster file needs a [gpu] table (name, [[gpu.profile]] and/or [gpu.derive])");
+  }
+
+  const Value* links = table_of(root, "links");
+  if (links) check_table(S.links, links, links->loc(), "[links]", {}, d);
+  const Value* intra = links ? table_of(*links, "intra") : nullptr;
+  const Value* inter = links ? table_of(*links, "inter") : nullptr;
+  load_link(intra, S.intra, "[links.intra]", c.intra, d);
+  load_link(inter, S.inter, "[links.inter]", c.inter, d);
+  const Loc links_loc = links ? links->loc() : cl->loc();
+  if (top.ok && c.gpus_per_node > 1 && !(links && links->find("intra")))
+    d.error(links_loc, "[cluster] has " + std::to_string(c.gpus_per_node) +
+                           " GPUs per node: the cluster file needs [links.intra] (bandwidth_GBps, latency_us, source)");
+  if (top.ok && c.nodes > 1 && !(links && links->find("inter")))
+    d.error(links_loc, "[cluster] has " + std::to_string(c.nodes) +
+                           " nodes: the cluster file needs [links.inter] (bandwidth_GBps, rails, latency_us, source)");
+
+  if (const Value* cpu = table_of(root, "cpu")) {
+    const CheckedTable ct = check_table(S.cpu, cpu, cpu->loc(), "[cpu]", {}, d);
+    const Params& q = ct.params;
+    if (q.has("cores_per_node")) c.cpu.cores_per_node = q.f64("cores_per_node");
+    c.cpu.source = q.has("source") ? q.str("source") : "";
+    bool typed = false, any = false;
+    for (auto [rate_key, from_key, out] :
+         {std::tuple<const char*, const char*, double*>{"frames_clips_per_s_per_core", "from_frames",
+                                                         &c.cpu.frames_clips_per_s_per_core},
+          {"videos_clips_per_s_per_core", "from_videos", &c.cpu.videos_clips_per_s_per_core}}) {
+      const Value* rate = cpu->find(rate_key);
+      const Value* from = cpu->find(from_key);
+      if (rate && from) {
+        d.error(from->loc(), std::string("'") + from_key + "' in [cpu]: give either '" + rate_key + "' or '" +
+                                 from_key + "', not both");
+        continue;
+      }
+      if (rate && q.has(rate_key)) {
+        *out = q.f64(rate_key);
+        typed = any = true;
+      } else if (from && q.has(from_key)) {
+        *out = rate_from_bench(resolve(file, from->as_string()), *from, from_key, d);
+        any = true;
+      }
+    }
+    if (typed && !cpu->find("source")) d.error(cpu->loc(), "[cpu] with typed-in decode rates needs 'source'");
+    if (!any && !cpu->find("frames_clips_per_s_per_core") && !cpu->find("videos_clips_per_s_per_core") &&
+        !cpu->find("from_frames") && !cpu->find("from_videos"))
+      d.error(cpu->loc(), "[cpu] needs a decode rate: frames_clips_per_s_per_core, videos_clips_per_s_per_core, "
+                          "from_frames or from_videos");
+  } else if (!root.find("cpu")) {
+    d.error(file_loc, "a cluster file needs a [cpu] table (cores_per_node and a decode rate per core)");
+  }
+
+  if (const Value* st = table_of(root, "storage")) {
+    const CheckedTable ct = check_table(S.storage, st, st->loc(), "[storage]", {}, d);
+    if (ct.ok) {
+      c.storage.given = true;
+      c.storage.read_GBps = ct.params.f64("read_GBps");
+      c.storage.node_read_GBps = ct.params.f64("node_read_GBps");
+      c.storage.frames_clip_bytes = ct.params.f64("frames_clip_bytes");
+      c.storage.videos_clip_bytes = ct.params.f64("videos_clip_bytes");
+      c.storage.source = ct.params.str("source");
+    }
+  }
+  if (d.error_count() > errors_before) return std::nullopt;
+  return c;
+}
+
+LoadOptions literal_options() {
+  LoadOptions opts;
+  // A cluster file has no ${VAR} interpolation: its figures are written out.
+  opts.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
+  return opts;
+}
+
+}  // namespace
+
+bool is_cluster_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxRecipeBytes) return false;
+  try {
+    const toml::table t = toml::parse_file(path);
+    return t.contains("cluster") && t["cluster"].is_table();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags) {
+  auto rec = load_recipe(path, literal_options(), diags);  // throws RecipeError when unreadable
+  if (!rec) return std::nullopt;
+  return load_from(*rec, path, diags);
+}
+
+std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, Diagnostics& diags) {
+  auto rec = load_recipe_text(text, virtual_path, literal_options(), diags);
+  if (!rec) return std::nullopt;
+  return load_from(*rec, virtual_path, diags);
+}
+
+std::string cluster_summary(const Cluster& c) {
+  char buf[512];
+  std::string layouts;
+  if (c.cpu.frames_clips_per_s_per_core > 0) layouts += "frames";
+  if (c.cpu.videos_clips_per_s_per_core > 0) layouts += layouts.empty() ? "videos" : " and videos";
+  std::snprintf(buf, sizeof buf,
+                "cluster '%s': %lld node(s) x %lld GPU(s) (%s), %zu compute profile(s)%s, %s, decode rates for %s%s",
+                c.name.c_str(), (long long)c.nodes, (long long)c.gpus_per_node, c.gpu_name.c_str(), c.profiles.size(),
+                c.derive.given ? " + derived from MACs" : "",
+                c.inter.given ? ("inter-node " + std::to_string(c.inter.rails) + " rail(s)").c_str() : "one node",
+                layouts.c_str(), c.storage.given ? ", storage" : "");
+  return buf;
+}
+
+}  // namespace vexp::dsl

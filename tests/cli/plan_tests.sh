@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# End-to-end tests of vexp plan and cluster files (tests/cli/data/plan_cluster.toml, made up).
+# Usage: plan_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
+set -uo pipefail
+name=$1 vexp=$2 src=$3 build=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_plan_${name}_XXXX")
+trap 'rm -rf "$tmp"' EXIT
+PY=/usr/bin/python3
+CHECK_CRASH_EVERY_RUN=1
+source "$here/testlib.sh"
+quick=$src/recipes/quickstart/tsm_motion.toml
+tsn=$src/recipes/quickstart/tsn_motion.toml
+cluster=$here/data/plan_cluster.toml
+
+case "$name" in
+table)
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8
+  expect_out "model tsm_resnet18: compute measured (made up for the tests)"
+  expect_out "GPUs nodes  global"
+  expect_out "knee: "; expect_out "bucket: "; expect_out "frames: "; expect_out "videos: "
+  [ "$(grep -cE '^ +[1248] +[1-4] +[0-9]+ +1 ' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "expected 4 rows"; }
+  # The default GPU count is the recipe's dist.world_size.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --set dist.world_size=4
+  [ "$(grep -cE '^ +4 +2 +128 ' "$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "expected one row of 4 GPUs"; }
+  ;;
+json)
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,8 --json
+  $PY - "$tmp/out" "$cluster" <<'PYEOF' || fail "JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["cluster"] == sys.argv[2] and j["cluster_name"] == "test cluster", j
+[p] = j["plans"]
+for k in ["recipe", "model", "profile", "grad_bytes", "buckets", "bucket_mb", "layout", "threads_per_gpu", "rows"]:
+    assert k in p, k
+assert p["model"] == "tsm_resnet18" and p["profile"] == "measured" and p["layout"] == "frames", p
+assert p["threads_per_gpu"] == 4 and p["bucket_mb"] == 25 and p["buckets"] >= 1, p
+keys = ["gpus", "nodes", "ranks", "global_batch", "micro_steps", "data_ms", "compute_ms", "forward_ms", "backward_ms",
+        "optimizer_ms", "comm_ms", "exposed_comm_ms", "exposed_data_ms", "step_ms", "clips_per_s", "efficiency",
+        "epoch_s", "total_s", "steps_per_epoch", "bottleneck"]
+rows = p["rows"]
+assert [r["gpus"] for r in rows] == [1, 2, 8]
+for r in rows:
+    for k in keys: assert k in r, k
+    assert abs(r["step_ms"] - (r["compute_ms"] + r["exposed_comm_ms"] + r["exposed_data_ms"])) < 1e-9, r
+    assert abs(r["clips_per_s"] - r["global_batch"] / r["step_ms"] * 1e3) < 1e-6, r
+    assert r["bottleneck"] in ("compute", "communication", "data"), r
+    # The profile: 100 + 200 ms per micro-step of 32 clips, 5 ms optimizer.
+    assert r["forward_ms"] == 100 and r["backward_ms"] == 200 and r["compute_ms"] == 305, r
+    assert abs(r["steps_per_epoch"] - 4000 / r["global_batch"]) < 1e-9, r
+    assert abs(r["epoch_s"] - r["steps_per_epoch"] * r["step_ms"] / 1e3) < 1e-6, r
+assert rows[0]["efficiency"] == 1 and rows[0]["comm_ms"] == 0 and rows[0]["nodes"] == 1
+assert rows[1]["comm_ms"] > 0 and rows[1]["nodes"] == 1 and rows[2]["nodes"] == 4
+assert rows[2]["efficiency"] < rows[1]["efficiency"] <= 1
+assert rows[2]["global_batch"] == 8 * 32
+PYEOF
+  ;;
+several)
+  expect_rc 0 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --gpus 1,8 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "two plans"
+import json, sys
+j = json.load(open(sys.argv[1]))
+a, b = j["plans"]
+assert a["model"] == "tsm_resnet18" and a["profile"] == "measured", a["model"]
+assert b["model"] == "resnet18" and b["profile"] == "derived", b["model"]
+assert a["grad_bytes"] == b["grad_bytes"]  # the shift has no parameters
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --gpus 1,8
+  expect_out "vexp plan: $quick"; expect_out "vexp plan: $tsn"; expect_out "model resnet18: compute derived"
+  ;;
+options)
+  # --layout videos is slower to decode here (2 clips/s per core): data binds.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 8 --layout videos --json
+  $PY -c 'import json,sys; r=json.load(open(sys.argv[1]))["plans"][0]["rows"][0]; assert r["bottleneck"]=="data" and r["exposed_data_ms"]>0, r' "$tmp/out" || fail "videos"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 8 --layout videos --threads-per-gpu 100 --json
+  $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["threads_per_gpu"]==100 and p["rows"][0]["exposed_data_ms"]==0, p' "$tmp/out" || fail "threads"
+  # --bucket-mb changes the recipe's buckets.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 8 --bucket-mb 0.05 --json
+  $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["bucket_mb"]==0.05 and p["buckets"]>1, p' "$tmp/out" || fail "bucket"
+  # --fixed-batch: dist.world_size 8 emulated on 1, 2, 4, 8 GPUs; 3 does not divide it.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --set dist.world_size=8 --gpus 1,2,4,8 --fixed-batch --json
+  $PY -c 'import json,sys; rows=json.load(open(sys.argv[1]))["plans"][0]["rows"]; assert [r["micro_steps"] for r in rows]==[8,4,2,1] and {r["global_batch"] for r in rows}=={256}, rows' "$tmp/out" || fail "fixed batch"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --set dist.world_size=8 --gpus 3 --fixed-batch
+  expect_out "not a multiple of the 3 ranks"
+  # More GPUs than the cluster has.
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 16
+  expect_out "16 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,x
+  expect_out "--gpus '1,x'"
+  expect_rc 2 -- "$vexp" plan "$quick"
+  expect_out "needs --cluster"
+  ;;
+plot)
+  expect_rc 0 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --gpus 1,2,4,8 --plot "$tmp/plan.png"
+  $PY - "$tmp/plan.png" <<'PYEOF' || fail "not a PNG"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n", b[:8]
+w, h = struct.unpack(">II", b[16:24])
+assert w == 1040 and h == 780, (w, h)  # two recipes side by side
+PYEOF
+  mkdir "$tmp/dir.png"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --plot "$tmp/dir.png"
+  expect_out "is not a regular file"
+  ;;
+tune)
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,8 --layout videos --tune "$tmp/tuned.toml"
+  expect_out "overlay: $tmp/tuned.toml"
+  grep -q '^extends = ".*recipes/quickstart/tsm_motion.toml"' "$tmp/tuned.toml" || { cat "$tmp/tuned.toml"; fail "extends"; }
+  grep -q '^workers = ' "$tmp/tuned.toml" || { cat "$tmp/tuned.toml"; fail "no data.workers"; }
+  expect_rc 0 -- "$vexp" check "$tmp/tuned.toml"
+  expect_out "ok ("
+  mkdir "$tmp/dir.toml"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --tune "$tmp/dir.toml"
+  expect_out "is not a regular file"
+  expect_rc 2 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --tune "$tmp/two.toml"
+  expect_out "give one RECIPE"
+  ;;
+bad_cluster)
+  sed 's/^rails = 2$/rails = 0/' "$cluster" > "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$tmp/bad.toml"
+  expect_out "$tmp/bad.toml:37:1: error: 'rails' in [links.inter]"
+  [ "$(wc -l < "$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "expected one line"; }
+  expect_rc 2 -- "$vexp" check "$tmp/bad.toml"
+  expect_out "$tmp/bad.toml:37:1: error: 'rails' in [links.inter]"
+  sed 's/^bandwidth_GBps = 0.5$/bandwith_GBps = 0.5/' "$cluster" > "$tmp/typo.toml"
+  expect_rc 2 -- "$vexp" check "$tmp/typo.toml"
+  expect_out "$tmp/typo.toml:31:1: error: unknown key 'bandwith_GBps' in [links.intra] (did you mean 'bandwidth_GBps'?)"
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$tmp/missing.toml"
+  expect_out "missing.toml"
+  # No profile and no [gpu.derive] for TSN's model.
+  sed '/^\[gpu.derive\]/,/^$/d' "$cluster" > "$tmp/noderive.toml"
+  expect_rc 2 -- "$vexp" plan "$tsn" --cluster "$tmp/noderive.toml"
+  expect_out "has no [[gpu.profile]] for model 'resnet18' at 8 frames, size 32, fp32"
+  ;;
+check_cluster)
+  expect_rc 0 -- "$vexp" check "$cluster"
+  expect_out "$cluster: ok (cluster 'test cluster': 4 node(s) x 2 GPU(s) (Test GPU), 1 compute profile(s) + derived from MACs"
+  ;;
+*) fail "unknown test" ;;
+esac
+echo "PASS [$name]"

@@ -1,0 +1,232 @@
+// Cluster description files: dsl::load_cluster (dsl/cluster.hpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "vexp/dsl/cluster.hpp"
+
+namespace fs = std::filesystem;
+using vexp::dsl::Cluster;
+using vexp::dsl::Diagnostics;
+
+namespace {
+
+// Line numbers below count from 1 in this text.
+const char* kValid = R"([cluster]
+name = "test cluster"
+nodes = 2
+gpus_per_node = 4
+source = "made up for the tests"
+
+[gpu]
+name = "Test GPU"
+
+[[gpu.profile]]
+model = "tsm_resnet50"
+frames = 8
+size = 224
+precision = "fp16"
+batch = 8
+forward_ms = 40.0
+backward_ms = 80.0
+optimizer_ms = 2
+source = "typed in"
+
+[gpu.derive]
+train_macs_per_s = 1e13
+optimizer_ms_per_mparam = 0.02
+source = "assumed"
+
+[links.intra]
+bandwidth_GBps = 10.0
+latency_us = 10
+source = "assumed"
+
+[links.inter]
+bandwidth_GBps = 1.0
+rails = 2
+latency_us = 50
+source = "assumed"
+
+[cpu]
+cores_per_node = 8
+frames_clips_per_s_per_core = 10.0
+source = "assumed"
+
+[storage]
+read_GBps = 100
+frames_clip_bytes = 1e6
+source = "assumed"
+)";
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The diagnostics of `text` loaded as /virtual/c.toml, one per line.
+std::string errors_of(const std::string& text, const std::string& path = "/virtual/c.toml") {
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(text, path, d);
+  EXPECT_FALSE(c.has_value());
+  return d.str();
+}
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / ("vexp_cluster_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+}  // namespace
+
+TEST(Cluster, ValidFileIsRead) {
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(c->name, "test cluster");
+  EXPECT_EQ(c->nodes, 2);
+  EXPECT_EQ(c->gpus_per_node, 4);
+  ASSERT_EQ(c->profiles.size(), 1u);
+  EXPECT_EQ(c->profiles[0].model, "tsm_resnet50");
+  EXPECT_EQ(c->profiles[0].precision, "fp16");
+  EXPECT_DOUBLE_EQ(c->profiles[0].optimizer_ms, 2.0);  // an integer is a number
+  EXPECT_TRUE(c->derive.given);
+  EXPECT_DOUBLE_EQ(c->inter.bandwidth_GBps, 1.0);
+  EXPECT_EQ(c->inter.rails, 2);
+  EXPECT_DOUBLE_EQ(c->cpu.frames_clips_per_s_per_core, 10.0);
+  EXPECT_DOUBLE_EQ(c->cpu.videos_clips_per_s_per_core, 0.0);
+  EXPECT_TRUE(c->storage.given);
+  EXPECT_NE(vexp::dsl::cluster_summary(*c).find("2 node(s) x 4 GPU(s)"), std::string::npos);
+}
+
+// Positions are where the key was written (line:1 here), as in recipes.
+TEST(Cluster, UnknownKeyAtItsValue) {
+  const std::string e = errors_of(replace(kValid, "nodes = 2\n", "nodes = 2\nnode = 3\n"));
+  EXPECT_NE(e.find("/virtual/c.toml:4:1: error: unknown key 'node' in [cluster] (did you mean 'nodes'?)"),
+            std::string::npos) << e;
+}
+
+TEST(Cluster, WrongTypeAtItsValue) {
+  const std::string e = errors_of(replace(kValid, "forward_ms = 40.0", "forward_ms = \"40\""));
+  EXPECT_NE(e.find("/virtual/c.toml:16:1: error: 'forward_ms' in [[gpu.profile]]"), std::string::npos) << e;
+}
+
+TEST(Cluster, MissingRequiredKeyAtItsTable) {
+  const std::string e = errors_of(replace(kValid, "gpus_per_node = 4\n", ""));
+  EXPECT_NE(e.find("/virtual/c.toml:1:1: error: [cluster] needs 'gpus_per_node'"), std::string::npos) << e;
+  const std::string e2 = errors_of(replace(kValid, "latency_us = 10\n", ""));
+  EXPECT_NE(e2.find("/virtual/c.toml:26:1: error: [links.intra] needs 'latency_us'"), std::string::npos) << e2;
+}
+
+TEST(Cluster, NonPositiveNumber) {
+  const std::string e = errors_of(replace(kValid, "bandwidth_GBps = 1.0", "bandwidth_GBps = 0.0"));
+  EXPECT_NE(e.find("/virtual/c.toml:32:1: error: 'bandwidth_GBps' in [links.inter]"), std::string::npos) << e;
+  const std::string e2 = errors_of(replace(kValid, "nodes = 2", "nodes = -1"));
+  EXPECT_NE(e2.find("/virtual/c.toml:3:1: error: 'nodes' in [cluster]"), std::string::npos) << e2;
+}
+
+TEST(Cluster, TypedInFiguresNeedTheirSource) {
+  const std::string e = errors_of(replace(kValid, "optimizer_ms = 2\nsource = \"typed in\"\n", "optimizer_ms = 2\n"));
+  EXPECT_NE(e.find("/virtual/c.toml:10:1: error: [[gpu.profile]] with typed-in times needs 'source'"),
+            std::string::npos) << e;
+  const std::string e2 = errors_of(replace(kValid, "frames_clips_per_s_per_core = 10.0\nsource = \"assumed\"\n",
+                                           "frames_clips_per_s_per_core = 10.0\n"));
+  EXPECT_NE(e2.find("/virtual/c.toml:37:1: error: [cpu] with typed-in decode rates needs 'source'"),
+            std::string::npos) << e2;
+  const std::string e3 = errors_of(replace(kValid, "rails = 2\nlatency_us = 50\nsource = \"assumed\"\n",
+                                           "rails = 2\nlatency_us = 50\n"));
+  EXPECT_NE(e3.find("/virtual/c.toml:31:1: error: [links.inter] needs 'source'"), std::string::npos) << e3;
+}
+
+TEST(Cluster, MissingSections) {
+  // Several nodes need [links.inter]; a file without [cluster] is not a cluster file.
+  std::string t = kValid;
+  t = replace(t, "[links.inter]\nbandwidth_GBps = 1.0\nrails = 2\nlatency_us = 50\nsource = \"assumed\"\n", "");
+  EXPECT_NE(errors_of(t).find("error: [cluster] has 2 nodes: the cluster file needs [links.inter]"), std::string::npos);
+  EXPECT_NE(errors_of("[gpu]\nname = \"x\"\n").find("/virtual/c.toml:1:1: error: a cluster file needs a [cluster] table"),
+            std::string::npos);
+}
+
+TEST(Cluster, ProfileNeedsFiguresOrFrom) {
+  const std::string e = errors_of(replace(kValid, "backward_ms = 80.0\n", ""));
+  EXPECT_NE(e.find("/virtual/c.toml:10:1: error: [[gpu.profile]] needs 'backward_ms' (or 'from'"), std::string::npos)
+      << e;
+}
+
+TEST(Cluster, FromBenchJson) {
+  TempDir t;
+  const std::string bench = R"({"recipe": "r.toml", "device": "cpu", "precision": "fp32", "threads": 2, "ranks": 1,
+    "clips_per_step": 4, "clip": [8, 3, 112, 112], "params": 100,
+    "phases": {"step": {"median_ms": 400}, "forward": {"median_ms": 100.5}, "backward": {"median_ms": 250},
+               "optimizer": {"median_ms": 5}, "data": {"median_ms": 1}, "comm": {"median_ms": 0}}})";
+  t.write("bench.json", bench);
+  t.write("data.json", R"({"dataset": "kinetics", "results": [{"threads": 1, "clips_per_s_per_thread": 9.0},
+    {"threads": 2, "clips_per_s_per_thread": 7.5}]})");
+  std::string text = replace(kValid, "frames = 8\nsize = 224\nprecision = \"fp16\"\nbatch = 8\nforward_ms = 40.0\n"
+                                     "backward_ms = 80.0\noptimizer_ms = 2\nsource = \"typed in\"\n",
+                             "from = \"bench.json\"\n");
+  text = replace(text, "frames_clips_per_s_per_core = 10.0\n", "from_frames = \"data.json\"\n");
+  const std::string path = t.write("c.toml", text);
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster(path, d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  const auto& p = c->profiles.at(0);
+  EXPECT_EQ(p.frames, 8);
+  EXPECT_EQ(p.size, 112);
+  EXPECT_EQ(p.precision, "fp32");
+  EXPECT_DOUBLE_EQ(p.batch, 4);
+  EXPECT_EQ(p.threads, 2);
+  EXPECT_DOUBLE_EQ(p.forward_ms, 100.5);
+  EXPECT_DOUBLE_EQ(p.backward_ms, 250);
+  EXPECT_DOUBLE_EQ(p.optimizer_ms, 5);
+  EXPECT_EQ(p.from, (t.dir / "bench.json").string());
+  EXPECT_DOUBLE_EQ(c->cpu.frames_clips_per_s_per_core, 7.5);  // at the most threads
+
+  // Missing, not JSON, not a bench-train JSON: at the `from` value.
+  for (const auto& [content, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"", "no such file"}, {"not json", "is not JSON"}, {"{\"results\": []}", "is not a `vexp bench train --json`"}}) {
+    std::error_code ec;
+    fs::remove(t.dir / "bench.json", ec);
+    if (!content.empty()) t.write("bench.json", content);
+    Diagnostics d2;
+    EXPECT_FALSE(vexp::dsl::load_cluster(path, d2).has_value());
+    EXPECT_NE(d2.str().find(path + ":12:1: error: 'from' = \"bench.json\": "), std::string::npos) << d2.str();
+    EXPECT_NE(d2.str().find(expect), std::string::npos) << d2.str();
+  }
+  // A bench-train JSON where a bench-data one belongs.
+  t.write("bench.json", bench);
+  t.write("data.json", bench);
+  Diagnostics d3;
+  EXPECT_FALSE(vexp::dsl::load_cluster(path, d3).has_value());
+  EXPECT_NE(d3.str().find("is not a `vexp bench data --json` output"), std::string::npos) << d3.str();
+  EXPECT_EQ(d3.error_count(), 1u);
+}
+
+TEST(Cluster, FromAndFiguresTogetherIsAnError) {
+  const std::string e = errors_of(replace(kValid, "source = \"typed in\"\n", "source = \"typed in\"\nfrom = \"x.json\"\n"));
+  EXPECT_NE(e.find("/virtual/c.toml:20:1: error: 'from' in [[gpu.profile]]: give either 'from' (a bench JSON) or the measured figures ('frames', 'size'"), std::string::npos) << e;
+  EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << e;  // one line
+}
+
+TEST(Cluster, IsClusterFile) {
+  TempDir t;
+  EXPECT_TRUE(vexp::dsl::is_cluster_file(t.write("c.toml", kValid)));
+  EXPECT_FALSE(vexp::dsl::is_cluster_file(t.write("r.toml", "[run]\nname = \"x\"\n")));
+  EXPECT_FALSE(vexp::dsl::is_cluster_file(t.write("bad.toml", "[cluster\n")));
+  EXPECT_FALSE(vexp::dsl::is_cluster_file((t.dir / "missing.toml").string()));
+}

@@ -1,0 +1,131 @@
+// vexp plan RECIPE... --cluster FILE [--gpus 8,64,...] [--layout frames|videos] [--threads-per-gpu N]
+//   [--bucket-mb X] [--fixed-batch] [--json] [--plot FILE.png] [--tune OVERLAY.toml]
+// vexp plan --measure-local [RECIPE...] [--out clusters/local.toml] [--ranks R] ... (plan/measure_local.hpp)
+#include <iostream>
+#include <memory>
+
+#include "common.hpp"
+#include "plan/measure_local.hpp"
+#include "plan/output.hpp"
+#include "plan/planner.hpp"
+#include "vexp/dsl/cluster.hpp"
+
+namespace vexp::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::vector<std::string> recipes;
+  std::string cluster;
+  std::string gpus;
+  std::string layout = "frames";
+  double threads_per_gpu = 0;
+  double bucket_mb = 0;
+  bool fixed_batch = false;
+  bool json = false;
+  std::string plot, tune;
+  std::vector<std::string> sets;
+  std::vector<std::string> plugin_paths;
+  MeasureLocalArgs measure;  // --measure-local and its options
+};
+
+std::vector<int64_t> parse_gpus(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    char* stop = nullptr;
+    const long long v = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || v < 1 || v > 100000000)
+      throw Exit{kExitInvalid, "--gpus '" + text + "': expected GPU counts separated by commas, e.g. 8,64,512"};
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
+
+dsl::Cluster open_cluster(const std::string& path) {
+  dsl::Diagnostics d;
+  std::optional<dsl::Cluster> c;
+  try {
+    c = dsl::load_cluster(path, d);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
+  }
+  for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
+  if (!c) throw Exit{kExitInvalid, ""};
+  return *c;
+}
+
+void run_plan(const PlanArgs& a) {
+  // --measure-local (tools/vexp/plan/measure_local.hpp): the recipes are the
+  // profiles measured; no --cluster.
+  if (a.measure.enabled) {
+    if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty())
+      throw Exit{kExitInvalid, "--measure-local writes a cluster file (--out); it takes no --cluster, --gpus, --json, "
+                               "--plot or --tune"};
+    MeasureLocalArgs m = a.measure;
+    m.recipes = a.recipes;
+    m.plugin_paths = a.plugin_paths;
+    run_measure_local(m);
+    return;
+  }
+  if (a.cluster.empty()) throw Exit{kExitInvalid, "vexp plan needs --cluster FILE (a cluster description, docs/planning.md)"};
+  if (a.recipes.empty()) throw Exit{kExitInvalid, "vexp plan needs at least one RECIPE"};
+  if (!a.tune.empty() && a.recipes.size() != 1)
+    throw Exit{kExitInvalid, "--tune writes one recipe's overlay: give one RECIPE"};
+  if (!a.plot.empty()) plan::check_output_path(a.plot, "--plot");
+  if (!a.tune.empty()) plan::check_output_path(a.tune, "--tune");
+  const dsl::Cluster cluster = open_cluster(a.cluster);
+  plan::PlanOptions o;
+  if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);
+  o.data.layout = a.layout;
+  o.data.threads_per_gpu = a.threads_per_gpu;
+  o.bucket_mb = a.bucket_mb;
+  o.fixed_batch = a.fixed_batch;
+  o.overrides = parse_sets(a.sets);
+  o.plugin_paths = a.plugin_paths;
+  std::vector<plan::RecipeResult> results;
+  for (const auto& r : a.recipes) results.push_back(plan::plan_recipe(r, cluster, o));
+  if (a.json) std::cout << plan::plan_json(cluster, results).dump(2) << "\n";
+  else std::cout << plan::plan_table(cluster, results);
+  if (!a.plot.empty()) {
+    plan::write_plot(results, a.plot);
+    if (!a.json) std::cout << "plot: " << a.plot << "\n";
+  }
+  if (!a.tune.empty()) {
+    plan::write_tune(cluster, results.front(), a.tune);
+    if (!a.json) std::cout << "overlay: " << a.tune << " (vexp check " << a.tune << ")\n";
+  }
+}
+
+}  // namespace
+
+void add_plan(CLI::App& app) {
+  auto* cmd = app.add_subcommand("plan", "Predict a recipe's step time, scaling and bottleneck on a described cluster");
+  auto a = std::make_shared<PlanArgs>();
+  cmd->add_option("recipes", a->recipes, "Recipe file(s); several are planned side by side");
+  cmd->add_option("--cluster", a->cluster, "Cluster description (TOML with a [cluster] table; docs/planning.md)");
+  cmd->add_option("--gpus", a->gpus, "GPU counts, comma-separated (default: the recipe's dist.world_size)");
+  cmd->add_option("--layout", a->layout, "Training data as JPEG frame folders or video files")
+      ->check(CLI::IsMember({"frames", "videos"}));
+  cmd->add_option("--threads-per-gpu", a->threads_per_gpu,
+                  "Decode threads per GPU (default: the cluster's cores_per_node / gpus_per_node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--bucket-mb", a->bucket_mb, "Gradient bucket size in MiB (default: the recipe's dist.bucket_mb)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--fixed-batch", a->fixed_batch,
+                "Keep the recipe's dist.world_size (global batch) and emulate it on G GPUs; G must divide it "
+                "(default: weak scaling, dist.world_size = G)");
+  cmd->add_flag("--json", a->json, "Print JSON (docs/planning.md)");
+  cmd->add_option("--plot", a->plot, "Write a PNG: efficiency and the step-time split against GPU count");
+  cmd->add_option("--tune", a->tune, "Write the suggested settings as a recipe overlay (extends = RECIPE)");
+  cmd->add_option("--set", a->sets, "Override a recipe value: --set dist.batch_per_gpu=16 (repeatable)");
+  add_plugin_path_option(cmd, a->plugin_paths);
+  add_measure_local_options(cmd, a->measure);
+  cmd->callback([a] { run_plan(*a); });
+}
+
+}  // namespace vexp::cli

@@ -1,0 +1,201 @@
+#include "plan/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "vexp/runtime/buckets.hpp"
+
+namespace vexp::plan {
+
+namespace {
+constexpr double kBytesPerMsPerGBps = 1e6;  // 1 GB/s = 1e9 B/s = 1e6 B/ms
+constexpr double kMsPerUs = 1e-3;
+}  // namespace
+
+std::vector<Bucket> model_buckets(const std::vector<int64_t>& numels, const std::vector<double>& macs,
+                                  int64_t wire_bytes_per_element, double bucket_mb) {
+  // Backward work per parameter: its MACs (its numel when no MAC is known at all).
+  std::vector<double> work(numels.size(), 0.0);
+  double total = 0;
+  for (size_t k = 0; k < numels.size(); ++k) total += k < macs.size() ? macs[k] : 0.0;
+  for (size_t k = 0; k < numels.size(); ++k)
+    work[k] = total > 0 ? (k < macs.size() ? macs[k] : 0.0) : static_cast<double>(numels[k]);
+  total = 0;
+  for (double w : work) total += w;
+  // done[k]: the backward's work up to and including parameter k (reverse order).
+  std::vector<double> done(numels.size(), 0.0);
+  double acc = 0;
+  for (size_t k = numels.size(); k-- > 0;) {
+    acc += work[k];
+    done[k] = acc;
+  }
+  std::vector<Bucket> out;
+  for (const auto& members : bucket_layout(numels, wire_bytes_per_element, bucket_mb)) {
+    Bucket b;
+    size_t first = members.front();
+    for (size_t k : members) {
+      b.bytes += static_cast<double>(numels[k] * wire_bytes_per_element);
+      first = std::min(first, k);
+    }
+    b.ready = total > 0 ? done[first] / total : 1.0;
+    out.push_back(b);
+  }
+  return out;
+}
+
+Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu) {
+  for (const auto& p : c.profiles) {
+    if (p.model != w.model || p.frames != w.frames || p.size != w.size || p.precision != w.precision) continue;
+    const double scale = static_cast<double>(per_gpu) / p.batch;
+    Compute r;
+    r.forward_ms = p.forward_ms * scale;
+    r.backward_ms = p.backward_ms * scale;
+    r.optimizer_ms = p.optimizer_ms;
+    r.profile = "measured";
+    r.source = p.from.empty() ? p.source : p.from;
+    return r;
+  }
+  if (c.derive.given) {
+    if (w.macs_per_clip <= 0) throw PlanError("the model's MACs per clip are unknown: cannot derive its compute");
+    // train_macs_per_s counts forward + backward = 3 x the forward's MACs.
+    const double train_ms = 3.0 * w.macs_per_clip * static_cast<double>(per_gpu) / c.derive.train_macs_per_s * 1e3;
+    Compute r;
+    r.forward_ms = train_ms / 3.0;
+    r.backward_ms = train_ms * 2.0 / 3.0;
+    r.optimizer_ms = c.derive.optimizer_ms_per_mparam * static_cast<double>(w.params) / 1e6;
+    r.profile = "derived";
+    r.source = c.derive.source;
+    return r;
+  }
+  throw PlanError("cluster '" + c.name + "' has no [[gpu.profile]] for model '" + w.model + "' at " +
+                  std::to_string(w.frames) + " frames, size " + std::to_string(w.size) + ", " + w.precision +
+                  " and no [gpu.derive] to derive one from the model's MACs");
+}
+
+int64_t nodes_for(const dsl::Cluster& c, int64_t gpus) { return (gpus + c.gpus_per_node - 1) / c.gpus_per_node; }
+
+namespace {
+// A ring over p members: 2(p-1) steps of latency alpha, 2(p-1)/p of the bytes
+// through the slowest link.
+double ring_ms(int64_t p, double bytes, double alpha_ms, double bytes_per_ms) {
+  if (p <= 1) return 0;
+  const double pd = static_cast<double>(p);
+  return 2.0 * (pd - 1) * alpha_ms + 2.0 * (pd - 1) / pd * bytes / bytes_per_ms;
+}
+}  // namespace
+
+double allreduce_ms(const dsl::Cluster& c, int64_t ranks, double bytes, std::string* algo) {
+  if (algo) algo->clear();
+  if (ranks <= 1) return 0;
+  const int64_t n = nodes_for(c, ranks);
+  const double a_intra = c.intra.latency_us * kMsPerUs, bw_intra = c.intra.bandwidth_GBps * kBytesPerMsPerGBps;
+  if (n == 1) {
+    if (algo) *algo = "ring";
+    return ring_ms(ranks, bytes, a_intra, bw_intra);
+  }
+  const int64_t q = (ranks + n - 1) / n;  // ranks per node
+  const double a_inter = c.inter.latency_us * kMsPerUs;
+  const double bw_node = static_cast<double>(c.inter.rails) * c.inter.bandwidth_GBps * kBytesPerMsPerGBps;
+  // Flat ring over every rank: each step waits for the slower hop; every node
+  // boundary carries the ring's whole traffic through the node's rails.
+  const double flat = ring_ms(ranks, bytes, q > 1 ? std::max(a_intra, a_inter) : a_inter,
+                              q > 1 ? std::min(bw_intra, bw_node) : bw_node);
+  // Hierarchical: reduce-scatter in the node (half a ring), a ring over the nodes
+  // on each rank's 1/q shard with 1/q of the rails each (= the whole node's
+  // bandwidth on the whole buffer), all-gather in the node.
+  const double hier = (q > 1 ? ring_ms(q, bytes, a_intra, bw_intra) : 0.0) + ring_ms(n, bytes, a_inter, bw_node);
+  if (algo) *algo = hier < flat ? "hierarchical" : "ring";
+  return std::min(flat, hier);
+}
+
+double threads_per_gpu(const dsl::Cluster& c, const DataOptions& o) {
+  return o.threads_per_gpu > 0 ? o.threads_per_gpu : c.cpu.cores_per_node / static_cast<double>(c.gpus_per_node);
+}
+
+namespace {
+double per_core_rate(const dsl::Cluster& c, const std::string& layout) {
+  const double r = layout == "videos" ? c.cpu.videos_clips_per_s_per_core : c.cpu.frames_clips_per_s_per_core;
+  if (r <= 0)
+    throw PlanError("cluster '" + c.name + "' has no decode rate for the " + layout + " layout ([cpu] " + layout +
+                    "_clips_per_s_per_core or from_" + layout + ")");
+  return r;
+}
+
+// Clips/s one rank may read from storage (infinite without a [storage] figure for the layout).
+double storage_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+  const double clip_bytes = o.layout == "videos" ? c.storage.videos_clip_bytes : c.storage.frames_clip_bytes;
+  if (!c.storage.given || clip_bytes <= 0) return INFINITY;
+  const int64_t n = nodes_for(c, gpus);
+  const double q = std::ceil(static_cast<double>(gpus) / static_cast<double>(n));
+  double node_Bps = c.storage.read_GBps * 1e9 / static_cast<double>(n);
+  if (c.storage.node_read_GBps > 0) node_Bps = std::min(node_Bps, c.storage.node_read_GBps * 1e9);
+  return node_Bps / q / clip_bytes;
+}
+}  // namespace
+
+double data_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+  const double decode = threads_per_gpu(c, o) * per_core_rate(c, o.layout);
+  return std::min(decode, storage_clips_per_s(c, o, gpus));
+}
+
+bool storage_bound(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+  return storage_clips_per_s(c, o, gpus) < threads_per_gpu(c, o) * per_core_rate(c, o.layout);
+}
+
+Row predict(const dsl::Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
+            const StepShape& s) {
+  const int64_t max_gpus = c.nodes * c.gpus_per_node;
+  if (s.gpus > max_gpus)
+    throw PlanError(std::to_string(s.gpus) + " GPUs: cluster '" + c.name + "' has " + std::to_string(c.nodes) +
+                    " nodes x " + std::to_string(c.gpus_per_node) + " = " + std::to_string(max_gpus));
+  Row r;
+  r.gpus = s.gpus;
+  r.ranks = s.gpus;
+  r.nodes = nodes_for(c, s.gpus);
+  r.global_batch = s.global_batch;
+  r.micro_steps = s.micro;
+  r.steps_per_epoch = s.steps_per_epoch;
+  const double micro = static_cast<double>(s.micro);
+  r.forward_ms = micro * k.forward_ms;
+  r.backward_ms = micro * k.backward_ms;
+  r.optimizer_ms = k.optimizer_ms;
+  r.compute_ms = r.forward_ms + r.backward_ms + r.optimizer_ms;
+
+  // The reducer exists on more than one rank and communicates during the last
+  // micro-batch's backward only (prepare(sync) before it).
+  if (s.gpus > 1) {
+    const double bw_start = (micro - 1) * (k.forward_ms + k.backward_ms) + k.forward_ms;
+    const double bw_end = bw_start + k.backward_ms;
+    double end = 0, largest = -1;
+    for (const Bucket& b : buckets) {
+      std::string algo;
+      const double t = allreduce_ms(c, s.gpus, b.bytes, &algo);
+      const double start = std::max(bw_start + b.ready * k.backward_ms, end);
+      end = start + t;
+      r.comm_ms += t;
+      if (b.bytes > largest) {
+        largest = b.bytes;
+        r.algorithm = algo;
+      }
+    }
+    r.exposed_comm_ms = std::max(0.0, end - bw_end);
+  }
+
+  const double clips = micro * static_cast<double>(s.per_gpu);
+  r.data_ms = clips / data_clips_per_s(c, data, s.gpus) * 1e3;
+  r.exposed_data_ms = std::max(0.0, r.data_ms - (r.compute_ms + r.exposed_comm_ms));
+  r.step_ms = r.compute_ms + r.exposed_comm_ms + r.exposed_data_ms;
+  r.clips_per_s = static_cast<double>(s.global_batch) / r.step_ms * 1e3;
+  r.epoch_s = s.steps_per_epoch * r.step_ms / 1e3;
+  r.total_s = static_cast<double>(s.total_steps) * r.step_ms / 1e3;
+  r.bottleneck = "compute";
+  if (r.exposed_comm_ms > r.compute_ms && r.exposed_comm_ms >= r.exposed_data_ms) r.bottleneck = "communication";
+  else if (r.exposed_data_ms > r.compute_ms && r.exposed_data_ms > r.exposed_comm_ms) r.bottleneck = "data";
+  return r;
+}
+
+void set_efficiency(Row& r, const Row& one) {
+  r.efficiency = one.clips_per_s > 0 ? r.clips_per_s / (static_cast<double>(r.gpus) * one.clips_per_s) : 0;
+}
+
+}  // namespace vexp::plan

@@ -1,0 +1,111 @@
+// `vexp plan`'s performance model: one optimizer step of a data-parallel run on a
+// described cluster (dsl/cluster.hpp), split into compute, exposed communication
+// and exposed data loading. Torch-free: the model's numbers (MACs per parameter,
+// the reducer's bucket layout, the dry-run plan's batch geometry) are inputs.
+// docs/planning.md ("The model") has the equations.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/cluster.hpp"
+
+namespace vexp::plan {
+
+// A problem with the inputs (no profile for the model, a layout without a decode
+// rate, more GPUs than the cluster has): one sentence.
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One gradient bucket as the reducer sends it: its bytes on the wire and when its
+// last gradient is ready, as a fraction (0..1] of the last micro-batch's backward.
+struct Bucket {
+  double bytes = 0;
+  double ready = 0;
+};
+
+// The reducer's buckets (buckets.hpp layout, registration order `numels`) with
+// ready times from each parameter's share of the backward: backward runs through
+// the parameters in reverse registration order, spending on each a time
+// proportional to its forward MACs (`macs`, the same order).
+std::vector<Bucket> model_buckets(const std::vector<int64_t>& numels, const std::vector<double>& macs,
+                                  int64_t wire_bytes_per_element, double bucket_mb);
+
+// Compute of one rank per micro-step of `per_gpu` clips, plus the optimizer step.
+struct Compute {
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  std::string profile;  // measured | derived
+  std::string source;   // the profile's source or bench file, or [gpu.derive]'s source
+};
+
+// What the model key, clip and precision select: a matching [[gpu.profile]]
+// (model, frames, size, precision) scaled linearly from its batch to `per_gpu`,
+// else [gpu.derive] from the MACs; PlanError when neither applies.
+struct Workload {
+  std::string model;          // model key
+  int64_t frames = 0, size = 0;
+  std::string precision;      // run.precision
+  double macs_per_clip = 0;   // forward
+  int64_t params = 0;         // trainable parameters
+};
+Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu);
+
+// Time (ms) of one allreduce of `bytes` per rank over `ranks` ranks placed on
+// ceil(ranks / gpus_per_node) nodes; `algo` gets "ring" or "hierarchical".
+// One node: ring, 2(p-1) alpha_intra + 2(p-1)/p B / bw_intra. Several nodes: the
+// faster of a flat ring (bounded by the slower link) and the hierarchical
+// reduce-scatter / inter-node ring / all-gather, as NCCL picks per message size.
+double allreduce_ms(const dsl::Cluster& c, int64_t ranks, double bytes, std::string* algo = nullptr);
+
+// The geometry of one planned step (from the dry-run planner's DistPlan).
+struct StepShape {
+  int64_t gpus = 1;           // ranks launched (GPUs used)
+  int64_t world = 1;          // dist.world_size (> gpus: emulated)
+  int64_t per_gpu = 1;
+  int64_t micro = 1;          // micro-batches per rank per step ((world / gpus) x accum)
+  int64_t global_batch = 1;
+  double steps_per_epoch = 0; // N / global batch
+  int64_t total_steps = 0;
+};
+
+struct DataOptions {
+  std::string layout = "frames";  // frames | videos
+  double threads_per_gpu = 0;     // decode threads per rank (0: cores_per_node / gpus_per_node)
+};
+
+// Decode threads per rank that `o` means on `c`.
+double threads_per_gpu(const dsl::Cluster& c, const DataOptions& o);
+// Clips/s one rank's loader delivers on `nodes` nodes: threads x per-core rate,
+// capped by its share of the storage bandwidth. PlanError when the layout has no rate.
+double data_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus);
+// True when the storage cap, not the decode threads, limits data_clips_per_s.
+bool storage_bound(const dsl::Cluster& c, const DataOptions& o, int64_t gpus);
+
+struct Row {
+  int64_t gpus = 0, nodes = 0, ranks = 0, global_batch = 0, micro_steps = 0;
+  double data_ms = 0, compute_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double comm_ms = 0, exposed_comm_ms = 0, exposed_data_ms = 0, step_ms = 0;
+  double clips_per_s = 0, efficiency = 0, epoch_s = 0, total_s = 0, steps_per_epoch = 0;
+  std::string bottleneck;  // compute | communication | data
+  std::string algorithm;   // allreduce algorithm of the largest bucket ("" on one rank)
+};
+
+// One step: compute = micro x (forward + backward) + optimizer; the buckets are
+// sent in order during the last micro-batch's backward (the reducer communicates
+// only then), bucket k starting at max(its ready time, the previous bucket's end);
+// exposed comm = the last end - the backward's end; data (prefetched) is exposed
+// where it takes longer than compute + exposed comm. efficiency is left 0 (it
+// needs the 1-GPU row: set_efficiency).
+Row predict(const dsl::Cluster& c, const Compute& compute, const std::vector<Bucket>& buckets,
+            const DataOptions& data, const StepShape& s);
+
+// efficiency = clips/s / (gpus x the 1-GPU clips/s).
+void set_efficiency(Row& r, const Row& one_gpu);
+
+// ceil(gpus / gpus_per_node).
+int64_t nodes_for(const dsl::Cluster& c, int64_t gpus);
+
+}  // namespace vexp::plan

@@ -1,0 +1,260 @@
+#include "plan/output.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "common.hpp"
+
+namespace vexp::plan {
+namespace fs = std::filesystem;
+using cli::Exit;
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// "42 s", "12.5 min", "3.2 h", "2.1 d".
+std::string duration(double s) {
+  if (s < 120) return fmt("%.1f s", s);
+  if (s < 7200) return fmt("%.1f min", s / 60);
+  if (s < 172800) return fmt("%.1f h", s / 3600);
+  return fmt("%.1f d", s / 86400);
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+
+std::string gpu_list(const std::vector<Row>& rows) {
+  std::string out;
+  for (const auto& r : rows) out += (out.empty() ? "" : ",") + std::to_string(r.gpus);
+  return out;
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& option) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw Exit{cli::kExitInvalid, option + " '" + path + "': exists and is not a regular file; refusing to replace it"};
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Exit{cli::kExitInvalid, option + " '" + path + "': no such folder '" + parent.string() + "'"};
+}
+
+std::string plan_table(const dsl::Cluster& c, const std::vector<RecipeResult>& results) {
+  std::ostringstream out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RecipeResult& r = results[i];
+    if (i) out << "\n";
+    out << "vexp plan: " << r.recipe << " on '" << c.name << "' (" << c.path << ", " << c.nodes << " nodes x "
+        << c.gpus_per_node << " " << c.gpu_name << ")\n";
+    out << "model " << r.model << ": compute " << r.compute.profile << " ("
+        << (r.compute.source.empty() ? "no source" : r.compute.source) << "), per micro-step of " << r.per_gpu
+        << " clips: forward " << fmt("%.1f", r.compute.forward_ms) << " ms, backward "
+        << fmt("%.1f", r.compute.backward_ms) << " ms; optimizer " << fmt("%.1f", r.compute.optimizer_ms) << " ms\n";
+    out << "gradients " << fmt("%.1f", r.grad_params / 1e6) << " M = " << fmt("%.1f", r.grad_bytes / 1e6) << " MB in "
+        << r.buckets << " bucket(s) of " << fmt("%g", r.bucket_mb) << " MiB ("
+        << (r.compression == "none" ? "fp32" : r.compression) << " wire)"
+        << (r.attributed ? "" : "; backward spread by parameter size (no MACs tied to parameters)") << "\n";
+    out << "data: " << r.layout << ", " << fmt("%g", r.threads_per_gpu) << " decode thread(s) per GPU; scaling: "
+        << (r.fixed_batch ? "fixed global batch (dist.world_size " + std::to_string(r.world) + " emulated on G GPUs)"
+                          : "weak (dist.world_size = G, " + std::to_string(r.per_gpu) + " clips per GPU x " +
+                                std::to_string(r.accum) + " accumulation)")
+        << "\n\n";
+    out << "  GPUs nodes  global  micro  compute   exposed   exposed      step     clips/s   eff.      epoch      total  bottleneck\n"
+        << "             batch   steps       ms   comm ms   data ms        ms                 %\n";
+    for (const Row& row : r.rows) {
+      out << pad(std::to_string(row.gpus), 6) << pad(std::to_string(row.nodes), 6)
+          << pad(std::to_string(row.global_batch), 8) << pad(std::to_string(row.micro_steps), 7)
+          << pad(fmt("%.1f", row.compute_ms), 9) << pad(fmt("%.1f", row.exposed_comm_ms), 10)
+          << pad(fmt("%.1f", row.exposed_data_ms), 10) << pad(fmt("%.1f", row.step_ms), 10)
+          << pad(fmt("%.1f", row.clips_per_s), 12) << pad(fmt("%.1f", 100 * row.efficiency), 7)
+          << pad(duration(row.epoch_s), 11) << pad(duration(row.total_s), 11) << "  " << row.bottleneck << "\n";
+    }
+    const Advice& a = r.advice;
+    out << "\nadvice (" << a.at_gpus << " GPUs):\n";
+    if (a.knee_gpus > 0)
+      out << "  knee: " << a.knee_gpus << " GPUs, the largest of " << gpu_list(r.rows) << " still at >= "
+          << fmt("%.0f", 100 * a.knee_efficiency) << "% efficiency\n";
+    else
+      out << "  knee: none of " << gpu_list(r.rows) << " reaches " << fmt("%.0f", 100 * a.knee_efficiency)
+          << "% efficiency\n";
+    std::string scan;
+    for (const auto& [mb, ms] : a.bucket_scan) scan += (scan.empty() ? "" : ", ") + fmt("%g", mb) + ": " + fmt("%.1f", ms);
+    if (a.bucket_mb != r.bucket_mb)
+      out << "  bucket: " << fmt("%g", a.bucket_mb) << " MiB exposes " << fmt("%.1f", a.bucket_exposed_ms)
+          << " ms of communication instead of " << fmt("%.1f", a.current_bucket_exposed_ms) << " ms at "
+          << fmt("%g", r.bucket_mb) << " MiB (MiB: exposed ms = " << scan << ")\n";
+    else
+      out << "  bucket: keep " << fmt("%g", r.bucket_mb) << " MiB (MiB: exposed ms = " << scan << ")\n";
+    for (const auto& l : a.layouts) {
+      out << "  " << l.layout << ": ";
+      if (l.storage_bound && l.threads_needed <= 0)
+        out << "storage-bound: no number of decode threads keeps up";
+      else
+        out << fmt("%g", l.threads_needed) << " decode thread(s) per GPU keep up";
+      out << "; with " << fmt("%g", r.threads_per_gpu) << " the GPUs "
+          << (l.fed ? "are fed" : "wait " + fmt("%.1f", l.exposed_data_ms) + " ms per step") << "\n";
+    }
+    if (a.layouts.empty()) out << "  data: the cluster gives no decode rate\n";
+  }
+  return out.str();
+}
+
+nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>& results) {
+  nlohmann::json plans = nlohmann::json::array();
+  for (const RecipeResult& r : results) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Row& x : r.rows)
+      rows.push_back({{"gpus", x.gpus}, {"nodes", x.nodes}, {"ranks", x.ranks}, {"global_batch", x.global_batch},
+                      {"micro_steps", x.micro_steps}, {"data_ms", x.data_ms}, {"compute_ms", x.compute_ms},
+                      {"forward_ms", x.forward_ms}, {"backward_ms", x.backward_ms}, {"optimizer_ms", x.optimizer_ms},
+                      {"comm_ms", x.comm_ms}, {"exposed_comm_ms", x.exposed_comm_ms},
+                      {"exposed_data_ms", x.exposed_data_ms}, {"step_ms", x.step_ms}, {"clips_per_s", x.clips_per_s},
+                      {"efficiency", x.efficiency}, {"epoch_s", x.epoch_s}, {"total_s", x.total_s},
+                      {"steps_per_epoch", x.steps_per_epoch}, {"bottleneck", x.bottleneck},
+                      {"allreduce", x.algorithm}});
+    const Advice& a = r.advice;
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const auto& l : a.layouts)
+      layouts.push_back({{"layout", l.layout}, {"threads_needed", l.threads_needed}, {"storage_bound", l.storage_bound},
+                         {"exposed_data_ms", l.exposed_data_ms}, {"fed", l.fed}});
+    nlohmann::json scan = nlohmann::json::array();
+    for (const auto& [mb, ms] : a.bucket_scan) scan.push_back({{"bucket_mb", mb}, {"exposed_comm_ms", ms}});
+    plans.push_back({{"recipe", r.recipe}, {"model", r.model}, {"profile", r.compute.profile},
+                     {"profile_source", r.compute.source}, {"grad_bytes", r.grad_bytes},
+                     {"grad_params", r.grad_params}, {"buckets", r.buckets}, {"bucket_mb", r.bucket_mb},
+                     {"compression", r.compression}, {"layout", r.layout}, {"threads_per_gpu", r.threads_per_gpu},
+                     {"scaling", r.fixed_batch ? "fixed_batch" : "weak"}, {"world_size", r.world},
+                     {"batch_per_gpu", r.per_gpu}, {"accum_steps", r.accum}, {"rows", rows},
+                     {"advice",
+                      {{"knee_rule", "the largest gpus with efficiency >= knee_efficiency"},
+                       {"knee_efficiency", a.knee_efficiency}, {"knee_gpus", a.knee_gpus}, {"at_gpus", a.at_gpus},
+                       {"bucket_mb", a.bucket_mb}, {"bucket_exposed_comm_ms", a.bucket_exposed_ms},
+                       {"bucket_scan", scan}, {"layouts", layouts}, {"workers", a.workers}}}});
+  }
+  return {{"cluster", c.path}, {"cluster_name", c.name}, {"plans", plans}};
+}
+
+namespace {
+
+// Writes `text` to `path` through a temporary next to it, then renames.
+void write_atomically(const std::string& path, const std::string& text, const std::string& option) {
+  check_output_path(path, option);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Exit{cli::kExitFailure, option + " '" + path + "': cannot write"};
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Exit{cli::kExitFailure, option + " '" + path + "': cannot write"};
+  }
+}
+
+std::string gp_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("''") : std::string(1, ch);
+  return q + "'";
+}
+
+}  // namespace
+
+void write_plot(const std::vector<RecipeResult>& results, const std::string& png) {
+  check_output_path(png, "--plot");
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    throw Exit{cli::kExitFailure, "--plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plot written"};
+  const std::string tmp = png + ".tmp." + std::to_string(::getpid()) + ".png";
+  const size_t n = results.size();
+  std::ostringstream gp;
+  gp << "set terminal pngcairo noenhanced size " << 520 * n << ",780 font 'sans,10'\n"
+     << "set output " << gp_quote(tmp) << "\nset encoding utf8\nset multiplot layout 2," << n << " columnsfirst\n"
+     << "set grid\nset logscale x 2\nset xlabel 'GPUs'\nset key top right\n";
+  for (size_t i = 0; i < n; ++i) {
+    const RecipeResult& r = results[i];
+    gp << "$eff" << i << " << EOD\n";
+    for (const Row& x : r.rows) gp << x.gpus << " " << 100 * x.efficiency << "\n";
+    gp << "EOD\n$split" << i << " << EOD\n";
+    for (const Row& x : r.rows)
+      gp << x.gpus << " " << x.compute_ms << " " << x.exposed_comm_ms << " " << x.exposed_data_ms << "\n";
+    gp << "EOD\n";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const RecipeResult& r = results[i];
+    const std::string name = fs::path(r.recipe).stem().string() + " (" + r.model + ")";
+    double lo = r.rows.front().gpus, hi = r.rows.front().gpus;
+    for (const Row& x : r.rows) {
+      lo = std::min(lo, static_cast<double>(x.gpus));
+      hi = std::max(hi, static_cast<double>(x.gpus));
+    }
+    gp << "set xrange [" << lo / 1.5 << ":" << hi * 1.5 << "]\n"
+       << "set title " << gp_quote(name + ": scaling efficiency") << "\nset ylabel 'efficiency (%)'\n"
+       << "set yrange [0:110]\n"
+       << "plot $eff" << i << " using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title 'predicted', "
+       << "80 with lines dt 2 lc rgb '#999999' title '80%'\n"
+       << "set title " << gp_quote(name + ": step time split") << "\nset ylabel 'ms per step'\nset yrange [0:*]\n"
+       << "plot $split" << i << " using 1:($2+$3+$4) with filledcurves x1 lc rgb '#d62728' title 'exposed data', "
+       << "$split" << i << " using 1:($2+$3) with filledcurves x1 lc rgb '#ff7f0e' title 'exposed comm', "
+       << "$split" << i << " using 1:2 with filledcurves x1 lc rgb '#2ca02c' title 'compute'\n";
+  }
+  gp << "unset multiplot\nset output\n";
+  FILE* pipe = ::popen("gnuplot 2>&1", "w");
+  if (!pipe) throw Exit{cli::kExitFailure, "--plot: cannot start gnuplot"};
+  const std::string script = gp.str();
+  std::fwrite(script.data(), 1, script.size(), pipe);
+  const int rc = ::pclose(pipe);
+  std::error_code ec;
+  if (rc != 0 || !fs::is_regular_file(tmp, ec) || fs::file_size(tmp, ec) == 0) {
+    fs::remove(tmp, ec);
+    throw Exit{cli::kExitFailure, "--plot: gnuplot failed; no plot written"};
+  }
+  fs::rename(tmp, png, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Exit{cli::kExitFailure, "--plot '" + png + "': cannot write"};
+  }
+}
+
+void write_tune(const dsl::Cluster& c, const RecipeResult& r, const std::string& path) {
+  check_output_path(path, "--tune");
+  const fs::path dir = fs::absolute(path).parent_path();
+  const std::string base = fs::absolute(r.recipe).lexically_normal().lexically_relative(dir).string();
+  std::ostringstream o;
+  const Advice& a = r.advice;
+  o << "# Suggested by `vexp plan --tune` for cluster '" << c.name << "' (" << c.path << ") at " << a.at_gpus
+    << " GPUs, " << r.layout << " layout.\n";
+  if (a.knee_gpus > 0)
+    o << "# Knee of the scaling curve: " << a.knee_gpus << " GPUs (the largest planned count at >= "
+      << fmt("%.0f", 100 * a.knee_efficiency) << "% efficiency).\n";
+  o << "extends = " << nlohmann::json(base).dump() << "\n";
+  bool any = false;
+  if (a.bucket_mb != r.bucket_mb) {
+    o << "\n[dist]\n# exposed communication " << fmt("%.1f", a.current_bucket_exposed_ms) << " -> "
+      << fmt("%.1f", a.bucket_exposed_ms) << " ms per step\nbucket_mb = " << fmt("%.1f", a.bucket_mb) << "\n";
+    any = true;
+  }
+  if (a.workers != r.workers) {
+    o << "\n[data]\n# decode threads per GPU that keep up on " << r.layout << "\nworkers = " << a.workers << "\n";
+    any = true;
+  }
+  if (!any) o << "# The recipe's settings are already the suggested ones.\n";
+  write_atomically(path, o.str(), "--tune");
+}
+
+}  // namespace vexp::plan

@@ -1,0 +1,205 @@
+#include "plan/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <set>
+
+#include "common.hpp"
+#include "vexp/dsl/validate.hpp"
+#include "vexp/runtime/buckets.hpp"
+#include "vexp/runtime/dry_run.hpp"
+
+namespace vexp::plan {
+
+using cli::Exit;
+using cli::kExitInvalid;
+
+std::string model_key(const dsl::RecipePlan& plan) {
+  std::string key;
+  for (const auto& n : plan.nodes) {
+    if (n.kind != "backbone") continue;
+    key = n.op;
+    if (n.params.has("depth") && n.params.get("depth").is_int()) key += std::to_string(n.params.i64("depth"));
+    if (n.params.has("inflate_style") && n.params.get("inflate_style").is_string())
+      key += "_" + n.params.str("inflate_style");
+    break;
+  }
+  if (key.empty() && !plan.nodes.empty()) key = plan.nodes.front().op;
+  std::set<std::string> seen;
+  std::string prefix;
+  for (const auto& in : plan.inserts) {
+    if (!seen.insert(in.op).second) continue;
+    prefix += (in.op == "temporal_shift" ? std::string("tsm") : in.op) + "_";
+  }
+  return prefix + key;
+}
+
+namespace {
+
+// A fresh session of `recipe` with `overrides`, validated for planning (as
+// `vexp run --dry-run`); Exit (invalid) with its diagnostics otherwise.
+void open_for_planning(Session& s, const std::string& recipe, const PlanOptions& o,
+                       const std::vector<dsl::Override>& overrides, bool quiet) {
+  cli::load_session_plugins(s, o.plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, recipe, overrides, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  // The first opening prints the recipe's warnings; the re-plans at other GPU
+  // counts only their errors.
+  if (quiet && ok) return;
+  if (!cli::print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
+  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+}
+
+StepShape shape_of(const DistPlan& p) {
+  StepShape s;
+  s.gpus = p.ranks;
+  s.world = p.world;
+  s.per_gpu = p.per_gpu;
+  s.micro = p.micro;
+  s.global_batch = p.global_batch;
+  s.steps_per_epoch = static_cast<double>(p.train_size) / static_cast<double>(p.global_batch);
+  s.total_steps = p.total_steps;
+  return s;
+}
+
+}  // namespace
+
+RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster, const PlanOptions& o) {
+  std::vector<dsl::Override> base = o.overrides;
+  if (o.bucket_mb > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", o.bucket_mb);
+    base.push_back({"dist.bucket_mb", std::string(buf).find_first_of(".e") == std::string::npos
+                                          ? std::string(buf) + ".0" : std::string(buf)});
+  }
+  Session s0;
+  open_for_planning(s0, recipe, o, base, false);
+  const dsl::RecipePlan& plan = *s0.plan;
+  RecipeResult r;
+  r.recipe = recipe;
+  r.model = model_key(plan);
+  r.world = plan.dist.world_size;
+  r.per_gpu = plan.dist.batch_per_gpu;
+  r.accum = plan.dist.accum_steps;
+  r.bucket_mb = plan.dist.bucket_mb;
+  r.compression = plan.dist.compression;
+  r.workers = plan.data.workers;
+  r.fixed_batch = o.fixed_batch;
+  GradientProfile prof;
+  DistPlan p0;
+  try {
+    p0 = plan_run(s0, r.world, &prof);
+  } catch (const std::exception& e) {
+    throw Exit{kExitInvalid, recipe + ": " + e.what()};
+  }
+  r.grad_params = p0.grad_params;
+  r.grad_bytes = p0.grad_bytes;
+  r.buckets = p0.buckets;
+  r.attributed = prof.attributed;
+  const auto& clip = plan.data_facts.clip;
+  Workload w;
+  w.model = r.model;
+  w.frames = clip[0];
+  w.size = clip[2];
+  w.precision = plan.run.precision;
+  w.macs_per_clip = prof.macs_per_clip;
+  w.params = p0.grad_params;
+  try {
+    r.compute = compute_for(cluster, w, r.per_gpu);
+  } catch (const PlanError& e) {
+    throw Exit{kExitInvalid, recipe + ": " + e.what()};
+  }
+  const int64_t wire = wire_bytes_per_element(r.compression);
+  const std::vector<Bucket> buckets = model_buckets(prof.numels, prof.macs, wire, r.bucket_mb);
+  r.layout = o.data.layout;
+  r.threads_per_gpu = threads_per_gpu(cluster, o.data);
+
+  // The plan at G GPUs: weak scaling re-plans with dist.world_size = G; fixed
+  // batch keeps the recipe's world and launches G ranks (each emulates world / G).
+  auto dist_plan_at = [&](int64_t g) -> DistPlan {
+    try {
+      if (o.fixed_batch) return make_dist_plan(plan, g, p0.train_size, p0.grad_params);
+      if (g == r.world) return p0;
+      std::vector<dsl::Override> ov = base;
+      ov.push_back({"dist.world_size", std::to_string(g)});
+      Session sg;
+      open_for_planning(sg, recipe, o, ov, true);
+      return make_dist_plan(*sg.plan, g, p0.train_size, p0.grad_params);
+    } catch (const std::exception& e) {
+      throw Exit{kExitInvalid, recipe + " at " + std::to_string(g) + " GPU(s): " + e.what()};
+    }
+  };
+  auto row_at = [&](const DistPlan& dp, const std::vector<Bucket>& bk, const DataOptions& d) {
+    try {
+      return predict(cluster, r.compute, bk, d, shape_of(dp));
+    } catch (const PlanError& e) {
+      throw Exit{kExitInvalid, recipe + ": " + e.what()};
+    }
+  };
+  std::vector<int64_t> gpus = o.gpus.empty() ? std::vector<int64_t>{r.world} : o.gpus;
+  const Row one = row_at(dist_plan_at(1), buckets, o.data);
+  std::vector<DistPlan> plans;
+  for (int64_t g : gpus) {
+    plans.push_back(dist_plan_at(g));
+    Row row = g == 1 ? one : row_at(plans.back(), buckets, o.data);
+    set_efficiency(row, one);
+    r.rows.push_back(row);
+  }
+
+  // Advice.
+  Advice& a = r.advice;
+  for (const Row& row : r.rows)
+    if (row.efficiency >= a.knee_efficiency) a.knee_gpus = std::max(a.knee_gpus, row.gpus);
+  size_t last = 0;
+  for (size_t i = 0; i < r.rows.size(); ++i)
+    if (r.rows[i].gpus >= r.rows[last].gpus) last = i;
+  const DistPlan& at = plans[last];
+  a.at_gpus = r.rows[last].gpus;
+  a.current_bucket_exposed_ms = r.rows[last].exposed_comm_ms;
+  a.bucket_mb = r.bucket_mb;
+  a.bucket_exposed_ms = a.current_bucket_exposed_ms;
+  std::set<double> sizes{1, 2, 5, 10, 25, 50, 100, 200};
+  sizes.insert(r.bucket_mb);
+  for (double mb : sizes) {
+    const Row t = row_at(at, model_buckets(prof.numels, prof.macs, wire, mb), o.data);
+    a.bucket_scan.emplace_back(mb, t.exposed_comm_ms);
+    // Another size only when it hides at least 1% of a step more (ties keep the recipe's).
+    if (t.exposed_comm_ms < a.bucket_exposed_ms - 0.01 * r.rows[last].step_ms) {
+      a.bucket_mb = mb;
+      a.bucket_exposed_ms = t.exposed_comm_ms;
+    }
+  }
+  const Row& big = r.rows[last];
+  const double busy_s = (big.compute_ms + big.exposed_comm_ms) / 1e3;
+  const double clips = static_cast<double>(big.micro_steps * r.per_gpu);
+  for (const char* layout : {"frames", "videos"}) {
+    const double rate = std::string(layout) == "videos" ? cluster.cpu.videos_clips_per_s_per_core
+                                                        : cluster.cpu.frames_clips_per_s_per_core;
+    if (rate <= 0) continue;
+    Advice::Layout l;
+    l.layout = layout;
+    DataOptions d = o.data;
+    d.layout = layout;
+    l.storage_bound = storage_bound(cluster, d, big.gpus);
+    // Threads whose decoding keeps up with compute + exposed comm, unless storage caps it first.
+    DataOptions many = d;
+    many.threads_per_gpu = 1e9;
+    const double cap = data_clips_per_s(cluster, many, big.gpus);
+    l.threads_needed = clips / busy_s <= cap ? std::ceil(clips / busy_s / rate) : 0;
+    l.exposed_data_ms = row_at(at, buckets, d).exposed_data_ms;
+    l.fed = l.exposed_data_ms <= 0;
+    a.layouts.push_back(l);
+  }
+  a.workers = r.workers;
+  for (const auto& l : a.layouts)
+    if (l.layout == r.layout && l.threads_needed > 0) a.workers = std::max<int64_t>(1, static_cast<int64_t>(l.threads_needed));
+  return r;
+}
+
+}  // namespace vexp::plan

@@ -1,0 +1,75 @@
+// `vexp plan`: a recipe planned at each GPU count through the dry-run planner
+// (open_recipe_for_planning with dist.world_size overridden like --set, then
+// plan_run / make_dist_plan), its model's gradient profile and the reducer's
+// bucket layout fed to the performance model (model.hpp), plus the advice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/model.hpp"
+#include "vexp/dsl/recipe.hpp"
+#include "vexp/dsl/validate.hpp"
+
+namespace vexp::plan {
+
+struct PlanOptions {
+  std::vector<int64_t> gpus;          // empty: the recipe's dist.world_size
+  DataOptions data;
+  double bucket_mb = 0;               // > 0: --bucket-mb (dist.bucket_mb overridden)
+  bool fixed_batch = false;           // keep dist.world_size; emulate it on G GPUs
+  std::vector<dsl::Override> overrides;       // --set
+  std::vector<std::string> plugin_paths;      // --plugin-path
+};
+
+struct Advice {
+  double knee_efficiency = 0.8;       // the rule: the largest G with efficiency >= this
+  int64_t knee_gpus = 0;              // 0: no G reaches it
+  int64_t at_gpus = 0;                // the largest G (where the rest is evaluated)
+  double bucket_mb = 0;               // the bucket size with the least exposed comm at at_gpus
+  double bucket_exposed_ms = 0;
+  double current_bucket_exposed_ms = 0;
+  std::vector<std::pair<double, double>> bucket_scan;  // (bucket_mb, exposed comm ms) at at_gpus
+  // Decode threads per GPU that keep the GPUs fed at at_gpus (per layout with a
+  // rate); 0 when storage, not decoding, is the limit.
+  struct Layout {
+    std::string layout;
+    double threads_needed = 0;
+    bool storage_bound = false;
+    double exposed_data_ms = 0;       // with the planned threads per GPU
+    bool fed = false;                 // exposed_data_ms == 0
+  };
+  std::vector<Layout> layouts;
+  int64_t workers = 0;                // suggested data.workers (threads needed on the planned layout, >= 1)
+};
+
+struct RecipeResult {
+  std::string recipe;
+  std::string model;                  // model key
+  Compute compute;                    // per micro-step at batch_per_gpu
+  int64_t grad_bytes = 0, grad_params = 0;
+  int64_t buckets = 0;
+  double bucket_mb = 0;
+  std::string compression;
+  bool attributed = true;             // MACs tied to parameters (else spread by size)
+  int64_t world = 0, per_gpu = 0, accum = 0;
+  int64_t workers = 0;                // the recipe's data.workers
+  std::string layout;
+  double threads_per_gpu = 0;
+  bool fixed_batch = false;
+  std::vector<Row> rows;
+  Advice advice;
+};
+
+// Plans `recipe` on `cluster`. Throws cli::Exit (invalid recipe, impossible
+// geometry, no profile) with one line.
+RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster, const PlanOptions& options);
+
+// The model key of a recipe (what [[gpu.profile]] model matches): the backbone
+// node's op and depth ("resnet50", "resnet3d50"), with its inflate_style when it
+// has one ("resnet3d50_3x3x3"), prefixed by "tsm_" when temporal_shift is
+// inserted (other inserted ops: their op name).
+std::string model_key(const dsl::RecipePlan& plan);
+
+}  // namespace vexp::plan
