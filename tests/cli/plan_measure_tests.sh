@@ -11,7 +11,7 @@ CHECK_CRASH_EVERY_RUN=1
 source "$here/testlib.sh"
 quick=$src/recipes/quickstart/tsm_motion.toml
 # The smallest measurement: one step of one recipe, two small allreduces, a 4 MiB file.
-small=(--measure-steps 1 --measure-warmup 0 --allreduce-mb 0.01,0.1 --storage-mb 4 --ranks 2 --measure-threads 1)
+small=(--measure-steps 1 --measure-warmup 0 --allreduce-mb 0.01,32 --storage-mb 4 --ranks 2 --measure-threads 1)
 
 case "$name" in
 measure_local)
@@ -31,7 +31,7 @@ assert t["clip"] == [8, 1, 32, 32] and t["threads"] == 1 and t["phases"]["backwa
 intra = c["links"]["intra"]
 assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
 a = json.load(open(os.path.join(d, "here", "allreduce.json")))
-assert [round(r["mb"], 2) for r in a["results"]] == [0.01, 0.1] and a["ranks"] == 2, a
+assert [round(r["mb"], 2) for r in a["results"]] == [0.01, 32.0] and a["ranks"] == 2, a
 for k in ("from_frames", "from_videos"):
     r = json.load(open(os.path.join(d, c["cpu"][k])))["results"][0]
     assert r["threads"] == 1 and r["clips"] > 0 and r["clips_per_s"] > 0, r
@@ -64,9 +64,11 @@ shipped_clusters)
   for c in summit local; do
     expect_rc 0 -- "$vexp" check "$src/clusters/$c.toml"
   done
-  expect_rc 0 -- "$vexp" plan "$src/recipes/tsm_k400_1536.toml" "$src/recipes/i3d333_k400_1536.toml" \
-    "$src/recipes/i3d311_k400_1536.toml" --cluster "$src/clusters/summit.toml" --gpus 6,96,1536 --json
-  $PY - "$tmp/out" <<'PYEOF' || fail "the Summit plan is not what clusters/summit.toml should give"
+  # (stdout alone: the recipes warn on stderr that their Kinetics data is not here)
+  "$vexp" plan "$src/recipes/tsm_k400_1536.toml" "$src/recipes/i3d333_k400_1536.toml" \
+    "$src/recipes/i3d311_k400_1536.toml" --cluster "$src/clusters/summit.toml" --gpus 6,96,1536 --json \
+    >"$tmp/summit.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "vexp plan on clusters/summit.toml failed"; }
+  $PY - "$tmp/summit.json" <<'PYEOF' || fail "the Summit plan is not what clusters/summit.toml should give"
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert [p["model"] for p in j["plans"]] == ["tsm_resnet50", "resnet3d50_3x3x3", "resnet3d50_3x1x1"], j["plans"]
@@ -77,9 +79,10 @@ for p in j["plans"]:
     for r in p["rows"]:
         assert 0 < r["efficiency"] <= 1.0 + 1e-9 and r["step_ms"] > 0, r
 PYEOF
-  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$src/clusters/local.toml" --gpus 1,2 --json
+  "$vexp" plan "$quick" --cluster "$src/clusters/local.toml" --gpus 1,2 --json >"$tmp/local.json" 2>"$tmp/err" ||
+    { cat "$tmp/err" >&2; fail "vexp plan on clusters/local.toml failed"; }
   $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["profile"] == "measured", p["profile"]' \
-    "$tmp/out" || fail "the quickstart on clusters/local.toml is not planned from its measured profile"
+    "$tmp/local.json" || fail "the quickstart on clusters/local.toml is not planned from its measured profile"
   ;;
 *) fail "no such test: $name" ;;
 esac
