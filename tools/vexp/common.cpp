@@ -1,10 +1,31 @@
 #include "common.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
+
+std::string exe_path() {
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  return len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string();
+}
+
+std::string shipped_recipe(const std::string& rel) {
+  namespace fs = std::filesystem;
+  const std::string exe = exe_path();
+  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to find its recipes"};
+  const fs::path path = (fs::path(exe).parent_path() / VEXP_DATA_FROM_BIN / "recipes" / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Exit{kExitFailure, "the recipe vexp ships, '" + path.string() + "', is not there (an incomplete install?); "
+                             "give the recipe's path"};
+  return path.string();
+}
 
 void add_plugin_path_option(CLI::App* app, std::vector<std::string>& dirs) {
   app->add_option("--plugin-path", dirs,

@@ -52,6 +52,15 @@ std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets);
 std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string& option, const std::string& layout,
                                       const std::string& example);
 
+// The running executable ("" when unknown).
+std::string exe_path();
+
+// A recipe shipped with vexp (`rel` under recipes/), found from the executable:
+// DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
+// (linked there by the build), whatever the current directory. Exit (failure) when
+// it is not there.
+std::string shipped_recipe(const std::string& rel);
+
 // Prints a recipe's diagnostics to stderr, then "PATH: N errors" when it is not
 // valid. Returns `valid`.
 bool print_recipe_diagnostics(const Session& s, const std::string& path, bool valid);

@@ -37,28 +37,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The running executable ("" when unknown).
-std::string exe_path() {
-  char self[4096];
-  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  return len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string();
-}
-
-// A recipe shipped with vexp (`rel` under recipes/), found from the executable:
-// DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
-// (linked there by the build), whatever the current directory.
-std::string shipped_recipe(const std::string& rel) {
-  namespace fs = std::filesystem;
-  const std::string exe = exe_path();
-  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to find its recipes"};
-  const fs::path path = (fs::path(exe).parent_path() / VEXP_DATA_FROM_BIN / "recipes" / rel).lexically_normal();
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    throw Exit{kExitFailure, "the recipe vexp ships, '" + path.string() + "', is not there (an incomplete install?); "
-                             "give --recipe / --step-recipe"};
-  return path.string();
-}
-
 void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
   load_plugins(s);
   std::string note;

@@ -1,9 +1,11 @@
 // vexp plan RECIPE... --cluster FILE [--gpus 8,64,...] [--layout frames|videos] [--threads-per-gpu N]
 //   [--bucket-mb X] [--fixed-batch] [--json] [--plot FILE.png] [--tune OVERLAY.toml]
+// vexp plan --measure-local [RECIPE...] [--out clusters/local.toml] [--ranks R] ... (plan/measure_local.hpp)
 #include <iostream>
 #include <memory>
 
 #include "common.hpp"
+#include "plan/measure_local.hpp"
 #include "plan/output.hpp"
 #include "plan/planner.hpp"
 #include "vexp/dsl/cluster.hpp"
@@ -24,6 +26,7 @@ struct PlanArgs {
   std::string plot, tune;
   std::vector<std::string> sets;
   std::vector<std::string> plugin_paths;
+  MeasureLocalArgs measure;  // --measure-local and its options
 };
 
 std::vector<int64_t> parse_gpus(const std::string& text) {
@@ -57,8 +60,18 @@ dsl::Cluster open_cluster(const std::string& path) {
 }
 
 void run_plan(const PlanArgs& a) {
-  // --measure-local (written separately: tools/vexp/plan/measure_local.hpp) is
-  // dispatched here, before --cluster is required.
+  // --measure-local (tools/vexp/plan/measure_local.hpp): the recipes are the
+  // profiles measured; no --cluster.
+  if (a.measure.enabled) {
+    if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty())
+      throw Exit{kExitInvalid, "--measure-local writes a cluster file (--out); it takes no --cluster, --gpus, --json, "
+                               "--plot or --tune"};
+    MeasureLocalArgs m = a.measure;
+    m.recipes = a.recipes;
+    m.plugin_paths = a.plugin_paths;
+    run_measure_local(m);
+    return;
+  }
   if (a.cluster.empty()) throw Exit{kExitInvalid, "vexp plan needs --cluster FILE (a cluster description, docs/planning.md)"};
   if (a.recipes.empty()) throw Exit{kExitInvalid, "vexp plan needs at least one RECIPE"};
   if (!a.tune.empty() && a.recipes.size() != 1)
@@ -111,6 +124,7 @@ void add_plan(CLI::App& app) {
   cmd->add_option("--tune", a->tune, "Write the suggested settings as a recipe overlay (extends = RECIPE)");
   cmd->add_option("--set", a->sets, "Override a recipe value: --set dist.batch_per_gpu=16 (repeatable)");
   add_plugin_path_option(cmd, a->plugin_paths);
+  add_measure_local_options(cmd, a->measure);
   cmd->callback([a] { run_plan(*a); });
 }
 

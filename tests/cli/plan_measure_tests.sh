@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end tests of `vexp plan --measure-local` and the shipped cluster files.
+# Usage: plan_measure_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
+set -uo pipefail
+name=$1 vexp=$2 src=$3 build=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_plan_${name}_XXXX")
+trap 'rm -rf "$tmp"' EXIT
+PY=/usr/bin/python3
+CHECK_CRASH_EVERY_RUN=1
+source "$here/testlib.sh"
+quick=$src/recipes/quickstart/tsm_motion.toml
+# The smallest measurement: one step of one recipe, two small allreduces, a 4 MiB file.
+small=(--measure-steps 1 --measure-warmup 0 --allreduce-mb 0.01,32 --storage-mb 4 --ranks 2 --measure-threads 1)
+
+case "$name" in
+measure_local)
+  mkdir -p "$tmp/c"
+  expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}"
+  expect_out "1 node x 2 ranks"
+  [ -f "$tmp/c/here.toml" ] || fail "no cluster file"
+  $PY - "$tmp/c" <<'PYEOF' || fail "the cluster file is not what --measure-local should write"
+import json, os, sys, tomllib
+d = sys.argv[1]
+c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
+assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
+assert "measured by vexp plan --measure-local" in c["cluster"]["source"]
+(p,) = c["gpu"]["profile"]
+t = json.load(open(os.path.join(d, p["from"])))
+assert t["clip"] == [8, 1, 32, 32] and t["threads"] == 1 and t["phases"]["backward"]["median_ms"] > 0, t
+intra = c["links"]["intra"]
+assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
+a = json.load(open(os.path.join(d, "here", "allreduce.json")))
+assert [round(r["mb"], 2) for r in a["results"]] == [0.01, 32.0] and a["ranks"] == 2, a
+for k in ("from_frames", "from_videos"):
+    r = json.load(open(os.path.join(d, c["cpu"][k])))["results"][0]
+    assert r["threads"] == 1 and r["clips"] > 0 and r["clips_per_s"] > 0, r
+s = c["storage"]
+assert s["read_GBps"] > 0 and s["frames_clip_bytes"] > 0 and s["videos_clip_bytes"] > 0, s
+left = [f for f in os.listdir(d) + os.listdir(os.path.join(d, "here")) if ".tmp" in f or f.startswith("vexp-measure")]
+assert not left, left
+PYEOF
+  ;;
+measure_local_refuses)
+  # A path that is not a regular file is never overwritten; bad sizes are usage errors.
+  mkdir -p "$tmp/dir.toml"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/dir.toml" "${small[@]}"
+  expect_out "is not a regular file"
+  ln -s "$tmp/elsewhere.toml" "$tmp/link.toml"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/link.toml" "${small[@]}"
+  expect_out "is not a regular file"
+  [ ! -e "$tmp/elsewhere.toml" ] || fail "wrote through a symbolic link"
+  echo "not a folder" > "$tmp/x"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/x.toml" "${small[@]}"
+  expect_out "for the measurements"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/y.toml" --allreduce-mb 1
+  expect_out "two or more different sizes"
+  expect_rc 2 -- "$vexp" plan --measure-local "$tmp/none.toml" --out "$tmp/y.toml"
+  expect_out "none.toml"
+  [ ! -e "$tmp/y.toml" ] || fail "a refused measurement wrote its cluster file"
+  ;;
+shipped_clusters)
+  # The cluster files in clusters/ are valid, and plan what they were made for.
+  for c in summit local; do
+    expect_rc 0 -- "$vexp" check "$src/clusters/$c.toml"
+  done
+  # (stdout alone: the recipes warn on stderr that their Kinetics data is not here)
+  "$vexp" plan "$src/recipes/tsm_k400_1536.toml" "$src/recipes/i3d333_k400_1536.toml" \
+    "$src/recipes/i3d311_k400_1536.toml" --cluster "$src/clusters/summit.toml" --gpus 6,96,1536 --json \
+    >"$tmp/summit.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "vexp plan on clusters/summit.toml failed"; }
+  $PY - "$tmp/summit.json" <<'PYEOF' || fail "the Summit plan is not what clusters/summit.toml should give"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [p["model"] for p in j["plans"]] == ["tsm_resnet50", "resnet3d50_3x3x3", "resnet3d50_3x1x1"], j["plans"]
+for p in j["plans"]:
+    assert p["profile"] == "derived", p["profile"]  # no public V100 profile: derived from MACs
+    assert [r["gpus"] for r in p["rows"]] == [6, 96, 1536]
+    assert p["rows"][-1]["nodes"] == 256
+    for r in p["rows"]:
+        assert 0 < r["efficiency"] <= 1.0 + 1e-9 and r["step_ms"] > 0, r
+PYEOF
+  "$vexp" plan "$quick" --cluster "$src/clusters/local.toml" --gpus 1,2 --json >"$tmp/local.json" 2>"$tmp/err" ||
+    { cat "$tmp/err" >&2; fail "vexp plan on clusters/local.toml failed"; }
+  $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["profile"] == "measured", p["profile"]' \
+    "$tmp/local.json" || fail "the quickstart on clusters/local.toml is not planned from its measured profile"
+  ;;
+*) fail "no such test: $name" ;;
+esac
+echo "PASS [$name]"

@@ -1,0 +1,567 @@
+#include "plan/measure_local.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "plan/planner.hpp"
+#include "vexp/runtime/dry_run.hpp"
+
+namespace vexp::cli {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// A TOML basic string.
+std::string toml_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string fmt(double v, const char* f = "%.6g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  std::string s = b;
+  // A TOML float needs a '.' or an exponent.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
+                        std::string::npos)
+    return s;
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+std::string join_cmd(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
+  return s;
+}
+
+// `path` may be written: absent, or a regular file. Exit (invalid) otherwise.
+void check_writable_target(const fs::path& path) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(path, ec);
+  if (ec || st.type() == fs::file_type::not_found) return;
+  if (st.type() != fs::file_type::regular)
+    throw Exit{kExitInvalid, "'" + path.string() + "' exists and is not a regular file; not overwriting it"};
+}
+
+// Writes `text` to `path` through a temporary file in the same folder and a rename.
+void write_file_atomic(const fs::path& path, const std::string& text) {
+  check_writable_target(path);
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Exit{kExitFailure, "cannot write '" + tmp.string() + "'"};
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Exit{kExitFailure, "cannot write '" + path.string() + "' (disk full?)"};
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Exit{kExitFailure, "cannot write '" + path.string() + "': " + ec.message()};
+  }
+}
+
+// A temporary folder removed (with what it holds) when this goes out of scope.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const fs::path& parent) {
+    std::string tmpl = (parent / "vexp-measure-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw Exit{kExitFailure, "cannot make a temporary folder in '" + parent.string() + "'"};
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+struct Proc {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs argv[0] (searched on PATH) with the arguments, stdin from /dev/null; returns
+// its exit code, standard output and standard error.
+Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) {
+  const fs::path err_file = scratch / ("stderr." + std::to_string(::getpid()));
+  int out_pipe[2];
+  if (::pipe(out_pipe) != 0) throw Exit{kExitFailure, "cannot make a pipe"};
+  std::vector<std::string> args = argv;
+  std::vector<char*> c;
+  for (auto& a : args) c.push_back(a.data());
+  c.push_back(nullptr);
+  const std::string err_path = err_file.string();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Exit{kExitFailure, "cannot start '" + argv[0] + "'"};
+  if (pid == 0) {
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in >= 0) ::dup2(in, 0);
+    if (err >= 0) ::dup2(err, 2);
+    ::dup2(out_pipe[1], 1);
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    ::execvp(c[0], c.data());
+    std::fprintf(stderr, "cannot run %s\n", c[0]);
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  Proc p;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n > 0) {
+      p.out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  ::close(out_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  p.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  p.err = ss.str();
+  std::error_code ec;
+  fs::remove(err_file, ec);
+  return p;
+}
+
+// Runs a measurement and parses its JSON output; Exit naming the command when it fails.
+json run_json(const std::vector<std::string>& argv, const fs::path& scratch) {
+  Proc p = run_process(argv, scratch);
+  auto tail = [](const std::string& s) {
+    std::string t = s.size() > 1500 ? "..." + s.substr(s.size() - 1500) : s;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t;
+  };
+  if (p.rc != 0)
+    throw Exit{kExitFailure, "measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(argv) +
+                                 (p.err.empty() ? "" : "\n" + tail(p.err))};
+  // mpirun may print lines of its own; the JSON object is the last top-level `{`.
+  const size_t at = p.out.find("{\n");
+  try {
+    return json::parse(at == std::string::npos ? p.out : p.out.substr(at));
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, "measurement printed no JSON: " + join_cmd(argv) + ": " + e.what() + "\n" + tail(p.out)};
+  }
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string host_name() {
+  char b[256] = {0};
+  if (::gethostname(b, sizeof b - 1) != 0) return "localhost";
+  return b;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t c = line.find(':');
+      if (c != std::string::npos) {
+        std::string m = line.substr(c + 1);
+        m.erase(0, m.find_first_not_of(' '));
+        return m;
+      }
+    }
+  return "unknown CPU";
+}
+
+std::string utc_date() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M UTC", &tm);
+  return b;
+}
+
+struct LinkFit {
+  double latency_us = 0, bandwidth_GBps = 0;
+  json points = json::array();
+};
+
+// t(S) = a + b S by least squares on the relative error (weights 1 / t^2: every
+// size counts alike, whatever its time, and one slow large size does not set the
+// latency); a ring allreduce of n ranks takes 2(n-1) latency + 2(n-1)/n S / bandwidth.
+LinkFit fit_ring(const std::vector<std::pair<double, double>>& bytes_s, int n) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : bytes_s) {
+    const double w = 1.0 / (y * y);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+  }
+  const double den = sw * sxx - sx * sx;
+  if (bytes_s.size() < 2 || den <= 0) throw Exit{kExitInvalid, "--allreduce-mb: give two or more different sizes"};
+  const double b = (sw * sxy - sx * sy) / den, a = (sy - b * sx) / sw;
+  if (b <= 0) throw Exit{kExitFailure, "allreduce times do not grow with size; cannot fit a bandwidth (a busy machine?)"};
+  LinkFit f;
+  const double hops = 2.0 * (n - 1);
+  // A negative intercept is noise around a latency too small to resolve: the
+  // smallest size's time bounds it from above; half of it is kept.
+  double smallest = bytes_s.front().second;
+  for (auto [x, y] : bytes_s) smallest = std::min(smallest, y);
+  f.latency_us = (a > 0 ? a : 0.5 * smallest) / hops * 1e6;
+  f.bandwidth_GBps = hops / n / b / 1e9;
+  return f;
+}
+
+struct Storage {
+  double read_GBps = 0;
+  json runs = json::array();
+};
+
+// Writes `mb` MiB of random bytes into `dir`, flushes them to disk, drops them
+// from the page cache and times reading them back (3 times; the median).
+Storage measure_storage(const fs::path& dir, double mb) {
+  const size_t chunk = 4u << 20;
+  const size_t total = std::max<size_t>(chunk, static_cast<size_t>(mb * 1048576.0) / chunk * chunk);
+  const fs::path file = dir / "read_test.bin";
+  std::vector<char> buf(chunk);
+  std::mt19937_64 rng(1);
+  for (size_t i = 0; i + 8 <= chunk; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(buf.data() + i, &v, 8);
+  }
+  {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) throw Exit{kExitFailure, "cannot write '" + file.string() + "' for the storage measurement"};
+    for (size_t done = 0; done < total; done += chunk) {
+      buf[0] = static_cast<char>(done >> 22);  // no two chunks alike
+      if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) {
+        ::close(fd);
+        throw Exit{kExitFailure, "cannot write '" + file.string() + "' (disk full?)"};
+      }
+    }
+    ::fsync(fd);
+    ::close(fd);
+  }
+  Storage s;
+  std::vector<double> rates;
+  for (int r = 0; r < 3; ++r) {
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd < 0) throw Exit{kExitFailure, "cannot read '" + file.string() + "'"};
+    const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const auto t0 = Clock::now();
+    size_t got = 0;
+    for (;;) {
+      const ssize_t n = ::read(fd, buf.data(), chunk);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    ::close(fd);
+    const double rate = static_cast<double>(got) / secs / 1e9;
+    rates.push_back(rate);
+    s.runs.push_back({{"bytes", got}, {"seconds", secs}, {"GBps", rate}, {"page_cache_dropped", dropped == 0}});
+  }
+  std::error_code ec;
+  fs::remove(file, ec);
+  std::sort(rates.begin(), rates.end());
+  s.read_GBps = rates[1];
+  return s;
+}
+
+// Total size of the regular files under `dir` with extension `ext`, and their count.
+std::pair<double, int64_t> file_bytes(const fs::path& dir, const std::string& ext) {
+  double bytes = 0;
+  int64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ext) {
+      bytes += static_cast<double>(e.file_size());
+      ++n;
+    }
+  return {bytes, n};
+}
+
+std::string stem_of(const std::string& recipe) { return fs::path(recipe).stem().string(); }
+
+// What [[gpu.profile]] model must say for `vexp plan` to match the recipe (plan::model_key).
+std::string recipe_model_key(const std::string& recipe, const std::vector<std::string>& plugin_paths) {
+  Session s;
+  load_session_plugins(s, plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, recipe, {}, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  if (!ok) {
+    print_recipe_diagnostics(s, recipe, false);
+    throw Exit{kExitInvalid, ""};
+  }
+  return plan::model_key(*s.plan);
+}
+
+}  // namespace
+
+void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
+  auto* g = cmd->add_option_group("measure-local", "Measuring this machine (--measure-local)");
+  g->add_flag("--measure-local", a.enabled,
+              "Measure this machine and write a cluster file (--out); the recipes given are the compute "
+              "profiles measured (default: vexp's quickstart tsm_motion.toml and tsn_motion.toml)");
+  g->add_option("--out", a.out, "Cluster file --measure-local writes (default clusters/local.toml); its "
+                                "measurements go to the folder of its stem (clusters/local/)");
+  g->add_option("--ranks", a.ranks, "Ranks per node measured (default: this machine's cores, at least 2)")
+      ->check(CLI::Range(2, 4096));
+  g->add_option("--measure-threads", a.threads,
+                "Compute threads per rank of the measured profiles, e.g. 1,2 (default: cores / ranks)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  g->add_option("--measure-steps", a.steps, "Timed training steps per profile (median)")->check(CLI::Range(1, 100000));
+  g->add_option("--measure-warmup", a.warmup, "Untimed training steps first")->check(CLI::Range(0, 100000));
+  g->add_option("--allreduce-mb", a.allreduce_mb, "Allreduce sizes in MiB the link is fitted to (two or more)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.001, 65536.0));
+  g->add_option("--storage-mb", a.storage_mb, "Size of the file read for the storage bandwidth (MiB)")
+      ->check(CLI::Range(4.0, 1048576.0));
+}
+
+void run_measure_local(const MeasureLocalArgs& a) {
+  const std::string exe = exe_path();
+  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to run the measurements"};
+  const int cores = available_cores();
+  const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
+  std::vector<int> threads = a.threads;
+  if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
+  std::vector<std::string> recipes = a.recipes;
+  if (recipes.empty())
+    recipes = {shipped_recipe("quickstart/tsm_motion.toml"), shipped_recipe("quickstart/tsn_motion.toml")};
+  for (const auto& r : recipes) {
+    std::error_code ec;
+    if (!fs::is_regular_file(r, ec)) throw Exit{kExitInvalid, "'" + r + "': no such recipe file"};
+  }
+  std::vector<double> sizes = a.allreduce_mb;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) throw Exit{kExitInvalid, "--allreduce-mb: give two or more different sizes"};
+
+  // Where things go: FILE, and FILE's stem as the folder of the measurements.
+  const fs::path out = fs::path(a.out);
+  check_writable_target(out);
+  const fs::path out_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path meas_rel = out.stem();
+  const fs::path meas = out_dir / meas_rel;
+  std::error_code ec;
+  fs::create_directories(meas, ec);
+  if (!fs::is_directory(meas, ec))
+    throw Exit{kExitInvalid, "cannot make the folder '" + meas.string() + "' for the measurements"};
+  TempDir tmp(meas);
+  std::vector<std::string> plugin_argv;
+  for (const auto& d : canonical_plugin_paths(a.plugin_paths)) plugin_argv.insert(plugin_argv.end(), {"--plugin-path", d});
+
+  const std::string host = host_name(), date = utc_date(), cpu = cpu_model();
+  std::string command = "vexp plan --measure-local";
+  for (const auto& r : a.recipes) command += " " + shell_quote(r);
+  command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
+  for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
+  const auto t_start = Clock::now();
+  auto say = [&](const std::string& what) {
+    std::cerr << "vexp: measure-local [" << static_cast<int>(std::chrono::duration<double>(Clock::now() - t_start).count())
+              << " s] " << what << "\n";
+  };
+  auto save = [&](const std::string& name, const json& j) {
+    write_file_atomic(meas / name, j.dump(2) + "\n");
+    return (meas_rel / name).generic_string();
+  };
+
+  // 1. Compute profiles.
+  struct Profile {
+    std::string recipe, key, from;
+    int threads;
+    json j;
+  };
+  std::vector<Profile> profiles;
+  for (const auto& r : recipes) {
+    const std::string key = recipe_model_key(r, a.plugin_paths);
+    for (int t : threads) {
+      say("bench train " + r + " (" + std::to_string(t) + " thread(s))");
+      std::vector<std::string> argv{exe, "bench", "train", r, "--synthetic", "--steps", std::to_string(a.steps),
+                                    "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(t),
+                                    "--json"};
+      argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
+      json j = run_json(argv, tmp.path);
+      j["command"] = join_cmd(argv);
+      const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t) + ".json";
+      profiles.push_back({r, key, save(name, j), t, j});
+    }
+  }
+
+  // 2. Decode rates on a synthetic dataset: videos, and the same clips as frame folders.
+  say("vexp data make-synthetic, extract-frames");
+  const fs::path vids = tmp.path / "videos", frames = tmp.path / "frames";
+  auto run_checked = [&](const std::vector<std::string>& argv) {
+    Proc p = run_process(argv, tmp.path);
+    if (p.rc != 0) throw Exit{kExitFailure, "measurement step failed: " + join_cmd(argv) + "\n" + p.err};
+  };
+  run_checked({exe, "data", "make-synthetic", "--out", vids.string(), "--train-clips", "64", "--val-clips", "8", "--seed",
+               "1"});
+  const std::string data_recipe = shipped_recipe("quickstart/tsm_motion_video.toml");
+  auto bench_data = [&](const std::vector<std::string>& sets, const std::string& layout) {
+    say("bench data (" + layout + ")");
+    std::vector<std::string> argv{exe, "bench", "data", data_recipe, "--split", "train", "--threads", "1", "--repeat", "2",
+                                  "--json"};
+    for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
+    argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
+    json j = run_json(argv, tmp.path);
+    j["command"] = join_cmd(argv);
+    j["layout"] = layout;
+    return j;
+  };
+  json dv = bench_data({"data.params.root=\"" + vids.string() + "\""}, "videos");
+  run_checked({exe, "data", "extract-frames", (vids / "train_list.txt").string(), "--out", frames.string(), "--workers",
+               "1"});
+  json df = bench_data({"data.params.root=\"" + frames.string() + "\"", "data.params.train_list=\"train_list_frames.txt\"",
+                        "data.params.val_list=\"train_list_frames.txt\"", "data.params.layout=\"frames\""},
+                       "frames");
+  const auto [jpg_bytes, jpgs] = file_bytes(frames, ".jpg");
+  const auto [mp4_bytes, mp4s] = file_bytes(vids, ".mp4");
+  const int64_t clip_frames = df.at("clip").at(0).get<int64_t>();
+  if (jpgs == 0 || mp4s == 0) throw Exit{kExitFailure, "the synthetic dataset has no frames or videos"};
+  const double frames_clip_bytes = jpg_bytes / static_cast<double>(jpgs) * static_cast<double>(clip_frames);
+  const double videos_clip_bytes = mp4_bytes / static_cast<double>(mp4s);
+  df["bytes_per_frame"] = jpg_bytes / static_cast<double>(jpgs);
+  df["bytes_per_clip"] = frames_clip_bytes;
+  dv["bytes_per_video"] = videos_clip_bytes;
+  const std::string from_frames = save("data_frames.json", df), from_videos = save("data_videos.json", dv);
+
+  // 3. The intra-node link: the MPI allreduce over `ranks` ranks at each size.
+  std::vector<std::pair<double, double>> points;
+  json ar = json::array();
+  for (double mb : sizes) {
+    say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
+    std::vector<std::string> argv{"mpirun"};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+    argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(ranks), exe, "bench",
+                             "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"});
+    json j = run_json(argv, tmp.path);
+    j["command"] = join_cmd(argv);
+    const double bytes = j.at("mb").get<double>() * 1048576.0, secs = j.at("median_ms").get<double>() / 1e3;
+    points.push_back({bytes, secs});
+    ar.push_back(j);
+  }
+  LinkFit link = fit_ring(points, ranks);
+  const std::string from_allreduce =
+      save("allreduce.json", json{{"ranks", ranks},
+                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error"},
+                                  {"latency_us", link.latency_us},
+                                  {"bandwidth_GBps", link.bandwidth_GBps},
+                                  {"results", ar}});
+
+  // 4. Storage.
+  say("storage read bandwidth (" + fmt(a.storage_mb) + " MiB file)");
+  Storage st = measure_storage(tmp.path, a.storage_mb);
+  const std::string from_storage =
+      save("storage.json", json{{"file_system_of", fs::absolute(meas).string()}, {"read_GBps", st.read_GBps},
+                                {"runs", st.runs}, {"frames_clip_bytes", frames_clip_bytes},
+                                {"videos_clip_bytes", videos_clip_bytes}});
+
+  // 5. The cluster file.
+  const std::string where = "measured by vexp plan --measure-local on " + host + ", " + date + ": " + command;
+  std::ostringstream o;
+  o << "# This machine, " << where << "\n"
+    << "# Every number is a measurement of that command; the JSON files it wrote to " << meas_rel.generic_string()
+    << "/ hold\n# them (`from` names them; each has the command that made it). Remake with the command above.\n\n";
+  o << "[cluster]\nname = " << toml_str("local (" + host + ")") << "\nnodes = 1\ngpus_per_node = " << ranks
+    << "   # ranks, " << cores << " core(s)\nsource = " << toml_str(where) << "\n\n";
+  o << "[gpu]\nname = " << toml_str("CPU rank on " + cpu) << "\n\n";
+  for (const auto& p : profiles) {
+    const json& ph = p.j.at("phases");
+    o << "[[gpu.profile]]   # " << fs::path(p.recipe).filename().string() << ", " << p.threads << " thread(s): forward "
+      << fmt(ph.at("forward").at("median_ms").get<double>(), "%.1f") << " ms, backward "
+      << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
+      << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
+      << p.j.at("clips_per_step").get<int64_t>() << " clips\n"
+      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nsource = "
+      << toml_str("vexp bench train --synthetic, median of " + std::to_string(a.steps) + " steps (" + where + ")")
+      << "\n\n";
+  }
+  o << "[links.intra]   # " << from_allreduce << "\nbandwidth_GBps = " << fmt(link.bandwidth_GBps, "%.4g")
+    << "\nlatency_us = " << fmt(link.latency_us, "%.4g") << "\nsource = "
+    << toml_str("fitted to vexp bench allreduce --backend mpi over " + std::to_string(ranks) + " ranks at " + [&] {
+         std::string s;
+         for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + fmt(sizes[i]);
+         return s;
+       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error; " + where)
+    << "\n\n";
+  o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
+    << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
+    << toml_str("vexp bench data --threads 1 on synthetic 32x32 motion clips (vexp data make-synthetic) as mp4 "
+                "files and as JPEG frame folders (vexp data extract-frames); " + where)
+    << "\n\n";
+  o << "[storage]   # " << from_storage << "\nread_GBps = " << fmt(st.read_GBps, "%.4g")
+    << "\nnode_read_GBps = " << fmt(st.read_GBps, "%.4g") << "\nframes_clip_bytes = " << fmt(frames_clip_bytes, "%.1f")
+    << "\nvideos_clip_bytes = " << fmt(videos_clip_bytes, "%.1f") << "\nsource = "
+    << toml_str("read back a " + fmt(a.storage_mb) + " MiB file of the output's file system after fsync and "
+                "posix_fadvise(DONTNEED) (median of 3); bytes per clip: mean JPEG frame x " +
+                std::to_string(clip_frames) + " frames, mean mp4 file (a clip reads its whole video); " + where)
+    << "\n";
+  write_file_atomic(out, o.str());
+  say("wrote " + out.string() + " and " + meas.string() + "/*.json");
+  std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",
+              out.string().c_str(), ranks, link.bandwidth_GBps, link.latency_us, st.read_GBps, profiles.size());
+}
+
+}  // namespace vexp::cli
