@@ -34,6 +34,9 @@ fi
 mounted=()
 cleanup() { for m in "${mounted[@]}"; do umount "$m" 2>/dev/null || true; done; }
 trap cleanup EXIT
+# A signal exits through the EXIT trap too, so /proc is never left mounted in the root.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 mountpoint -q "$rootfs/proc" || { mount -t proc proc "$rootfs/proc"; mounted+=("$rootfs/proc"); }
 in_root() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
