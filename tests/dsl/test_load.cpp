@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "fake_catalog.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -15,14 +17,16 @@ namespace {
 
 using testing::TempDir;
 
-const Value& at(const Value& root, const std::string& dotted) {
+// By string_view: a `const std::string&` parameter bound to a literal makes g++ 13+
+// warn that the returned reference may dangle (-Wdangling-reference).
+const Value& at(const Value& root, std::string_view dotted) {
   const Value* cur = &root;
   size_t start = 0;
   while (true) {
     const size_t dot = dotted.find('.', start);
-    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string key(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     cur = cur->find(key);
-    if (!cur) throw std::out_of_range("no key " + dotted);
+    if (!cur) throw std::out_of_range("no key " + std::string(dotted));
     if (dot == std::string::npos) return *cur;
     start = dot + 1;
   }

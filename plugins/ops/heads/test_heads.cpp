@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plugin_testing.hpp"
@@ -20,9 +21,10 @@ std::shared_ptr<vexp::Layer> make_op(const std::string& name, Given given = {}) 
   return vexp::testing::make<vexp::Layer>("op", name, std::move(given));
 }
 
-const vexp::PluginDecl& op_decl(const std::string& name) {
-  const vexp::PluginDecl* d = vexp::testing::host().find("op", name);
-  if (!d) throw std::runtime_error("no op plugin named " + name);
+// By string_view: see tests/dsl/test_load.cpp's at() (-Wdangling-reference in g++ 13+).
+const vexp::PluginDecl& op_decl(std::string_view name) {
+  const vexp::PluginDecl* d = vexp::testing::host().find("op", std::string(name));
+  if (!d) throw std::runtime_error("no op plugin named " + std::string(name));
   return *d;
 }
 

@@ -76,7 +76,9 @@ volatile pid_t g_mpirun = 0;
 volatile std::sig_atomic_t g_signals = 0;
 
 extern "C" void forward_stop(int) {
-  if (g_signals++ == 0) {
+  const std::sig_atomic_t before = g_signals;  // not ++: C++20 deprecates it on volatile
+  g_signals = before + 1;
+  if (before == 0) {
     static const char first[] =
         "\nvexp: interrupted: every rank stops after its current step and writes a checkpoint (interrupt again to "
         "exit at once)\n";
