@@ -16,7 +16,7 @@ cluster=$here/data/plan_cluster.toml
 case "$name" in
 table)
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8
-  expect_out "model tsm_resnet18: compute measured (made up for the tests)"
+  expect_out "model tsm_resnet18: compute measured (made up for the tests [threads not given, busy_ranks 1])"
   expect_out "GPUs nodes  global"
   expect_out "knee: "; expect_out "bucket: "; expect_out "frames: "; expect_out "videos: "
   [ "$(grep -cE '^ +[1248] +[1-4] +[0-9]+ +1 ' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "expected 4 rows"; }
