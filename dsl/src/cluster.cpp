@@ -52,6 +52,7 @@ const ClusterSchemas& schemas() {
     p.text("precision", "fp32", "fp32, bf16 or fp16").one_of({"fp32", "bf16", "fp16"});
     p.real("batch", 0, "Clips per rank per micro-step the times were measured at").above(0);
     p.integer("threads", 0, "Compute threads per rank when measured").at_least(1);
+    p.integer("busy_ranks", 1, "Ranks computing at once on the node when measured").at_least(1);
     p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").above(0);
     p.real("backward_ms", 0, "Backward time per micro-step").above(0);
     p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0);
@@ -158,6 +159,8 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.precision = (*j)["precision"].get<std::string>();
   p.batch = static_cast<double>((*j)["clips_per_step"].get<int64_t>());
   if ((*j)["threads"].is_number_integer()) p.threads = (*j)["threads"].get<int64_t>();
+  if ((*j)["busy_ranks"].is_number_integer() && (*j)["busy_ranks"].get<int64_t>() >= 1)
+    p.busy_ranks = (*j)["busy_ranks"].get<int64_t>();
   p.forward_ms = median("forward")->get<double>();
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
@@ -216,6 +219,7 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
     p.from = resolve(file, from->as_string());
     if (!ct.ok || !profile_from_bench(p, *from, d)) return;
     if (const Value* th = t.find("threads"); th && q.has("threads")) p.threads = q.i64("threads");
+    if (t.find("busy_ranks") && q.has("busy_ranks")) p.busy_ranks = q.i64("busy_ranks");
   } else if (!t.find("from")) {
     bool complete = true;
     for (const auto& k : measured)
@@ -233,6 +237,7 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
     p.precision = q.str("precision");
     p.batch = q.f64("batch");
     p.threads = t.find("threads") ? q.i64("threads") : 0;
+    p.busy_ranks = t.find("busy_ranks") ? q.i64("busy_ranks") : 1;
     p.forward_ms = q.f64("forward_ms");
     p.backward_ms = q.f64("backward_ms");
     p.optimizer_ms = q.f64("optimizer_ms");

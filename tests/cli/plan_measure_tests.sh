@@ -25,9 +25,15 @@ d = sys.argv[1]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
 assert "measured by vexp plan --measure-local" in c["cluster"]["source"]
-(p,) = c["gpu"]["profile"]
+# One profile measured alone, one with both ranks computing at once (mpirun).
+(p, b) = c["gpu"]["profile"]
+assert p["busy_ranks"] == 1 and b["busy_ranks"] == 2, (p, b)
 t = json.load(open(os.path.join(d, p["from"])))
 assert t["clip"] == [8, 1, 32, 32] and t["threads"] == 1 and t["phases"]["backward"]["median_ms"] > 0, t
+tb = json.load(open(os.path.join(d, b["from"])))
+assert tb["busy_ranks"] == 2 and len(tb["per_rank"]) == 2 and tb["threads"] == 1, tb["command"]
+n = len(tb["per_rank"][0]["phases"]["forward"]["samples_ms"])
+assert len(tb["phases"]["forward"]["samples_ms"]) == 2 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
 intra = c["links"]["intra"]
 assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
 a = json.load(open(os.path.join(d, "here", "allreduce.json")))

@@ -16,7 +16,7 @@ cluster=$here/data/plan_cluster.toml
 case "$name" in
 table)
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8
-  expect_out "model tsm_resnet18: compute measured (made up for the tests)"
+  expect_out "model tsm_resnet18: compute measured (made up for the tests [threads not given, busy_ranks 1])"
   expect_out "GPUs nodes  global"
   expect_out "knee: "; expect_out "bucket: "; expect_out "frames: "; expect_out "videos: "
   [ "$(grep -cE '^ +[1248] +[1-4] +[0-9]+ +1 ' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "expected 4 rows"; }
@@ -132,6 +132,35 @@ bad_cluster)
   sed '/^\[gpu.derive\]/,/^$/d' "$cluster" > "$tmp/noderive.toml"
   expect_rc 2 -- "$vexp" plan "$tsn" --cluster "$tmp/noderive.toml"
   expect_out "has no [[gpu.profile]] for model 'resnet18' at 8 frames, size 32, fp32"
+  ;;
+busy_ranks)
+  # A second TSM profile measured with 2 ranks busy on the node (a CPU node) and one at
+  # 2 threads: the 1-GPU row takes the alone profile, the 2- and 8-GPU rows (2 ranks per
+  # node) the busy one; run.threads = 2 takes the 2-thread one (closest in busy_ranks).
+  $PY - "$cluster" "$tmp/busy.toml" <<'PYEOF'
+import sys
+text = open(sys.argv[1]).read()
+one = text[text.index("[[gpu.profile]]"):text.index("# Everything else")]
+busy = one.replace("forward_ms = 100.0", "forward_ms = 250.0").replace("source = ", "busy_ranks = 2\nsource = ")
+two = one.replace("forward_ms = 100.0", "forward_ms = 60.0").replace("source = ", "threads = 2\nsource = ")
+one = one.replace("source = ", "threads = 1\nsource = ")
+open(sys.argv[2], "w").write(text.replace(text[text.index("[[gpu.profile]]"):text.index("# Everything else")],
+                                          busy + one + two))
+PYEOF
+  expect_rc 0 -- "$vexp" check "$tmp/busy.toml"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1,2,8 --set run.threads=1 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "profile per GPU count"
+import json, sys
+p = json.loads(open(sys.argv[1]).read())["plans"][0]
+rows = p["rows"]
+assert [r["forward_ms"] for r in rows] == [100, 250, 250], rows
+assert p["profile_source"].endswith("[threads 1, busy_ranks 1]"), p["profile_source"]
+assert rows[1]["profile_source"].endswith("[threads not given, busy_ranks 2]"), rows[1]
+assert p["compute_threads"] == 1
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1,2 --set run.threads=2
+  expect_out "compute measured (made up for the tests [threads 2, busy_ranks 1])"
+  expect_out "from 2 GPU(s): made up for the tests [threads not given, busy_ranks 2]"
   ;;
 check_cluster)
   expect_rc 0 -- "$vexp" check "$cluster"

@@ -230,3 +230,34 @@ TEST(Cluster, IsClusterFile) {
   EXPECT_FALSE(vexp::dsl::is_cluster_file(t.write("bad.toml", "[cluster\n")));
   EXPECT_FALSE(vexp::dsl::is_cluster_file((t.dir / "missing.toml").string()));
 }
+
+TEST(Cluster, BusyRanks) {
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(c->profiles.at(0).busy_ranks, 1);  // the default: measured alone
+  d = Diagnostics{};
+  c = vexp::dsl::load_cluster_text(replace(kValid, "batch = 8\n", "batch = 8\nbusy_ranks = 4\nthreads = 2\n"),
+                                   "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(c->profiles.at(0).busy_ranks, 4);
+  EXPECT_EQ(c->profiles.at(0).threads, 2);
+  const std::string e = errors_of(replace(kValid, "batch = 8\n", "batch = 8\nbusy_ranks = 0\n"));
+  EXPECT_NE(e.find("/virtual/c.toml:16:1: error:"), std::string::npos) << e;
+  EXPECT_NE(e.find("busy_ranks"), std::string::npos) << e;
+
+  // From a bench JSON that says how many ranks were busy (vexp plan --measure-local's mpirun runs).
+  TempDir t;
+  t.write("busy.json", R"({"device": "cpu", "precision": "fp32", "threads": 1, "ranks": 1, "busy_ranks": 2,
+    "clips_per_step": 4, "clip": [8, 3, 112, 112],
+    "phases": {"forward": {"median_ms": 10}, "backward": {"median_ms": 20}, "optimizer": {"median_ms": 1}}})");
+  const std::string path =
+      t.write("c.toml", replace(kValid, "frames = 8\nsize = 224\nprecision = \"fp16\"\nbatch = 8\nforward_ms = 40.0\n"
+                                        "backward_ms = 80.0\noptimizer_ms = 2\nsource = \"typed in\"\n",
+                                "from = \"busy.json\"\n"));
+  d = Diagnostics{};
+  c = vexp::dsl::load_cluster(path, d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(c->profiles.at(0).busy_ranks, 2);
+  EXPECT_EQ(c->profiles.at(0).threads, 1);
+}

@@ -225,3 +225,86 @@ TEST(PlanModel, EfficiencyAndRefusals) {
   EXPECT_DOUBLE_EQ(two.efficiency, 30.0 / 35.0);
   EXPECT_THROW(predict(pair(), compute(10, 20, 0), {}, DataOptions{}, shape(4, 4, 8, 1)), PlanError);
 }
+
+namespace {
+vexp::dsl::ClusterProfile cpu_profile(int64_t threads, int64_t busy, double forward_ms) {
+  vexp::dsl::ClusterProfile p;
+  p.model = "tsm_resnet18";
+  p.frames = 8;
+  p.size = 32;
+  p.precision = "fp32";
+  p.batch = 32;
+  p.threads = threads;
+  p.busy_ranks = busy;
+  p.forward_ms = forward_ms;
+  p.backward_ms = 2 * forward_ms;
+  p.optimizer_ms = 1;
+  p.source = "t" + std::to_string(threads) + "b" + std::to_string(busy);
+  return p;
+}
+}  // namespace
+
+TEST(PlanModel, ProfileByThreadsAndBusyRanks) {
+  Cluster c = pair();  // 2 ranks per node
+  c.cpu.cores_per_node = 2;
+  c.profiles = {cpu_profile(1, 1, 100), cpu_profile(2, 1, 70), cpu_profile(1, 2, 210), cpu_profile(2, 2, 190)};
+  Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 1};
+  // Exact matches, whatever their order in the file.
+  Compute k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 100);
+  EXPECT_TRUE(k.exact);
+  EXPECT_EQ(k.selection, "threads 1, busy_ranks 1");
+  EXPECT_NE(k.source.find("t1b1 [threads 1, busy_ranks 1]"), std::string::npos) << k.source;
+  k = compute_for(c, w, 32, 2);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 210);
+  w.threads = 2;
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 1).forward_ms, 70);
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 16, 2).forward_ms, 95);  // scaled to the batch
+  // run.threads = 0: the node's cores per rank, as vexp run does.
+  w.threads = 0;
+  EXPECT_EQ(compute_threads(c, w), 2);
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 2).forward_ms, 190);
+  // The ranks busy at G GPUs: G up to a node's worth.
+  EXPECT_EQ(busy_ranks_for(c, 1), 1);
+  EXPECT_EQ(busy_ranks_for(c, 2), 2);
+  Cluster big = two_nodes();
+  EXPECT_EQ(busy_ranks_for(big, 3), 3);
+  EXPECT_EQ(busy_ranks_for(big, 8), 4);
+}
+
+TEST(PlanModel, ProfileClosestWhenNoneMatches) {
+  Cluster c = pair();
+  c.cpu.cores_per_node = 2;
+  c.profiles = {cpu_profile(2, 1, 70), cpu_profile(4, 2, 150), cpu_profile(1, 2, 210)};
+  Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 3};
+  // busy_ranks first: at 2 busy the 1- and 4-thread profiles; 4 is closer to 3.
+  Compute k = compute_for(c, w, 32, 2);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 150);
+  EXPECT_FALSE(k.exact);
+  EXPECT_EQ(k.selection, "closest: threads 4 (3 wanted), busy_ranks 2 (2 wanted)");
+  // 3 busy: no such profile; busy 2 is closest (then threads).
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 3).forward_ms, 150);
+  // 1 busy: the only alone profile, whatever its threads.
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 70);
+  EXPECT_EQ(k.selection, "closest: threads 2 (3 wanted), busy_ranks 1 (1 wanted)");
+  // Equal distance: the first in the file.
+  w.threads = 3;
+  c.profiles = {cpu_profile(2, 1, 70), cpu_profile(4, 1, 40)};
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 1).forward_ms, 70);
+  // A profile without threads (a GPU) counts as a match of any threads, after an exact one.
+  c.profiles = {cpu_profile(0, 1, 30), cpu_profile(3, 1, 60)};
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 1).forward_ms, 60);
+  c.profiles = {cpu_profile(0, 1, 30), cpu_profile(1, 1, 60)};
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 30);
+  EXPECT_TRUE(k.exact);
+  EXPECT_EQ(k.selection, "threads not given, busy_ranks 1");
+}
+
+TEST(PlanModel, PredictCarriesTheProfile) {
+  Compute k = compute(10, 20, 0);
+  k.source = "bench.json [threads 1, busy_ranks 2]";
+  const Row r = predict(pair(), k, {{5e6, 1.0}}, DataOptions{}, shape(2, 2, 8, 1));
+  EXPECT_EQ(r.profile_source, k.source);
+}

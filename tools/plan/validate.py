@@ -9,9 +9,11 @@ counts, on the quickstart recipes with few clips), this
      (each case --repeat times, default 3: the median is compared, the range printed);
   2. predicts: `vexp plan RECIPE --cluster CLUSTER --gpus RANKS --bucket-mb B --json` with
      the same --set values (and --fixed-batch when RANKS < world_size: RANKS ranks each
-     emulating world_size / RANKS GPUs, as the run does), from a copy of the cluster file
-     holding only the profiles measured at the case's thread count, and takes `step_ms`;
-and prints a table of both with the relative error (prediction / measurement - 1).
+     emulating world_size / RANKS GPUs, as the run does), and takes `step_ms` (the plan
+     picks the profile of the case's run.threads and ranks busy per node itself);
+and prints a table of both with the relative error (prediction / measurement - 1), then
+per case the measured (metrics.jsonl data_s, compute_s, comm_s) against the predicted
+(exposed data, compute, exposed comm) phases and the profile the plan took.
 Exit status 1 when any |error| exceeds --tolerance (default 10 %).
 
     /usr/bin/python3 tools/plan/validate.py [--vexp build/bin/vexp] [--cluster clusters/local.toml]
@@ -19,8 +21,8 @@ Exit status 1 when any |error| exceeds --tolerance (default 10 %).
 
 The cluster file should come from `vexp plan --measure-local --measure-threads 1,2` on
 this machine just before (--measure-local does that first): a shared machine's speed
-drifts with its load; the script prints the load average before and after. About 8
-minutes on the 2-core machine with --repeat 2.
+drifts with its load; the script prints the load averages before, after each case and
+after. About 10 minutes on the 2-core machine with --repeat 2.
 """
 import argparse
 import json
@@ -36,16 +38,19 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # name, recipe, ranks, compute threads per rank, world_size, bucket_mb, batch_per_gpu, timed steps
 CASES = [
-    ("tsm 1r x1t", "recipes/quickstart/tsm_motion.toml", 1, 1, 1, 25, 32, 6),
-    ("tsm 1r x2t", "recipes/quickstart/tsm_motion.toml", 1, 2, 1, 25, 32, 6),
-    ("tsn 1r x1t", "recipes/quickstart/tsn_motion.toml", 1, 1, 1, 25, 32, 6),
-    ("tsm 2r x1t b25", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 25, 32, 6),
-    ("tsm 2r x1t b0.05", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 0.05, 32, 6),
-    ("tsn 2r x1t b1", "recipes/quickstart/tsn_motion.toml", 2, 1, 2, 1, 32, 6),
-    ("tsm emu 4 on 1r", "recipes/quickstart/tsm_motion.toml", 1, 1, 4, 25, 32, 4),
-    ("tsm emu 4 on 2r", "recipes/quickstart/tsm_motion.toml", 2, 1, 4, 25, 32, 4),
+    ("tsm 1r x1t", "recipes/quickstart/tsm_motion.toml", 1, 1, 1, 25, 32, 8),
+    ("tsm 1r x2t", "recipes/quickstart/tsm_motion.toml", 1, 2, 1, 25, 32, 8),
+    ("tsn 1r x1t", "recipes/quickstart/tsn_motion.toml", 1, 1, 1, 25, 32, 8),
+    ("tsm 2r x1t b25", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 25, 32, 8),
+    ("tsm 2r x1t b0.05", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 0.05, 32, 8),
+    ("tsn 2r x1t b1", "recipes/quickstart/tsn_motion.toml", 2, 1, 2, 1, 32, 8),
+    ("tsm emu 4 on 1r", "recipes/quickstart/tsm_motion.toml", 1, 1, 4, 25, 32, 6),
+    ("tsm emu 4 on 2r", "recipes/quickstart/tsm_motion.toml", 2, 1, 4, 25, 32, 6),
 ]
 WARMUP = 2
+# metrics.jsonl step keys, and the plan row's prediction of each.
+PHASES = ("step_s", "data_s", "compute_s", "comm_s")
+PREDICTED = {"step_s": "step_ms", "data_s": "exposed_data_ms", "compute_s": "compute_ms", "comm_s": "exposed_comm_ms"}
 
 
 def run(cmd, **kw):
@@ -67,57 +72,34 @@ def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, work):
     if ranks > 1:
         cmd += ["--nproc", str(ranks)]
     run(cmd)
-    steps_s = []
+    steps = []
     with open(os.path.join(out, "metrics.jsonl")) as f:
         for line in f:
             j = json.loads(line)
             if j.get("type") == "step":
-                steps_s.append(j["step_s"])
-    timed = steps_s[WARMUP:]
+                steps.append(j)
+    timed = steps[WARMUP:]
     if not timed:
         raise RuntimeError(f"{recipe}: no steps after the warm-up in {out}/metrics.jsonl")
-    return statistics.median(timed) * 1e3, len(timed)
-
-
-def cluster_for_threads(cluster, threads):
-    """The cluster file with only the [[gpu.profile]] blocks measured at `threads` compute
-    threads (vexp plan takes the first profile whose model, clip and precision match; the
-    profiles --measure-threads 1,2 writes differ only in their threads). Written next to
-    the cluster file, whose `from` paths are relative to it."""
-    blocks, cur = [], []
-    with open(cluster) as f:
-        for line in f:
-            if line.startswith("[") and cur:
-                blocks.append(cur)
-                cur = []
-            cur.append(line)
-    blocks.append(cur)
-    keep = []
-    for b in blocks:
-        if b[0].startswith("[[gpu.profile]]") and not any(
-                l.startswith("from") and f"_t{threads}.json" in l for l in b):
-            continue
-        keep.append("".join(b))
-    path = os.path.join(os.path.dirname(cluster), f".validate_t{threads}.toml")
-    with open(path, "w") as f:
-        f.write("".join(keep))
-    return path
+    # Rank 0's phases per step: data_s (waiting for the loader), compute_s (forward +
+    # backward, with the bucket allreduces overlapped in it, + optimizer), comm_s
+    # (the reducer's finish: the exposed allreduce, and the loss's).
+    phases = {k: statistics.median(t[k] for t in timed) * 1e3 for k in PHASES}
+    return phases, len(timed)
 
 
 def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
-    path = cluster_for_threads(cluster, threads)
-    try:
-        # Weak scaling plans world_size = G on G ranks; fewer ranks than world_size is
-        # --fixed-batch: G ranks each emulating world_size / G GPUs, as vexp run does.
-        cmd = [vexp, "plan", os.path.join(ROOT, recipe), "--cluster", path, "--gpus", str(ranks),
-               "--bucket-mb", str(bucket), "--json"]
-        if ranks != world:
-            cmd.append("--fixed-batch")
-        for s in case_sets(ranks, threads, world, bucket, batch, steps):
-            cmd += ["--set", s]
-        j = json.loads(run(cmd).stdout)
-    finally:
-        os.remove(path)
+    # Weak scaling plans world_size = G on G ranks; fewer ranks than world_size is
+    # --fixed-batch: G ranks each emulating world_size / G GPUs, as vexp run does.
+    # The plan picks the profile of the case's run.threads and of the ranks busy at
+    # once on the node (busy_ranks) itself.
+    cmd = [vexp, "plan", os.path.join(ROOT, recipe), "--cluster", cluster, "--gpus", str(ranks),
+           "--bucket-mb", str(bucket), "--json"]
+    if ranks != world:
+        cmd.append("--fixed-batch")
+    for s in case_sets(ranks, threads, world, bucket, batch, steps):
+        cmd += ["--set", s]
+    j = json.loads(run(cmd).stdout)
     rows = [r for r in j["plans"][0]["rows"] if r["gpus"] == ranks]
     if not rows:
         raise RuntimeError(f"vexp plan gave no row for {ranks} GPUs: {' '.join(cmd)}")
@@ -126,7 +108,7 @@ def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
 
 def loadavg():
     with open("/proc/loadavg") as f:
-        return f.read().split()[0]
+        return " ".join(f.read().split()[:3])
 
 
 def main():
@@ -150,31 +132,41 @@ def main():
         if missing:
             sys.exit(f"validate.py: no such case: {', '.join(sorted(missing))}")
     if a.measure_local:
-        print(f"load average before --measure-local: {loadavg()}")
+        print(f"load average (1, 5, 15 min) before --measure-local: {loadavg()}", flush=True)
         run([a.vexp, "plan", "--measure-local", "--out", a.cluster, "--measure-threads", "1,2"])
-    print(f"load average before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
+    print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} "
           f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7}  bottleneck")
-    results, worst = [], 0.0
+    results, worst, detail = [], 0.0, []
     for name, recipe, ranks, threads, world, bucket, batch, steps in cases:
         t0 = time.time()
-        ms, n = [], 0
+        each, n = [], 0
         for _ in range(a.repeat):
             with tempfile.TemporaryDirectory() as work:
-                m1, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
-                ms.append(m1)
+                ph, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
+                each.append(ph)
         secs = time.time() - t0
-        m = statistics.median(ms)
+        measured = {k: statistics.median(e[k] for e in each) for k in PHASES}
+        ms = [e["step_s"] for e in each]
+        m = measured["step_s"]
         p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps)
         err = p / m - 1
         worst = max(worst, abs(err))
         print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {m:>11.1f} "
               f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}%  {row.get('bottleneck', '')}  "
-              f"({len(ms)} x {n} steps, {secs:.0f} s)")
+              f"({len(ms)} x {n} steps, {secs:.0f} s, load {loadavg()})", flush=True)
+        detail.append((name, measured, row))
         results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
-                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "measured_each_ms": ms, "predicted_ms": p,
-                        "error": err, "plan_row": row})
-    print(f"load average after: {loadavg()}; largest |error| {worst * 100:.1f} % (tolerance {a.tolerance * 100:.0f} %)")
+                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "measured_each": each,
+                        "measured_phases_ms": measured, "predicted_ms": p, "error": err, "plan_row": row})
+    print("\nper phase, ms (measured: medians of rank 0's metrics.jsonl data_s, compute_s, comm_s; predicted: the "
+          "plan row's exposed data, compute, exposed comm)")
+    print(f"{'case':<18} {'data m/p':>15} {'compute m/p':>17} {'comm m/p':>15}  profile")
+    for name, mp, row in detail:
+        cells = [f"{mp[k]:>7.1f}/{row[PREDICTED[k]]:<7.1f}" for k in ("data_s", "compute_s", "comm_s")]
+        print(f"{name:<18} {cells[0]:>15} {cells[1]:>17} {cells[2]:>15}  {row.get('profile_source', '')}")
+    print(f"load average (1, 5, 15 min) after: {loadavg()}; largest |error| {worst * 100:.1f} % "
+          f"(tolerance {a.tolerance * 100:.0f} %)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=2)

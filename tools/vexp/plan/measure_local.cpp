@@ -355,6 +355,57 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
+// mpirun (as root when needed) with `np` copies of `argv`, each rank's output kept apart.
+std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& argv, const fs::path& output_dir) {
+  std::vector<std::string> m{"mpirun"};
+  if (::geteuid() == 0) m.push_back("--allow-run-as-root");
+  m.insert(m.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)});
+  if (!output_dir.empty()) m.insert(m.end(), {"--output-filename", output_dir.string()});
+  m.insert(m.end(), argv.begin(), argv.end());
+  return m;
+}
+
+// `vexp bench train ... --json` (argv) run by `np` ranks at once with the local
+// backend: rank 0's JSON with each phase's samples pooled over all ranks and
+// their median, plus busy_ranks = np and every rank's JSON under "per_rank".
+json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch) {
+  argv.insert(argv.begin() + 4, {"--set", "dist.backend=\"local\""});
+  const fs::path out_dir = scratch / "busy";
+  std::error_code ec;
+  fs::remove_all(out_dir, ec);
+  const std::vector<std::string> m = mpirun_argv(np, argv, out_dir);
+  Proc p = run_process(m, scratch);
+  if (p.rc != 0)
+    throw Exit{kExitFailure, "measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m) + "\n" + p.err};
+  json per_rank = json::array();
+  for (int r = 0; r < np; ++r) {
+    const fs::path f = out_dir / "1" / ("rank." + std::to_string(r)) / "stdout";
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      per_rank.push_back(json::parse(ss.str()));
+    } catch (const std::exception& e) {
+      throw Exit{kExitFailure, "rank " + std::to_string(r) + " of " + join_cmd(m) + " printed no JSON (" +
+                                   f.string() + "): " + e.what()};
+    }
+  }
+  json j = per_rank[0];
+  for (auto& [name, phase] : j.at("phases").items()) {
+    std::vector<double> all;
+    for (const auto& pr : per_rank)
+      for (const auto& v : pr.at("phases").at(name).at("samples_ms")) all.push_back(v.get<double>());
+    std::sort(all.begin(), all.end());
+    const size_t n = all.size();
+    phase["samples_ms"] = all;
+    phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
+  }
+  j["busy_ranks"] = np;
+  j["per_rank"] = per_rank;
+  j["command"] = join_cmd(m);
+  return j;
+}
+
 }  // namespace
 
 void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
@@ -427,25 +478,36 @@ void run_measure_local(const MeasureLocalArgs& a) {
     return (meas_rel / name).generic_string();
   };
 
-  // 1. Compute profiles.
+  // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
+  // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
+  // ranks share the cores and the memory bandwidth). The mpirun copies train
+  // with the local backend (no gradient exchange: the model charges the
+  // allreduce separately) and each writes its own JSON; the phases are the
+  // medians of all ranks' timed steps together.
   struct Profile {
     std::string recipe, key, from;
-    int threads;
+    int threads, busy;
     json j;
   };
   std::vector<Profile> profiles;
   for (const auto& r : recipes) {
     const std::string key = recipe_model_key(r, a.plugin_paths);
     for (int t : threads) {
-      say("bench train " + r + " (" + std::to_string(t) + " thread(s))");
       std::vector<std::string> argv{exe, "bench", "train", r, "--synthetic", "--steps", std::to_string(a.steps),
                                     "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(t),
                                     "--json"};
       argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
+      say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
       json j = run_json(argv, tmp.path);
       j["command"] = join_cmd(argv);
-      const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t) + ".json";
-      profiles.push_back({r, key, save(name, j), t, j});
+      j["busy_ranks"] = 1;
+      const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
+      profiles.push_back({r, key, save(name + ".json", j), t, 1, j});
+
+      say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
+          " ranks at once under mpirun)");
+      json busy = bench_train_busy(argv, ranks, tmp.path);
+      profiles.push_back({r, key, save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
     }
   }
 
@@ -492,10 +554,9 @@ void run_measure_local(const MeasureLocalArgs& a) {
   json ar = json::array();
   for (double mb : sizes) {
     say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
-    std::vector<std::string> argv{"mpirun"};
-    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-    argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(ranks), exe, "bench",
-                             "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"});
+    const std::vector<std::string> argv = mpirun_argv(
+        ranks, {exe, "bench", "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"},
+        {});
     json j = run_json(argv, tmp.path);
     j["command"] = join_cmd(argv);
     const double bytes = j.at("mb").get<double>() * 1048576.0, secs = j.at("median_ms").get<double>() / 1e3;
@@ -529,13 +590,18 @@ void run_measure_local(const MeasureLocalArgs& a) {
   o << "[gpu]\nname = " << toml_str("CPU rank on " + cpu) << "\n\n";
   for (const auto& p : profiles) {
     const json& ph = p.j.at("phases");
-    o << "[[gpu.profile]]   # " << fs::path(p.recipe).filename().string() << ", " << p.threads << " thread(s): forward "
+    o << "[[gpu.profile]]   # " << fs::path(p.recipe).filename().string() << ", " << p.threads << " thread(s), "
+      << (p.busy == 1 ? std::string("alone") : std::to_string(p.busy) + " ranks at once") << ": forward "
       << fmt(ph.at("forward").at("median_ms").get<double>(), "%.1f") << " ms, backward "
       << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
       << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
       << p.j.at("clips_per_step").get<int64_t>() << " clips\n"
-      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nsource = "
-      << toml_str("vexp bench train --synthetic, median of " + std::to_string(a.steps) + " steps (" + where + ")")
+      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nbusy_ranks = " << p.busy
+      << "\nsource = "
+      << toml_str("vexp bench train --synthetic, median of " + std::to_string(a.steps) + " steps" +
+                  (p.busy == 1 ? std::string()
+                               : " of each of " + std::to_string(p.busy) + " copies run at once by mpirun") +
+                  " (" + where + ")")
       << "\n\n";
   }
   o << "[links.intra]   # " << from_allreduce << "\nbandwidth_GBps = " << fmt(link.bandwidth_GBps, "%.4g")

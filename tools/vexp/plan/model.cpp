@@ -43,16 +43,43 @@ std::vector<Bucket> model_buckets(const std::vector<int64_t>& numels, const std:
   return out;
 }
 
-Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu) {
+int64_t compute_threads(const dsl::Cluster& c, const Workload& w) {
+  if (w.threads > 0) return w.threads;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.cpu.cores_per_node)));
+}
+
+int64_t busy_ranks_for(const dsl::Cluster& c, int64_t gpus) { return std::max<int64_t>(1, std::min(gpus, c.gpus_per_node)); }
+
+Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks) {
+  const int64_t threads = compute_threads(c, w);
+  const dsl::ClusterProfile* best = nullptr;
+  double best_busy = 0, best_threads = 0;
   for (const auto& p : c.profiles) {
     if (p.model != w.model || p.frames != w.frames || p.size != w.size || p.precision != w.precision) continue;
+    const double db = std::fabs(static_cast<double>(p.busy_ranks - busy_ranks));
+    const double dt = p.threads > 0 ? std::fabs(static_cast<double>(p.threads - threads)) : 0.5;
+    if (!best || db < best_busy || (db == best_busy && dt < best_threads)) {
+      best = &p;
+      best_busy = db;
+      best_threads = dt;
+    }
+  }
+  if (best) {
+    const dsl::ClusterProfile& p = *best;
     const double scale = static_cast<double>(per_gpu) / p.batch;
     Compute r;
     r.forward_ms = p.forward_ms * scale;
     r.backward_ms = p.backward_ms * scale;
     r.optimizer_ms = p.optimizer_ms;
     r.profile = "measured";
-    r.source = p.from.empty() ? p.source : p.from;
+    r.threads = p.threads;
+    r.busy_ranks = p.busy_ranks;
+    r.exact = best_busy == 0 && (p.threads == 0 || best_threads == 0);  // no threads: not a CPU profile
+    const std::string th = p.threads > 0 ? std::to_string(p.threads) : std::string("not given");
+    r.selection = r.exact ? "threads " + th + ", busy_ranks " + std::to_string(p.busy_ranks)
+                          : "closest: threads " + th + " (" + std::to_string(threads) + " wanted), busy_ranks " +
+                                std::to_string(p.busy_ranks) + " (" + std::to_string(busy_ranks) + " wanted)";
+    r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
     return r;
   }
   if (c.derive.given) {
@@ -160,6 +187,7 @@ Row predict(const dsl::Cluster& c, const Compute& k, const std::vector<Bucket>& 
   r.backward_ms = micro * k.backward_ms;
   r.optimizer_ms = k.optimizer_ms;
   r.compute_ms = r.forward_ms + r.backward_ms + r.optimizer_ms;
+  r.profile_source = k.source;
 
   // The reducer exists on more than one rank and communicates during the last
   // micro-batch's backward only (prepare(sync) before it).

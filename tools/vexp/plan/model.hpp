@@ -39,19 +39,37 @@ struct Compute {
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   std::string profile;  // measured | derived
   std::string source;   // the profile's source or bench file, or [gpu.derive]'s source
+  // Which profile was taken (measured): its threads (0: not given) and busy_ranks,
+  // and whether both matched what was asked for.
+  int64_t threads = 0, busy_ranks = 1;
+  bool exact = true;
+  std::string selection;  // e.g. "threads 1, busy_ranks 2" or "closest: threads 2 (1 wanted), busy_ranks 1 (2 wanted)"
 };
 
-// What the model key, clip and precision select: a matching [[gpu.profile]]
-// (model, frames, size, precision) scaled linearly from its batch to `per_gpu`,
-// else [gpu.derive] from the MACs; PlanError when neither applies.
+// What the model key, clip and precision select: among the [[gpu.profile]]s of
+// that model, frames, size and precision, the one measured with `busy_ranks`
+// ranks computing at once on the node and w's compute threads per rank
+// (compute_threads), else the closest (busy_ranks first, then threads; a profile
+// without threads counts as half a thread off; ties: the first in the file),
+// scaled linearly from its batch to `per_gpu`; else [gpu.derive] from the MACs;
+// PlanError when neither applies.
 struct Workload {
   std::string model;          // model key
   int64_t frames = 0, size = 0;
   std::string precision;      // run.precision
   double macs_per_clip = 0;   // forward
   int64_t params = 0;         // trainable parameters
+  int64_t threads = 0;        // run.threads: compute threads per rank (0: all the node's cores)
 };
-Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu);
+Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks = 1);
+
+// Compute threads per rank that w.threads means on `c`: itself when > 0, else the
+// node's cores ([cpu] cores_per_node), as `vexp run` gives every rank all the
+// cores it sees when run.threads = 0.
+int64_t compute_threads(const dsl::Cluster& c, const Workload& w);
+
+// Ranks computing at once on one node when `gpus` ranks run: min(gpus, gpus_per_node).
+int64_t busy_ranks_for(const dsl::Cluster& c, int64_t gpus);
 
 // Time (ms) of one allreduce of `bytes` per rank over `ranks` ranks placed on
 // ceil(ranks / gpus_per_node) nodes; `algo` gets "ring" or "hierarchical".
@@ -91,6 +109,7 @@ struct Row {
   double clips_per_s = 0, efficiency = 0, epoch_s = 0, total_s = 0, steps_per_epoch = 0;
   std::string bottleneck;  // compute | communication | data
   std::string algorithm;   // allreduce algorithm of the largest bucket ("" on one rank)
+  std::string profile_source;  // the compute's Compute::source (its profile differs with the ranks busy per node)
 };
 
 // One step: compute = micro x (forward + backward) + optimizer; the buckets are

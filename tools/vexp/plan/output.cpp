@@ -59,7 +59,17 @@ std::string plan_table(const dsl::Cluster& c, const std::vector<RecipeResult>& r
     out << "model " << r.model << ": compute " << r.compute.profile << " ("
         << (r.compute.source.empty() ? "no source" : r.compute.source) << "), per micro-step of " << r.per_gpu
         << " clips: forward " << fmt("%.1f", r.compute.forward_ms) << " ms, backward "
-        << fmt("%.1f", r.compute.backward_ms) << " ms; optimizer " << fmt("%.1f", r.compute.optimizer_ms) << " ms\n";
+        << fmt("%.1f", r.compute.backward_ms) << " ms; optimizer " << fmt("%.1f", r.compute.optimizer_ms)
+        << " ms (1 GPU, " << r.compute_threads << " compute thread(s) per rank)\n";
+    // Rows whose ranks share a node's cores take another profile (busy_ranks).
+    std::string seen = r.compute.source;
+    for (const Row& row : r.rows)
+      if (row.profile_source != seen) {
+        seen = row.profile_source;
+        out << "  from " << row.gpus << " GPU(s): " << row.profile_source << ": forward "
+            << fmt("%.1f", row.forward_ms / static_cast<double>(row.micro_steps)) << " ms, backward "
+            << fmt("%.1f", row.backward_ms / static_cast<double>(row.micro_steps)) << " ms per micro-step\n";
+      }
     out << "gradients " << fmt("%.1f", r.grad_params / 1e6) << " M = " << fmt("%.1f", r.grad_bytes / 1e6) << " MB in "
         << r.buckets << " bucket(s) of " << fmt("%g", r.bucket_mb) << " MiB ("
         << (r.compression == "none" ? "fp32" : r.compression) << " wire)"
@@ -121,7 +131,7 @@ nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>&
                       {"exposed_data_ms", x.exposed_data_ms}, {"step_ms", x.step_ms}, {"clips_per_s", x.clips_per_s},
                       {"efficiency", x.efficiency}, {"epoch_s", x.epoch_s}, {"total_s", x.total_s},
                       {"steps_per_epoch", x.steps_per_epoch}, {"bottleneck", x.bottleneck},
-                      {"allreduce", x.algorithm}});
+                      {"allreduce", x.algorithm}, {"profile_source", x.profile_source}});
     const Advice& a = r.advice;
     nlohmann::json layouts = nlohmann::json::array();
     for (const auto& l : a.layouts)
@@ -130,7 +140,8 @@ nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>&
     nlohmann::json scan = nlohmann::json::array();
     for (const auto& [mb, ms] : a.bucket_scan) scan.push_back({{"bucket_mb", mb}, {"exposed_comm_ms", ms}});
     plans.push_back({{"recipe", r.recipe}, {"model", r.model}, {"profile", r.compute.profile},
-                     {"profile_source", r.compute.source}, {"grad_bytes", r.grad_bytes},
+                     {"profile_source", r.compute.source}, {"compute_threads", r.compute_threads},
+                     {"grad_bytes", r.grad_bytes},
                      {"grad_params", r.grad_params}, {"buckets", r.buckets}, {"bucket_mb", r.bucket_mb},
                      {"compression", r.compression}, {"layout", r.layout}, {"threads_per_gpu", r.threads_per_gpu},
                      {"scaling", r.fixed_batch ? "fixed_batch" : "weak"}, {"world_size", r.world},

@@ -108,13 +108,19 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
   w.frames = clip[0];
   w.size = clip[2];
   w.precision = plan.run.precision;
+  w.threads = plan.run.threads;
   w.macs_per_clip = prof.macs_per_clip;
   w.params = p0.grad_params;
-  try {
-    r.compute = compute_for(cluster, w, r.per_gpu);
-  } catch (const PlanError& e) {
-    throw Exit{kExitInvalid, recipe + ": " + e.what()};
-  }
+  r.compute_threads = compute_threads(cluster, w);
+  // Compute per GPU count: ranks sharing a node's cores (a CPU cluster) slow each other.
+  auto compute_at = [&](int64_t g) {
+    try {
+      return compute_for(cluster, w, r.per_gpu, busy_ranks_for(cluster, g));
+    } catch (const PlanError& e) {
+      throw Exit{kExitInvalid, recipe + ": " + e.what()};
+    }
+  };
+  r.compute = compute_at(1);
   const int64_t wire = wire_bytes_per_element(r.compression);
   const std::vector<Bucket> buckets = model_buckets(prof.numels, prof.macs, wire, r.bucket_mb);
   r.layout = o.data.layout;
@@ -137,7 +143,7 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
   };
   auto row_at = [&](const DistPlan& dp, const std::vector<Bucket>& bk, const DataOptions& d) {
     try {
-      return predict(cluster, r.compute, bk, d, shape_of(dp));
+      return predict(cluster, compute_at(dp.ranks), bk, d, shape_of(dp));
     } catch (const PlanError& e) {
       throw Exit{kExitInvalid, recipe + ": " + e.what()};
     }

@@ -47,7 +47,8 @@ struct Advice {
 struct RecipeResult {
   std::string recipe;
   std::string model;                  // model key
-  Compute compute;                    // per micro-step at batch_per_gpu
+  Compute compute;                    // per micro-step at batch_per_gpu, on 1 GPU (each row: its own profile)
+  int64_t compute_threads = 0;        // compute threads per rank (run.threads; 0 there: the node's cores)
   int64_t grad_bytes = 0, grad_params = 0;
   int64_t buckets = 0;
   double bucket_mb = 0;
