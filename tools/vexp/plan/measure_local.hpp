@@ -28,8 +28,9 @@ struct MeasureLocalArgs {
   std::string out = "clusters/local.toml";
   int ranks = 0;                      // 0: this machine's cores (at least 2)
   std::vector<int> threads;           // compute threads per rank of the profiles; empty: cores / ranks
-  int steps = 6;                      // bench train: timed steps (median)
+  int steps = 10;                     // bench train: timed steps (median)
   int warmup = 2;                     // bench train: untimed steps first
+  bool synthetic = false;             // --synthetic-input: random clips instead of the recipe's loader
   std::vector<double> allreduce_mb{0.0625, 1, 8, 32};
   int reps = 10;                      // bench allreduce repetitions per size
   double storage_mb = 256;            // size of the file read for the storage bandwidth
