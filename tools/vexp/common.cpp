@@ -3,11 +3,35 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
+
+void write_file_atomic(const std::string& path, const std::string& text, const std::string& label) {
+  namespace fs = std::filesystem;
+  const std::string prefix = label.empty() ? std::string() : label + ": ";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Exit{kExitFailure, prefix + "cannot write '" + path + "'"};
+    f << text;
+    f.flush();
+    if (!f) {
+      fs::remove(tmp, ec);
+      throw Exit{kExitFailure, prefix + "cannot write '" + path + "' (disk full?)"};
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    throw Exit{kExitFailure, prefix + "cannot write '" + path + "': " + why};
+  }
+}
 
 std::string exe_path() {
   char self[4096];

@@ -55,6 +55,12 @@ std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string
 // The running executable ("" when unknown).
 std::string exe_path();
 
+// Writes `text` to `path` through a temporary file beside it (PATH.tmp.PID) and a
+// rename, so a reader never sees half a file and a failure leaves the old one;
+// Exit (failure) "LABEL: cannot write 'PATH' ..." (no "LABEL: " when empty) otherwise,
+// the temporary removed.
+void write_file_atomic(const std::string& path, const std::string& text, const std::string& label = "");
+
 // A recipe shipped with vexp (`rel` under recipes/), found from the executable:
 // DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
 // (linked there by the build), whatever the current directory. Exit (failure) when

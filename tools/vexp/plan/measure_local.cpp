@@ -82,27 +82,10 @@ void check_writable_target(const fs::path& path) {
     throw Exit{kExitInvalid, "'" + path.string() + "' exists and is not a regular file; not overwriting it"};
 }
 
-// Writes `text` to `path` through a temporary file in the same folder and a rename.
-void write_file_atomic(const fs::path& path, const std::string& text) {
+// Refuses a target that is not a regular file, then writes it atomically.
+void write_target_atomic(const fs::path& path, const std::string& text) {
   check_writable_target(path);
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Exit{kExitFailure, "cannot write '" + tmp.string() + "'"};
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Exit{kExitFailure, "cannot write '" + path.string() + "' (disk full?)"};
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Exit{kExitFailure, "cannot write '" + path.string() + "': " + ec.message()};
-  }
+  cli::write_file_atomic(path.string(), text);
 }
 
 // A temporary folder removed (with what it holds) when this goes out of scope.
@@ -477,7 +460,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
               << " s] " << what << "\n";
   };
   auto save = [&](const std::string& name, const json& j) {
-    write_file_atomic(meas / name, j.dump(2) + "\n");
+    write_target_atomic(meas / name, j.dump(2) + "\n");
     return (meas_rel / name).generic_string();
   };
 
@@ -632,7 +615,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
                 "posix_fadvise(DONTNEED) (median of 3); bytes per clip: mean JPEG frame x " +
                 std::to_string(clip_frames) + " frames, mean mp4 file (a clip reads its whole video); " + where)
     << "\n";
-  write_file_atomic(out, o.str());
+  write_target_atomic(out, o.str());
   say("wrote " + out.string() + " and " + meas.string() + "/*.json");
   std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",
               out.string().c_str(), ranks, link.bandwidth_GBps, link.latency_us, st.read_GBps, profiles.size());

@@ -157,26 +157,10 @@ nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>&
 
 namespace {
 
-// Writes `text` to `path` through a temporary next to it, then renames.
+// Refuses a target that is not a regular file, then writes it atomically.
 void write_atomically(const std::string& path, const std::string& text, const std::string& option) {
   check_output_path(path, option);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Exit{cli::kExitFailure, option + " '" + path + "': cannot write"};
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Exit{cli::kExitFailure, option + " '" + path + "': cannot write"};
-  }
+  cli::write_file_atomic(path, text, option);
 }
 
 std::string gp_quote(const std::string& s) {

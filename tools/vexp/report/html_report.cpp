@@ -600,20 +600,12 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
   p.body += "</table></div>\n";
 }
 
+// The report's folder is made first; the file is written atomically.
 void write_atomic(const std::string& path, const std::string& text) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw cli::Exit{cli::kExitFailure, "cannot write '" + path + "'"};
-    f << text;
-    f.flush();
-    if (!f) throw cli::Exit{cli::kExitFailure, "cannot write '" + path + "' (disk full?)"};
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) throw cli::Exit{cli::kExitFailure, "cannot write '" + path + "': " + ec.message()};
+  cli::write_file_atomic(path, text);
 }
 
 }  // namespace
