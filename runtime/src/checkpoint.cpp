@@ -151,7 +151,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   root.insert(c10::IValue(std::string("model")), to_dict(ckpt.model));
   root.insert(c10::IValue(std::string("optimizer")), to_dict(ckpt.optimizer));
   root.insert(c10::IValue(std::string("meta")), c10::IValue(ckpt.meta_json));
-  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(root));
+  std::vector<char> bytes = pickle_save_plain(c10::IValue(root));
   write_bytes_atomic(path, bytes.data(), bytes.size(), 0644);
 }
 

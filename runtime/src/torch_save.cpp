@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include "vexp/runtime/checkpoint.hpp"
 
@@ -549,6 +550,34 @@ at::Tensor find_tensor(const PyRef& root, const std::string& path) {
   throw std::runtime_error("'" + path + "' does not hold a single tensor (save one with torch.save(tensor, path))");
 }
 
+std::vector<char> pickle_save_plain(const c10::IValue& value) {
+  // torch.save's zip format, as libtorch's pickle_save writes it: archive/data.pkl, the
+  // object pickled with a persistent id per storage, and one archive/data/N record per
+  // storage. The only difference is tag_aggregates = false.
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler([&pickled](const char* p, size_t n) { pickled.insert(pickled.end(), p, p + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+                              /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> out;
+  caffe2::serialize::PyTorchStreamWriter writer([&out](const void* p, size_t n) -> size_t {
+    const char* bytes = static_cast<const char*>(p);
+    out.insert(out.end(), bytes, bytes + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pickled.data(), pickled.size());
+  const std::vector<at::Tensor>& storages = pickler.tensorData();
+  for (size_t i = 0; i < storages.size(); ++i) {
+    torch::jit::WriteableTensorData data = torch::jit::getWriteableTensorData(storages[i]);
+    writer.writeRecord("data/" + std::to_string(i), data.data(), data.sizeInBytes());
+  }
+  writer.writeEndOfFile();
+  return out;
+}
+
 void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                       const std::string& under) {
   c10::Dict<std::string, at::Tensor> d;
@@ -559,12 +588,12 @@ void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::
     outer.insert(c10::IValue(under), root);
     root = c10::IValue(outer);
   }
-  std::vector<char> bytes = torch::jit::pickle_save(root);
+  std::vector<char> bytes = pickle_save_plain(root);
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
 void save_tensor(const std::string& path, const at::Tensor& t) {
-  std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(t.detach().cpu().contiguous()));
+  std::vector<char> bytes = pickle_save_plain(c10::IValue(t.detach().cpu().contiguous()));
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 

@@ -482,7 +482,8 @@ checkpoint_loads_in_python)
   "$vexp" run data/tiny.toml --out "$tmp/run" --set run.epochs=1 >/dev/null 2>&1 || fail "run failed"
   $PY - "$tmp/run/checkpoints/epoch_0001.pt" <<'PY' || fail "torch.load cannot read the checkpoint"
 import sys, torch
-c = torch.load(sys.argv[1])
+# weights_only=True: PyTorch 2.6 made it torch.load's default; vexp's files must pass it
+c = torch.load(sys.argv[1], weights_only=True)
 assert c["format"] == "vexp-checkpoint-1"
 m = c["model"]
 assert "features.conv1.weight" in m and "head.fc.weight" in m, list(m)[:5]
@@ -637,7 +638,7 @@ assert json.load(open(sys.argv[2] + "/summary.json"))["memory_format"] == "conti
 assert len(a) == len(c) == 12, (len(a), len(c))
 for x, y in zip(a[:4], c[:4]):
     assert abs(x - y) <= 1e-4 * abs(y), (a[:4], c[:4])   # float rounding only
-m = torch.load(sys.argv[1] + "/checkpoints/epoch_0002.pt")["model"]
+m = torch.load(sys.argv[1] + "/checkpoints/epoch_0002.pt", weights_only=True)["model"]
 w = m["features.conv1.weight"]
 assert w.dim() == 4 and w.is_contiguous(), w.stride()
 PY

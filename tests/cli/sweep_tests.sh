@@ -64,11 +64,11 @@ bad_sweep)
   expect_rc 2 -- "$vexp" sweep data/sweep_broken.toml --out "$tmp/s"
   [ -e "$tmp/s/sweep.db" ] && fail "an invalid sweep created sweep.db"
   # without the unknown key: every trial is validated; errors point into the sweep file
-  sed '/metrik/d' data/sweep_broken.toml >"$here/data/.sweep_broken2.toml"
-  expect_rc 2 -- "$vexp" sweep data/.sweep_broken2.toml --out "$tmp/s"
-  rm -f "$here/data/.sweep_broken2.toml"
-  expect_out "data/.sweep_broken2.toml:6:14: error: trial 2 (optim.momentum=1.5): 'momentum' in [optim]: must be in [0, 0.999999], got 1.5"
-  expect_out "data/.sweep_broken2.toml:13:1: error: trial 1: derived 'optim.weight_decay': in expression \"\${nope} * 2\" at character 1: unknown variable 'nope'"
+  # (written outside the source tree, which may be read-only; its base named absolutely)
+  sed -e '/metrik/d' -e "s|^base = \"tiny.toml\"|base = \"$here/data/tiny.toml\"|" data/sweep_broken.toml >"$tmp/broken2.toml"
+  expect_rc 2 -- "$vexp" sweep "$tmp/broken2.toml" --out "$tmp/s"
+  expect_out "$tmp/broken2.toml:6:14: error: trial 2 (optim.momentum=1.5): 'momentum' in [optim]: must be in [0, 0.999999], got 1.5"
+  expect_out "$tmp/broken2.toml:13:1: error: trial 1: derived 'optim.weight_decay': in expression \"\${nope} * 2\" at character 1: unknown variable 'nope'"
   expect_out "no trial was started"
   [ -e "$tmp/s/sweep.db" ] && fail "an invalid sweep created sweep.db"
   expect_rc 2 -- "$vexp" sweep does_not_exist.toml

@@ -33,7 +33,7 @@ same_params() {
   $PY - "$1" "$2" "${3:-}" <<'PY' || fail "runs $1 and $2 differ"
 import glob, json, sys, torch
 a, b, curve = sys.argv[1], sys.argv[2], sys.argv[3] == "curve"
-def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1])
+def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
 ca, cb = last(a), last(b)
 ma, mb = ca["model"], cb["model"]
 skip = ("running_mean", "running_var", "num_batches_tracked")   # per-GPU BatchNorm statistics
@@ -146,7 +146,7 @@ hung_rank)
   [ $((SECONDS - start)) -le 60 ] || fail "took $((SECONDS - start)) s to notice"
   expect_out "rank 1 does not respond (died or hangs)"
   grep -q "rank 1 does not respond" "$tmp/h/failures/rank_0.txt" || fail "not reported in the run directory"
-  $PY -c "import torch,sys; torch.load(sys.argv[1])" "$tmp/h/checkpoints/epoch_0001.pt" || fail "checkpoint unreadable"
+  $PY -c "import torch,sys; torch.load(sys.argv[1], weights_only=True)" "$tmp/h/checkpoints/epoch_0001.pt" || fail "checkpoint unreadable"
   ;;
 killed_rank_and_resume)
   # The uninterrupted run ...

@@ -180,7 +180,7 @@ def test_export_roundtrip():
     for naming in ("tsm", "torchvision", "mmaction"):
         out = path("export_%s.pth" % naming)
         vexp("export", run, "--to", out, "--naming", naming)
-        sd = torch.load(out)
+        sd = torch.load(out, weights_only=True)
         if naming == "tsm":
             base = torchvision.models.resnet18(num_classes=4)
             base.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
@@ -251,7 +251,7 @@ def test_export_names():
         out = vexp("export", src, "--recipe", recipe, "--naming", "mmaction", "--to", mm, *shape)
         if "under 'state_dict'" not in out:
             sys.exit("FAIL: the export does not say where the tensors are:\n" + out)
-        sd = torch.load(mm)["state_dict"]
+        sd = torch.load(mm, weights_only=True)["state_dict"]
         same_keys("%s-R50 export, mmaction names" % name, keys_of(sd),
                   K.read_keys("mmaction2_%s_r50_k400" % ("tsm" if shift else "tsn")))
         m = R.MMRecognizer2D(400, 8, depth=50, shift=shift).eval()
@@ -274,13 +274,13 @@ def test_export_names():
         # torchvision names: torchvision's own ResNet-50 keys.
         tv = path("tv_%s.pth" % name)
         vexp("export", src, "--recipe", recipe, "--naming", "torchvision", "--to", tv, *shape)
-        same_keys("%s-R50 export, torchvision names" % name, keys_of(torch.load(tv)),
+        same_keys("%s-R50 export, torchvision names" % name, keys_of(torch.load(tv, weights_only=True)),
                   keys_of(torchvision.models.resnet50(num_classes=400).state_dict()))
     # Official TSM names: the fixture; the official structure loads it strictly.
     tsm = path("tsm_names.pth")
     vexp("export", path("mm_TSM.pth"), "--recipe", os.path.join(K400, "tsm_r50_8f.toml"), "--naming", "tsm", "--to",
          tsm, *shape)
-    sd = torch.load(tsm)["state_dict"]
+    sd = torch.load(tsm, weights_only=True)["state_dict"]
     same_keys("TSM-R50 export, official TSM names", keys_of(sd), K.read_keys("tsm_official_r50_k400"))
     m = R.TSN(torchvision.models.resnet50(), 400, 8, shift=True).eval()
     m.load_state_dict({k[len("module."):]: v for k, v in sd.items()}, strict=True)

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -34,6 +36,29 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_EQ(r.model["features.bn1.num_batches_tracked"].item<int64_t>(), 7);
   EXPECT_TRUE(at::equal(r.optimizer["features.conv1.weight"], c.optimizer["features.conv1.weight"]));
   EXPECT_EQ(r.meta_json, c.meta_json);
+  fs::remove_all(dir);
+}
+
+// PyTorch 2.6 made weights_only=True torch.load's default: its unpickler refuses any
+// global outside an allowlist, such as the torch.jit._pickle.restore_type_tag that
+// libtorch's pickle_save wraps around every dict. The checkpoint is a stored (not
+// deflated) zip, so a global's name would appear in its bytes.
+TEST(Checkpoint, NamesNoGlobalThatWeightsOnlyTorchLoadRefuses) {
+  auto dir = temp_dir("ckpt_plain");
+  vexp::Checkpoint c;
+  c.model["w"] = at::randn({4, 3});
+  c.model["view"] = at::arange(10, at::kLong).slice(0, 2, 6);  // a view: its whole storage is written
+  c.meta_json = R"({"epoch": 1})";
+  vexp::save_checkpoint((dir / "a.pt").string(), c);
+  std::ifstream in(dir / "a.pt", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes.rfind("PK", 0), 0u) << "not torch.save's zip format";
+  EXPECT_EQ(bytes.find("torch.jit"), std::string::npos);
+  EXPECT_EQ(bytes.find("restore_type_tag"), std::string::npos);
+  EXPECT_NE(bytes.find("_rebuild_tensor_v2"), std::string::npos);
+  vexp::Checkpoint r = vexp::load_checkpoint((dir / "a.pt").string());
+  EXPECT_TRUE(at::equal(r.model["view"], at::arange(2, 6, at::kLong)));
+  EXPECT_TRUE(at::equal(r.model["w"], c.model["w"]));
   fs::remove_all(dir);
 }
 

@@ -12,7 +12,9 @@
 # Environment: BUILD_DIR (required), BUNDLE_DIR (default gpu-bundle), TORCH_PREFIX (a
 # LibTorch's CMake prefix: torch.utils.cmake_prefix_path), CMAKE_ARGS (more -D options,
 # e.g. -DVEXP_CUDA=ON), TARGETS, JOBS (default: every core), PYTHON (for unpacking
-# where there is no dpkg).
+# where there is no dpkg), LINK_DIRS (more folders, colon-separated, where the linker
+# and `env` find the dependencies of a LibTorch that is not installed either, such as
+# Debian's unpacked with dpkg -x; a pip wheel's LibTorch finds its own through RUNPATH).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -90,11 +92,16 @@ PY
   echo "unpack: $n .debs into $prefix ($(du -sh "$prefix" | cut -f1))"
   ;;
 configure)
+  # The linker must find the dependencies of the shared libraries it links against
+  # (libavutil's libva, libX11...): they are in the prefix, which is on no search path.
+  rpath_link="$libdir${LINK_DIRS:+:$LINK_DIRS}"
   gen=()
   command -v ninja >/dev/null && [ ! -f "$build/Makefile" ] && gen=(-G Ninja)
   # shellcheck disable=SC2086
   cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix/usr;${TORCH_PREFIX:-}" -DCMAKE_LIBRARY_ARCHITECTURE=$arch \
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$rpath_link" -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$rpath_link" \
+    -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$rpath_link" \
     -DVEXP_VIDEO=OFF -DVEXP_HEADER_ONLY_LOGGING=ON -DVEXP_BUILD_TESTS=ON ${CMAKE_ARGS:-}
   ;;
 build)
@@ -104,7 +111,7 @@ build)
 env)
   # libavutil's own dependencies (libva, libX11, ...) are found through this, not
   # through the binaries' RUNPATH (which is not searched for a library's dependencies).
-  echo "export LD_LIBRARY_PATH=$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+  echo "export LD_LIBRARY_PATH=$libdir${LINK_DIRS:+:$LINK_DIRS}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
   ;;
 *)
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2

@@ -63,7 +63,7 @@ mkdir -p "$TOP/debs" "$TOP/logs"
 LOGS=$TOP/logs
 
 # in_root ROOT SCRIPT: runs SCRIPT (bash) as root inside ROOT, in a private mount
-# namespace with /proc, /dev, /dev/pts, /dev/shm, the apt .deb cache, the ccache
+# namespace with /proc, /sys, /dev, /dev/pts, /dev/shm, the apt .deb cache, the ccache
 # folder and the source tree (read-only, at /src) mounted.
 in_root() {
   local root=$1 script=$2 flavour
@@ -72,10 +72,12 @@ in_root() {
   cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   unshare --mount --propagation private -- bash -euo pipefail -c '
     root=$1 top=$2 src=$3 flavour=$4 script=$5
-    cleanup() { umount -R "$root/src" "$root/ccache" "$root/var/cache/apt/archives" "$root/dev" "$root/proc" 2>/dev/null || true; }
+    cleanup() { umount -R "$root/src" "$root/ccache" "$root/var/cache/apt/archives" "$root/dev" "$root/sys" "$root/proc" 2>/dev/null || true; }
     trap cleanup EXIT
-    mkdir -p "$root/src" "$root/ccache"
+    mkdir -p "$root/src" "$root/ccache" "$root/sys"
     mount -t proc proc "$root/proc"
+    # Open MPI (hwloc) reads the CPU topology from /sys; without it mpirun crashes.
+    mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
     mount --bind "$top/debs" "$root/var/cache/apt/archives"
     mount --bind "$top/ccache-$flavour" "$root/ccache"

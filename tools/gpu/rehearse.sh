@@ -11,7 +11,9 @@
 #
 # ROOT (default /work/roots/clean, outside the repository) is made once with debootstrap
 # and kept; the tree is copied into ROOT/src afresh each time, as the device tool copies
-# the working tree and the carried bundle. JOBS (default: every core).
+# the working tree and the carried bundle. JOBS (default: every core). REUSE_BUILD=1
+# keeps ROOT/build (an incremental build, as on a still-warm GPU machine; the printed
+# build time is then not the clean-root one).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 rootfs=${ROOT:-/work/roots/clean}
@@ -53,6 +55,8 @@ if [ ! -f "$rootfs/opt/torch/.done" ]; then
   for d in "$rootfs"/var/cache/apt/archives/*.deb; do
     p=$(dpkg-deb --show --showformat='${Package}' "$d")
     if [[ $bundle_pkgs == *" $p "* ]]; then skipped+=("$p"); continue; fi
+    # debootstrap leaves the root's own packages in the same cache: they are installed already
+    in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
     dpkg -x "$d" "$rootfs/opt/torch"
   done
   echo "   skipped (the bundle's): ${skipped[*]:-none}"
@@ -71,15 +75,20 @@ echo "   root: $(in_root dpkg-query -W -f='${Package}\n' | wc -l) packages insta
 
 # ---- 3. the tree and the bundle, as the device tool carries them
 echo "== copying the working tree + gpu-bundle/ into $rootfs/src"
-rm -rf "$rootfs/src" "$rootfs/build"
+rm -rf "$rootfs/src"
+[ "${REUSE_BUILD:-0}" = 1 ] || rm -rf "$rootfs/build"
 mkdir -p "$rootfs/src"
 (cd "$repo" && { git ls-files -z --cached --others --exclude-standard; find gpu-bundle -type f -print0; } \
   | tar --null -T - -cf -) | tar -C "$rootfs/src" -xf -
 
 # ---- 4. the build, the same steps gpu.sh runs
-blas=$(cd "$rootfs" && find opt/torch -name 'libblas.so.3' -o -name 'liblapack.so.3' | xargs -r -n1 dirname | sort -u | sed 's|^|/|' | paste -sd:)
-tlib=/opt/torch/usr/lib/x86_64-linux-gnu
-run_env=(BUILD_DIR=/build TORCH_PREFIX=/opt/torch/usr JOBS="$jobs" TARGETS="vexp vexp_dsl_tests" CMAKE_ARGS=-DVEXP_WERROR=ON)
+# Debian's LibTorch is unpacked, not installed: its dependencies lie in folders the linker
+# and the loader do not search: usr/lib/x86_64-linux-gnu, its blas/ and lapack/ folders
+# (where the alternatives system would link libblas.so.3 / liblapack.so.3 from) and usr/lib
+# (libgloo, HDF4), lib/x86_64-linux-gnu (libnl). LINK_DIRS names them.
+torch_dirs=$(for d in usr/lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu/blas usr/lib/x86_64-linux-gnu/lapack usr/lib lib/x86_64-linux-gnu; do
+  [ -d "$rootfs/opt/torch/$d" ] && echo "/opt/torch/$d"; done | paste -sd:)
+run_env=(BUILD_DIR=/build TORCH_PREFIX=/opt/torch/usr JOBS="$jobs" TARGETS="vexp vexp_dsl_tests" CMAKE_ARGS=-DVEXP_WERROR=ON LINK_DIRS="$torch_dirs")
 env_str=$(printf '%q ' "${run_env[@]}")
 b0=$SECONDS
 for s in check unpack configure build; do
@@ -106,7 +115,7 @@ fi
 echo "   every include directory is in the tree, the build, the bundle's prefix or /opt/torch"
 
 # ---- 6. run it: tests, a tiny run with a resume, frame folders
-libpath="$(in_root /bin/bash -c "cd /src && BUILD_DIR=/build tools/gpu/build-with-bundle.sh env" | sed 's/^export LD_LIBRARY_PATH=//; s/\${.*//'):$tlib:$blas"
+libpath="$(in_root /bin/bash -c "cd /src && $env_str tools/gpu/build-with-bundle.sh env" | sed 's/^export LD_LIBRARY_PATH=//; s/\${.*//')"
 echo "== ldd /build/bin/vexp: $(in_root /usr/bin/env LD_LIBRARY_PATH="$libpath" ldd /build/bin/vexp | grep -cE 'bundle-prefix') libraries from the bundle, $(in_root /usr/bin/env LD_LIBRARY_PATH="$libpath" ldd /build/bin/vexp | grep -c 'not found') not found"
 cat >"$rootfs/rehearse-run.sh" <<'SH'
 set -euo pipefail
@@ -117,7 +126,7 @@ rm -rf /tmp/r /tmp/frames
 $v run tests/cli/data/tiny.toml --out /tmp/r --stop-after 1 --set run.progress=none | tail -1
 $v run tests/cli/data/tiny.toml --out /tmp/r --resume --set run.progress=none | tail -2
 grep -q '"epoch": *2\|"epochs": *2' /tmp/r/summary.json && ls /tmp/r/checkpoints
-$v data make-synthetic --as frames --channels 3 --size 64 --frames 8 --train-clips 32 --val-clips 8 --out /tmp/frames
+$v data make-synthetic --as frames --channels 3 --classes 4 --size 64 --frames 8 --train-clips 32 --val-clips 8 --out /tmp/frames
 $v bench data tests/cli/data/tiny_video.toml --set data.params.root=/tmp/frames --set data.params.channels=3 \
   --set 'data.params.mean=[0.5,0.5,0.5]' --set 'data.params.std=[0.25,0.25,0.25]' --set model.node.features.in_channels=3 \
   --threads 2 | tail -2

@@ -65,7 +65,7 @@ std::vector<std::string> state_dict_keys(torch::nn::Module& m) {
 }
 
 std::vector<std::string> fixture_keys(const std::string& file) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / file;
+  const auto path = std::filesystem::path(VEXP_SOURCE_DIR) / "plugins/backbones/resnet" / file;
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read fixture " + path.string());
   std::vector<std::string> keys;

@@ -1,6 +1,6 @@
 // Reading files written by Python's torch.save, in both of its formats:
-//  - zip (torch >= 1.6 default): archive/data.pkl plus one record per storage;
-//  - legacy (_use_new_zipfile_serialization=False, and libtorch's pickle_save):
+//  - zip (torch >= 1.6 default, and libtorch's pickle_save): archive/data.pkl plus one record per storage;
+//  - legacy (_use_new_zipfile_serialization=False):
 //    magic number, protocol, sys_info and the object as pickles, then the sorted
 //    storage keys as a pickle, then each storage as int64 element count + raw bytes.
 // The unpickler is our own small interpreter of the opcodes pickle protocols 2-5
@@ -15,6 +15,10 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+
+namespace c10 {
+struct IValue;
+}
 
 namespace vexp {
 
@@ -46,6 +50,15 @@ std::vector<std::pair<std::string, at::Tensor>> find_state_dict(const PyRef& roo
 
 // A single tensor saved with torch.save (or a dict/list holding exactly one).
 at::Tensor find_tensor(const PyRef& root, const std::string& path);
+
+// The bytes of `value` (dicts, lists, strings, numbers, tensors; CUDA tensors are
+// copied to the CPU) in torch.save's zip format, as libtorch's torch::jit::pickle_save
+// writes them but without its type tags: pickle_save wraps every dict and list in a
+// torch.jit._pickle.restore_type_tag call, a global that torch.load refuses with
+// weights_only=True, PyTorch 2.6's default. These files load with a plain
+// torch.load(path) in PyTorch 1.13 to 2.x, and with torch::jit::pickle_load (as untyped
+// dicts and lists).
+std::vector<char> pickle_save_plain(const c10::IValue& value);
 
 // Writes `tensors` (in order) as a dict Python's torch.load reads, atomically;
 // with `under` ("state_dict"), that dict is the one entry of an outer dict, as the
