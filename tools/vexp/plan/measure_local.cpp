@@ -338,12 +338,19 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
-// mpirun (as root when needed) with `np` copies of `argv`, each rank's output kept apart.
+// mpirun (as root when needed) with `np` copies of `argv`; with `output_dir`, rank r's
+// standard output goes to output_dir/rank.r.json. Each rank redirects its own output (a
+// shell reading the rank Open MPI puts in its environment): --output-filename lays its
+// files out differently in Open MPI 4 (DIR/1/rank.N/stdout) and 5 (it fails, or with
+// --output dir= writes DIR/prterun-HOST-PID@1/rank.N/stdout).
 std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& argv, const fs::path& output_dir) {
   std::vector<std::string> m{"mpirun"};
   if (::geteuid() == 0) m.push_back("--allow-run-as-root");
   m.insert(m.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)});
-  if (!output_dir.empty()) m.insert(m.end(), {"--output-filename", output_dir.string()});
+  if (!output_dir.empty())
+    m.insert(m.end(), {"/bin/sh", "-c",
+                       "r=${OMPI_COMM_WORLD_RANK:?not started by Open MPI mpirun}; exec \"$@\" >\"$0/rank.$r.json\"",
+                       output_dir.string()});
   m.insert(m.end(), argv.begin(), argv.end());
   return m;
 }
@@ -356,13 +363,14 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
   const fs::path out_dir = scratch / "busy";
   std::error_code ec;
   fs::remove_all(out_dir, ec);
+  fs::create_directories(out_dir, ec);
   const std::vector<std::string> m = mpirun_argv(np, argv, out_dir);
   Proc p = run_process(m, scratch);
   if (p.rc != 0)
     throw Exit{kExitFailure, "measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m) + "\n" + p.err};
   json per_rank = json::array();
   for (int r = 0; r < np; ++r) {
-    const fs::path f = out_dir / "1" / ("rank." + std::to_string(r)) / "stdout";
+    const fs::path f = out_dir / ("rank." + std::to_string(r) + ".json");
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
