@@ -51,8 +51,9 @@ std::vector<std::pair<std::string, at::Tensor>> find_state_dict(const PyRef& roo
 // A single tensor saved with torch.save (or a dict/list holding exactly one).
 at::Tensor find_tensor(const PyRef& root, const std::string& path);
 
-// The bytes of `value` (dicts, lists, strings, numbers, tensors; CUDA tensors are
-// copied to the CPU) in torch.save's zip format, as libtorch's torch::jit::pickle_save
+// The bytes of `value` (dicts, lists, strings, numbers, tensors; a CUDA tensor's data
+// is copied through the CPU and its device recorded, as torch.save does) in torch.save's
+// zip format, as libtorch's torch::jit::pickle_save
 // writes them but without its type tags: pickle_save wraps every dict and list in a
 // torch.jit._pickle.restore_type_tag call, a global that torch.load refuses with
 // weights_only=True, PyTorch 2.6's default. These files load with a plain
