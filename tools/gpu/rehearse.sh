@@ -41,6 +41,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 mountpoint -q "$rootfs/proc" || { mount -t proc proc "$rootfs/proc"; mounted+=("$rootfs/proc"); }
 in_root() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+installed_in_root() { in_root dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 # ---- 2. the CPU LibTorch: libtorch-dev's closure beyond the root, unpacked, minus the bundle's packages
 . "$repo/gpu-bundle/bundle.env"
@@ -56,7 +57,7 @@ if [ ! -f "$rootfs/opt/torch/.done" ]; then
     p=$(dpkg-deb --show --showformat='${Package}' "$d")
     if [[ $bundle_pkgs == *" $p "* ]]; then skipped+=("$p"); continue; fi
     # debootstrap leaves the root's own packages in the same cache: they are installed already
-    in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+    installed_in_root "$p" && continue
     dpkg -x "$d" "$rootfs/opt/torch"
   done
   echo "   skipped (the bundle's): ${skipped[*]:-none}"
@@ -67,7 +68,7 @@ fi
 # libmd0 may be there, as on any Linux).
 for p in $(echo "$bundle_pkgs" | tr ' ' '\n' | grep -E 'toml|spdlog|fmt|cli11|nlohmann|sqlite|turbojpeg|jpeg|sw|av|gtest') \
          libavformat-dev libavcodec-dev pkg-config pkgconf; do
-  if in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+  if installed_in_root "$p"; then
     echo "rehearse.sh: $p is installed in $rootfs: not a clean root" >&2; exit 1
   fi
 done

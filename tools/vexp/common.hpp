@@ -55,6 +55,10 @@ std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string
 // The running executable ("" when unknown).
 std::string exe_path();
 
+// `s` as one POSIX shell word: unchanged when it holds only letters, digits and
+// _-+=/.,:@%, else in single quotes (each ' written '\''). For commands printed to users.
+std::string shell_quote(const std::string& s);
+
 // Writes `text` to `path` through a temporary file beside it (PATH.tmp.PID) and a
 // rename, so a reader never sees half a file and a failure leaves the old one;
 // Exit (failure) "LABEL: cannot write 'PATH' ..." (no "LABEL: " when empty) otherwise,
