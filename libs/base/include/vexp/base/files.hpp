@@ -1,0 +1,66 @@
+// Files that come from outside are hostile: a FIFO, /dev/zero, a symlink to a device
+// or a 4 GB log must give one clear sentence, not a hang, an unbounded read or a crash.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "vexp/base/error.hpp"
+
+namespace vexp::base {
+
+// Limits used across vexp for files it reads whole (documented in docs/security.md).
+constexpr std::uint64_t kMaxTextFileBytes = 64ull << 20;    // recipes, sweeps, cluster files, summaries
+constexpr std::uint64_t kMaxLogFileBytes = 1ull << 30;      // metrics.jsonl and other logs
+
+// Reads a regular file of at most max_bytes (symlinks followed). Throws Error
+// "'PATH' is a FIFO, not a regular file" / "... is N bytes, more than the M allowed" /
+// "cannot read 'PATH': REASON". Never blocks on a FIFO or a device.
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
+
+// Why `path` is not a regular file of at most max_bytes ("" when it is). Does not open it.
+std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes);
+
+// "a directory", "a FIFO", "a socket", "a character device", ... for the file type of `st_mode`.
+std::string file_kind(unsigned st_mode);
+
+// Why `name` cannot be used as exactly one path component ("" when it can): empty,
+// "." or "..", a '/', a NUL, a control character (TAB, newline, ESC ...), or longer
+// than 255 bytes.
+std::string path_component_problem(std::string_view name);
+
+// True when `inner` lies inside folder `outer` (both made absolute and resolved as far
+// as they exist; symlinks in the existing part followed).
+bool is_within(const std::filesystem::path& outer, const std::filesystem::path& inner);
+
+// True when `a` and `b` name the same file (hard links and symlinks included) or, when
+// one does not exist yet, the same resolved path.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
+// A folder only this process's user can read, made with mkdtemp under $TMPDIR (or
+// /tmp) and removed with everything in it when the object goes away.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "vexp");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  // Keep the folder (for example to show it after a failure).
+  void keep() { keep_ = true; }
+
+ private:
+  std::filesystem::path path_;
+  bool keep_ = false;
+};
+
+// Writes `text` to `path` through a private temporary file in the same folder
+// (mkstemp), fsync, and a rename: a reader never sees half a file and a failure
+// leaves the old file as it was. Refuses (Error) when `path` exists and is not a
+// regular file. mode: permission bits of the new file.
+void write_file_atomic(const std::string& path, std::string_view text, unsigned mode = 0644);
+
+}  // namespace vexp::base

@@ -1,0 +1,21 @@
+// Text that comes from data (names, paths, file contents) and is printed to a
+// terminal: control characters (ESC, OSC, BEL, CR, newlines, C1 controls) are shown
+// escaped so that they cannot move the cursor, retitle the window or clear the
+// screen, and very long values are cut.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace vexp::base {
+
+// `s` with every control character written as \n, \t, \r, \e or \xNN (also the C1
+// controls U+0080..U+009F and bytes that are not UTF-8), and, when longer than
+// max_bytes, its first max_bytes followed by "... (N bytes)".
+std::string printable(std::string_view s, std::size_t max_bytes = 256);
+
+// True when `s` holds any byte printable() would escape.
+bool has_control(std::string_view s);
+
+}  // namespace vexp::base

@@ -1,0 +1,172 @@
+#include "vexp/base/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+namespace vexp::base {
+namespace fs = std::filesystem;
+
+std::string file_kind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+namespace {
+
+std::string size_problem(const std::string& path, std::uint64_t size, std::uint64_t max_bytes) {
+  return "'" + path + "' is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
+         " bytes vexp reads from such a file";
+}
+
+}  // namespace
+
+std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot read '" + path + "': " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file";
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes);
+  return "";
+}
+
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    throw Error(size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes));
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error("cannot read '" + path + "': " + std::strerror(errno));
+    }
+    if (r == 0) break;
+    // A file that grows while it is read (a log being written) is cut at the limit.
+    if (data.size() + static_cast<std::size_t>(r) > max_bytes)
+      throw Error(size_problem(path, data.size() + static_cast<std::size_t>(r), max_bytes));
+    data.append(buf, static_cast<std::size_t>(r));
+  }
+  return data;
+}
+
+std::string path_component_problem(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name == ".") return "'.' names the folder itself";
+  if (name == "..") return "'..' names the parent folder";
+  if (name.size() > 255) return "it is " + std::to_string(name.size()) + " bytes long (255 at most)";
+  for (unsigned char c : name) {
+    if (c == '/') return "it holds a '/'";
+    if (c == 0) return "it holds a NUL byte";
+    if (c < 0x20 || c == 0x7f) return "it holds a control character";
+  }
+  return "";
+}
+
+namespace {
+
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  if (ec) a = p;
+  fs::path r = fs::weakly_canonical(a, ec);
+  return ec ? a.lexically_normal() : r;
+}
+
+}  // namespace
+
+bool is_within(const fs::path& outer, const fs::path& inner) {
+  const fs::path o = resolved(outer), i = resolved(inner);
+  auto oi = o.begin(), ii = i.begin();
+  for (; oi != o.end(); ++oi, ++ii) {
+    if (oi->empty()) continue;  // a trailing separator
+    if (ii == i.end() || *oi != *ii) return false;
+  }
+  return true;
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool eq = fs::equivalent(a, b, ec);
+    if (!ec) return eq;
+  }
+  return resolved(a) == resolved(b);
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* t = std::getenv("TMPDIR");
+  std::string base = t && *t ? t : "/tmp";
+  std::string templ = base + "/" + prefix + "_XXXXXX";
+  if (!::mkdtemp(templ.data())) throw Error("cannot make a temporary folder in '" + base + "': " + std::strerror(errno));
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  if (keep_) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+void write_file_atomic(const std::string& path, std::string_view text, unsigned mode) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw Error("cannot write '" + path + "': it is " + file_kind(st.st_mode) + ", not a regular file");
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error("cannot write '" + path + "': it is " + file_kind(st.st_mode) + ", not a regular file");
+  const fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string templ = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkstemp(templ.data());
+  if (fd < 0) throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(templ.c_str());
+    throw Error("cannot write '" + path + "': " + std::strerror(err));
+  };
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail(errno);
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  if (::fchmod(fd, mode) != 0) fail(errno);
+  if (::fsync(fd) != 0) fail(errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(templ.c_str());
+    throw Error("cannot write '" + path + "': " + std::strerror(err));
+  }
+  if (::rename(templ.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(templ.c_str());
+    throw Error("cannot write '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace vexp::base

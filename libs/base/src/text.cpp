@@ -1,0 +1,86 @@
+#include "vexp/base/text.hpp"
+
+#include <cstdio>
+
+namespace vexp::base {
+namespace {
+
+// Length of a valid UTF-8 sequence starting at s[i] (2..4), or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  if (b >= 0xc2 && b <= 0xdf) n = 2;
+  else if (b >= 0xe0 && b <= 0xef) n = 3;
+  else if (b >= 0xf0 && b <= 0xf4) n = 4;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+bool is_c1(std::string_view s, std::size_t i) {
+  // U+0080..U+009F, encoded C2 80..C2 9F: terminals may act on them as on ESC [.
+  return static_cast<unsigned char>(s[i]) == 0xc2 && i + 1 < s.size() &&
+         static_cast<unsigned char>(s[i + 1]) >= 0x80 && static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+}
+
+void hex(std::string& o, unsigned char c) {
+  char b[8];
+  std::snprintf(b, sizeof b, "\\x%02x", c);
+  o += b;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s, std::size_t max_bytes) {
+  std::string o;
+  const std::size_t n = std::min(s.size(), max_bytes);
+  std::size_t i = 0;
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '\n') o += "\\n";
+      else if (c == '\t') o += "\\t";
+      else if (c == '\r') o += "\\r";
+      else if (c == 0x1b) o += "\\e";
+      else if (c < 0x20 || c == 0x7f) hex(o, c);
+      else o += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (is_c1(s, i)) {
+      hex(o, c), hex(o, static_cast<unsigned char>(s[i + 1]));
+      i += 2;
+      continue;
+    }
+    const std::size_t len = utf8_length(s, i);
+    if (len == 0 || i + len > n) {
+      hex(o, c);
+      ++i;
+      continue;
+    }
+    o.append(s.substr(i, len));
+    i += len;
+  }
+  if (s.size() > max_bytes) o += "... (" + std::to_string(s.size()) + " bytes)";
+  return o;
+}
+
+bool has_control(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f) return true;
+      ++i;
+      continue;
+    }
+    if (is_c1(s, i)) return true;
+    const std::size_t len = utf8_length(s, i);
+    if (len == 0) return true;
+    i += len;
+  }
+  return false;
+}
+
+}  // namespace vexp::base

@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "vexp/base/files.hpp"
+
+using namespace vexp::base;
+namespace fs = std::filesystem;
+
+namespace {
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Files, ReadsRegularFilesWithinTheLimit) {
+  TempDir t("vexp_test");
+  const std::string p = (t.path() / "a.txt").string();
+  std::ofstream(p) << "hello";
+  EXPECT_EQ(read_file_bounded(p, 5), "hello");
+  EXPECT_NE(message_of([&] { read_file_bounded(p, 4); }).find("is 5 bytes, more than the 4 bytes"), std::string::npos);
+}
+
+TEST(Files, RefusesFifosDevicesAndFoldersWithoutBlocking) {
+  TempDir t("vexp_test");
+  const std::string fifo = (t.path() / "metrics.jsonl").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(message_of([&] { read_file_bounded(fifo); }), "'" + fifo + "' is a FIFO, not a regular file");
+  EXPECT_NE(message_of([] { read_file_bounded("/dev/zero"); }).find("a character device"), std::string::npos);
+  fs::create_symlink("/dev/urandom", t.path() / "resolved.toml");
+  EXPECT_NE(message_of([&] { read_file_bounded((t.path() / "resolved.toml").string()); }).find("a character device"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { read_file_bounded(t.path().string()); }).find("a directory"), std::string::npos);
+  EXPECT_NE(regular_file_problem(fifo, 10).find("a FIFO"), std::string::npos);
+  EXPECT_NE(message_of([&] { read_file_bounded((t.path() / "missing").string()); }).find("No such file"), std::string::npos);
+}
+
+TEST(Files, PathComponents) {
+  EXPECT_EQ(path_component_problem("abseiling"), "");
+  EXPECT_EQ(path_component_problem("playing guitar"), "");
+  EXPECT_NE(path_component_problem(""), "");
+  EXPECT_NE(path_component_problem("."), "");
+  EXPECT_NE(path_component_problem(".."), "");
+  EXPECT_NE(path_component_problem("../../x"), "");
+  EXPECT_NE(path_component_problem("a/b"), "");
+  EXPECT_NE(path_component_problem("a\tb"), "");
+  EXPECT_NE(path_component_problem(std::string("a\0b", 3)), "");
+  EXPECT_NE(path_component_problem(std::string(256, 'a')), "");
+}
+
+TEST(Files, WithinAndSameFile) {
+  TempDir t("vexp_test");
+  fs::create_directories(t.path() / "out" / "train");
+  EXPECT_TRUE(is_within(t.path() / "out", t.path() / "out" / "train" / "x"));
+  EXPECT_FALSE(is_within(t.path() / "out", t.path() / "out" / ".." / "x"));
+  EXPECT_FALSE(is_within(t.path() / "out", t.path() / "outside"));
+  fs::create_symlink(t.path(), t.path() / "out" / "up");
+  EXPECT_FALSE(is_within(t.path() / "out", t.path() / "out" / "up" / "y"));
+  std::ofstream(t.path() / "a") << "x";
+  fs::create_hard_link(t.path() / "a", t.path() / "b");
+  EXPECT_TRUE(same_file(t.path() / "a", t.path() / "out" / ".." / "b"));
+  EXPECT_TRUE(same_file(t.path() / "new", t.path() / "out" / ".." / "new"));
+  EXPECT_FALSE(same_file(t.path() / "a", t.path() / "c"));
+}
+
+TEST(Files, TempDirIsPrivateAndRemoved) {
+  fs::path p;
+  {
+    TempDir t("vexp_test");
+    p = t.path();
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    std::ofstream(p / "f") << "x";
+  }
+  EXPECT_FALSE(fs::exists(p));
+}
+
+TEST(Files, AtomicWriteReplacesAndRefusesSpecialFiles) {
+  TempDir t("vexp_test");
+  const std::string p = (t.path() / "summary.json").string();
+  write_file_atomic(p, "one");
+  write_file_atomic(p, "two");
+  EXPECT_EQ(read_file_bounded(p), "two");
+  const std::string fifo = (t.path() / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(message_of([&] { write_file_atomic(fifo, "x"); }).find("a FIFO"), std::string::npos);
+  int others = 0;
+  for (const auto& e : fs::directory_iterator(t.path())) others += e.path().filename() != "summary.json" && e.path().filename() != "fifo";
+  EXPECT_EQ(others, 0);
+}

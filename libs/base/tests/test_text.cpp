@@ -1,0 +1,25 @@
+#include <gtest/gtest.h>
+
+#include "vexp/base/text.hpp"
+
+using vexp::base::has_control;
+using vexp::base::printable;
+
+TEST(Text, EscapesTerminalControls) {
+  EXPECT_EQ(printable("run\x1b]0;pwned\x07\x1b[2J"), "run\\e]0;pwned\\x07\\e[2J");
+  EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\xc2\\x9b2J");  // C1 CSI
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // UTF-8 stays
+  EXPECT_EQ(printable("bad \xff byte"), "bad \\xff byte");
+  EXPECT_TRUE(has_control("x\x1b"));
+  EXPECT_TRUE(has_control("\xc2\x85"));
+  EXPECT_FALSE(has_control("plain caf\xc3\xa9"));
+}
+
+TEST(Text, CutsLongValues) {
+  const std::string s(100000, 'n');
+  const std::string p = printable(s, 10);
+  EXPECT_EQ(p, "nnnnnnnnnn... (100000 bytes)");
+  // A multi-byte character is not split at the cut.
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab\\xc3... (4 bytes)");
+}
