@@ -489,6 +489,12 @@ for k in ("top1", "top5", "val_loss", "steps"):
 ma, mb = (torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)["model"] for d in sys.argv[1:3])
 assert set(ma) == set(mb) and all(torch.equal(ma[k], mb[k]) for k in ma), "weights differ"
 PY
+  # Interrupted, it prints the command that continues it: the same line with
+  # --resume in place of --resume auto.
+  VEXP_TEST_FAULT=sigint@step=2 "$vexp" run data/tiny.toml --out "$tmp/i" --resume auto >"$tmp/out" 2>&1
+  [ $? -eq 130 ] || { cat "$tmp/out"; fail "the interrupted run did not exit 130"; }
+  grep -q "^vexp: to continue: .* --out $tmp/i --resume\$" "$tmp/out" || { cat "$tmp/out"; fail "no resume command"; }
+  expect_no_out "auto --resume"
   # The checks of --resume hold: another recipe does not continue this run.
   cp "$tmp/r/summary.json" "$tmp/summary.before"
   expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto --set optim.momentum=0.8
