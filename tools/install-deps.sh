@@ -10,6 +10,7 @@ packages=(
   libavformat-dev libavcodec-dev libswscale-dev libturbojpeg0-dev ffmpeg
   libsqlite3-dev gnuplot-nox
   chromium
+  slurm-wlm munge
   python3-torch python3-torchvision python3-numpy python3-av
 )
 missing=()

@@ -1,5 +1,7 @@
 #include "vexp/runtime/dry_run.hpp"
 
+#include "vexp/runtime/launcher.hpp"
+
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -109,14 +111,8 @@ DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile) {
 }
 
 int64_t launched_ranks_from_env() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}) {
-    const char* v = std::getenv(name);
-    if (v && *v) {
-      long n = std::strtol(v, nullptr, 10);
-      if (n >= 1) return n;
-    }
-  }
-  return 1;
+  const Launcher l = detect_launcher();
+  return l.tasks > 0 ? l.tasks : 1;
 }
 
 }  // namespace vexp

@@ -33,8 +33,13 @@ ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bo
     rp.checkpoint = load_checkpoint(rp.path);
     return rp;
   }
-  if (!opt.resume) {
-    if (fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty())
+  const bool holds_run =
+      fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty();
+  if (opt.resume_auto && writer)
+    log_info(std::string("--resume auto: '") + out.string() +
+             (holds_run ? "' holds a run: continuing it" : "' holds no run: starting it"));
+  if (!opt.resume && !(opt.resume_auto && holds_run)) {
+    if (holds_run)
       throw std::runtime_error("run directory '" + out.string() +
                                "' already holds a run; use --resume to continue it, or --out to choose another directory");
     return rp;

@@ -468,6 +468,50 @@ run_refuses_existing)
   expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/nothing" --resume
   expect_out "does not exist"
   ;;
+run_resume_auto)
+  # One line for the first start and every restart: --resume auto starts a run in a
+  # missing directory, or one that holds no run (a lock file is not a run) ...
+  mkdir "$tmp/full"; : >"$tmp/full/.vexp.lock"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/full" --resume auto
+  expect_out "--resume auto: '$tmp/full' holds no run: starting it"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto --stop-after 1
+  expect_out "--resume auto: '$tmp/r' holds no run: starting it"
+  expect_out "stopped after epoch 1"
+  # ... and continues the run a directory holds, to the uninterrupted run's end.
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto
+  expect_out "--resume auto: '$tmp/r' holds a run: continuing it"
+  expect_out "resuming '$tmp/r' from epoch_0001.pt"
+  $PY - "$tmp/full" "$tmp/r" <<'PY' || fail "the run continued by --resume auto differs from the uninterrupted one"
+import glob, json, sys, torch
+a, b = (json.load(open(d + "/summary.json")) for d in sys.argv[1:3])
+for k in ("top1", "top5", "val_loss", "steps"):
+    assert a[k] == b[k], (k, a[k], b[k])
+ma, mb = (torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)["model"] for d in sys.argv[1:3])
+assert set(ma) == set(mb) and all(torch.equal(ma[k], mb[k]) for k in ma), "weights differ"
+PY
+  # Interrupted, it prints the command that continues it: the same line with
+  # --resume in place of --resume auto.
+  VEXP_TEST_FAULT=sigint@step=2 "$vexp" run data/tiny.toml --out "$tmp/i" --resume auto >"$tmp/out" 2>&1
+  [ $? -eq 130 ] || { cat "$tmp/out"; fail "the interrupted run did not exit 130"; }
+  grep -q "^vexp: to continue: .* --out $tmp/i --resume\$" "$tmp/out" || { cat "$tmp/out"; fail "no resume command"; }
+  expect_no_out "auto --resume"
+  # The checks of --resume hold: another recipe does not continue this run.
+  cp "$tmp/r/summary.json" "$tmp/summary.before"
+  expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto --set optim.momentum=0.8
+  expect_out "holds a run: continuing it"
+  expect_out "the recipe changed since the run started"
+  cmp -s "$tmp/summary.before" "$tmp/r/summary.json" || fail "a refused --resume auto modified the run"
+  # Plain --resume keeps its meaning (a missing directory is an error), also
+  # before the recipe; a value other than auto is refused.
+  expect_rc 1 -- "$vexp" run --resume data/tiny.toml --out "$tmp/nothing"
+  expect_out "does not exist"
+  expect_rc 2 -- "$vexp" run data/tiny.toml --out "$tmp/nothing" --resume sometimes
+  expect_out "--resume takes no value other than auto (got 'sometimes')"
+  expect_rc 2 -- "$vexp" run --resume
+  expect_out "recipe is required"
+  [ ! -e "$tmp/nothing" ] || fail "a refused run created its directory"
+  no_crash
+  ;;
 run_bad_recipe)
   expect_rc 2 -- "$vexp" run data/broken.toml --out "$tmp/run"
   [ ! -e "$tmp/run" ] || fail "an invalid recipe created a run directory"

@@ -1,10 +1,12 @@
-// vexp run RECIPE [--set k=v]... [--out DIR] [--resume | --resume-from CHECKPOINT] [--stop-after N] [--dry-run] [--nproc N]
+// vexp run RECIPE [--set k=v]... [--out DIR] [--resume [auto] | --resume-from CHECKPOINT] [--stop-after N] [--dry-run] [--nproc N]
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "common.hpp"
 #include "launch/run_dist.hpp"
+#include "vexp/base/text.hpp"
+#include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/trainer.hpp"
 
 namespace vexp::cli {
@@ -20,10 +22,17 @@ void add_run(CLI::App& app) {
   auto opt = std::make_shared<TrainOptions>();
   auto dry_run = std::make_shared<bool>(false);
   auto nproc = std::make_shared<int>(0);
+  auto resume_mode = std::make_shared<std::string>();
   args->add_to(cmd);
   cmd->add_option("--out", opt->out_dir, "Run directory (default: run.out, else runs/<name>)");
-  auto* resume = cmd->add_flag("--resume", opt->resume,
-                               "Continue the run in the run directory from its newest checkpoint that loads");
+  // An optional value, "auto". CLI11 gives an option's optional value the next
+  // argument whatever it is, so `vexp run --resume RECIPE --out DIR` hands it the
+  // recipe: the callback gives it back (hence the recipe is checked there).
+  auto* resume = cmd->add_option("--resume", *resume_mode,
+                                 "Continue the run in the run directory from its newest checkpoint that loads; "
+                                 "--resume auto: continue it when the directory holds a run, start it otherwise")
+                     ->expected(0, 1);
+  cmd->get_option("recipe")->required(false);
   cmd->add_option("--resume-from", opt->resume_from,
                   "Continue from this checkpoint file (of this recipe), in the run directory")
       ->excludes(resume);
@@ -32,7 +41,16 @@ void add_run(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--dry-run", *dry_run, "Print the plan (batch, lr, schedule, traffic) without data or training");
   cmd->add_option("--nproc", *nproc, "Start this many local ranks (through mpirun)")->check(CLI::PositiveNumber);
-  cmd->callback([args, opt, dry_run, nproc] {
+  cmd->callback([args, opt, dry_run, nproc, resume, resume_mode] {
+    if (!resume_mode->empty() && *resume_mode != "auto") {
+      if (!args->path.empty())
+        throw Exit{kExitInvalid, "--resume takes no value other than auto (got '" + vexp::base::printable(*resume_mode) + "')"};
+      args->path = *resume_mode;
+      resume_mode->clear();
+    }
+    if (args->path.empty()) throw Exit{kExitInvalid, "recipe is required"};
+    opt->resume_auto = *resume_mode == "auto";
+    opt->resume = resume->count() > 0 && !opt->resume_auto;
     if (*dry_run) {
       print_dry_run(*args, *nproc);
       return;
@@ -41,6 +59,7 @@ void add_run(CLI::App& app) {
       std::vector<std::string> pass;
       if (!opt->out_dir.empty()) pass.insert(pass.end(), {"--out", opt->out_dir});
       if (opt->resume) pass.push_back("--resume");
+      if (opt->resume_auto) pass.insert(pass.end(), {"--resume", "auto"});
       if (!opt->resume_from.empty()) pass.insert(pass.end(), {"--resume-from", opt->resume_from});
       if (opt->stop_after_epochs > 0) pass.insert(pass.end(), {"--stop-after", std::to_string(opt->stop_after_epochs)});
       if (launch_local_ranks(*nproc, *args, pass)) return;  // the ranks ran (an Exit carries their failure)
@@ -50,6 +69,7 @@ void add_run(CLI::App& app) {
     Session s;
     args->require_data = true;  // a run reads its data: missing data stops it before anything starts
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
+    refuse_backend_of_one(args->path, s.plan->comm);  // before anything is written
     opt->recipe_path = args->path;
     TrainResult r;
     try {
@@ -58,8 +78,7 @@ void add_run(CLI::App& app) {
       throw Exit{kExitDiverged, std::string("training diverged: ") + e.what()};
     } catch (const InterruptedError& e) {
       // Rank 0 says how to continue; under `--nproc` the launcher's command line.
-      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-      if (!rank || std::string(rank) == "0") {
+      if (detect_launcher().rank <= 0) {
         const char* given = std::getenv("VEXP_RESUME_COMMAND");
         std::cerr << "vexp: " << e.what() << "\nvexp: to continue: "
                   << (given && *given ? std::string(given) : resume_command()) << "\n";

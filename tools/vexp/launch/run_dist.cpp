@@ -14,16 +14,28 @@
 #include <iterator>
 
 #include "vexp/runtime/dry_run.hpp"
+#include "vexp/runtime/launcher.hpp"
 
 namespace vexp::cli {
 
 namespace {
-bool under_launcher() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_ID"})
-    if (std::getenv(v)) return true;
-  return false;
-}
+bool under_launcher() { return detect_launcher().mpi; }
 }  // namespace
+
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend) {
+  if (backend != "local") return;
+  const Launcher l = detect_launcher();
+  if (!l.several()) return;
+  // Every task would train alone in the same run directory; only the first says why.
+  if (l.rank > 0) throw Exit{kExitInvalid, ""};
+  const std::string tasks =
+      l.tasks > 0 ? std::to_string(l.tasks) + " tasks (" + l.var + "=" + std::to_string(l.tasks) + ")"
+                  : "more than one task (" + l.var + ")";
+  throw Exit{kExitInvalid, recipe_path + ": dist.backend = \"local\" trains in one process, but " + l.name +
+                               " started " + tasks +
+                               ", which would each train alone; add --set dist.backend=mpi (or set it in the "
+                               "recipe's [dist]), or start one task"};
+}
 
 void print_dry_run(const RecipeArgs& args, int nproc) {
   Session s;
@@ -38,6 +50,7 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   }
   if (!print_recipe_diagnostics(s, args.path, ok)) throw Exit{kExitInvalid, ""};
   if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  if (nproc <= 0) refuse_backend_of_one(args.path, s.plan->comm);
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;
   try {
@@ -87,14 +100,18 @@ extern "C" void forward_stop(int) {
 std::string resume_command() {
   std::vector<std::string> a = own_arguments();
   std::string cmd;
-  if (under_launcher()) {
-    const char* n = std::getenv("OMPI_COMM_WORLD_SIZE");
-    if (!n) n = std::getenv("PMI_SIZE");
-    cmd = std::string("mpirun -np ") + (n ? n : "N") + " ";
+  const Launcher l = detect_launcher();
+  if (l.mpi) {
+    const std::string n = l.tasks > 0 ? std::to_string(l.tasks) : "N";
+    cmd = l.name == "Slurm (srun)" ? "srun -n " + n + " " : "mpirun -np " + n + " ";
   }
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string& x = a[i];
-    if (x == "--resume") continue;
+    if (x == "--resume") {
+      if (i + 1 < a.size() && a[i + 1] == "auto") ++i;
+      continue;
+    }
+    if (x.rfind("--resume=", 0) == 0) continue;
     if (x == "--resume-from" || x == "--stop-after") {
       ++i;
       continue;

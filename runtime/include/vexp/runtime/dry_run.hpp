@@ -25,8 +25,7 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
 // model's gradient profile (grad_profile.hpp: MACs per parameter) is filled too.
 DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr);
 
-// The number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
-// SLURM_NTASKS, WORLD_SIZE), or 1.
+// The number of ranks the launcher started (launcher.hpp: detect_launcher), or 1.
 int64_t launched_ranks_from_env();
 
 }  // namespace vexp

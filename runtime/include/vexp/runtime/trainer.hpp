@@ -12,6 +12,9 @@ namespace vexp {
 struct TrainOptions {
   std::string out_dir;        // empty: run.out, else runs/<name>
   bool resume = false;
+  // --resume auto: resume when the run directory holds a run (what refuses a
+  // plain start: a summary, metrics or a checkpoint), start it otherwise.
+  bool resume_auto = false;
   std::string resume_from;    // a checkpoint file to continue from (implies resume)
   int64_t stop_after_epochs = 0;  // >0: stop this invocation after that many epochs
   std::string recipe_path;    // for the default run name
