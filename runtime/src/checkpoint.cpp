@@ -178,17 +178,17 @@ Checkpoint checkpoint_from(const PyRef& root, const std::string& path) {
   return c;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  PyRef root;
+PyRef load_checkpoint_file(const std::string& path) {
   try {
-    root = load_torch_file(path);
+    return load_torch_file(path);
   } catch (const TorchFileError& e) {
     if (!e.opened()) throw std::runtime_error("cannot read checkpoint '" + path + "': " + e.reason());
     if (e.reason() == "it is empty")
       throw std::runtime_error("'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)");
     throw std::runtime_error("'" + path + "' is not a readable checkpoint: " + e.reason());
   }
-  return checkpoint_from(root, path);
 }
+
+Checkpoint load_checkpoint(const std::string& path) { return checkpoint_from(load_checkpoint_file(path), path); }
 
 }  // namespace vexp

@@ -135,12 +135,12 @@ std::string weights_file(const std::string& given, const std::string& option) {
 
 namespace vexp::cli {
 
-WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict) {
+WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict, PyRef root) {
   StateDict sd;
   // One read of the file: a vexp checkpoint (names as they are), else a torch.save
   // state dict.
   try {
-    PyRef root = load_torch_file(path);
+    if (!root) root = load_torch_file(path);
     if (is_checkpoint(root)) {
       for (auto& [k, v] : checkpoint_from(root, path).model) sd.emplace_back(k, v);
     } else {

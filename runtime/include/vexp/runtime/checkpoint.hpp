@@ -25,6 +25,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
 // missing, not a checkpoint (a state dict is said to be one), or does not read
 // (load_torch_file's reason: the byte, opcode, record or limit at fault).
 Checkpoint load_checkpoint(const std::string& path);
+// load_torch_file with load_checkpoint's errors: the file read once, to be given to
+// checkpoint_from, or to look at what it is when it is not a checkpoint.
+PyRef load_checkpoint_file(const std::string& path);
 // Whether `root` (load_torch_file's) is a vexp checkpoint, and the checkpoint in it
 // (throws as load_checkpoint does when it is not one).
 bool is_checkpoint(const PyRef& root);
