@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include "vexp/runtime/torch_save.hpp"
 
@@ -69,24 +68,32 @@ c10::IValue to_dict(const std::map<std::string, at::Tensor>& tensors) {
   return d;
 }
 
-std::map<std::string, at::Tensor> from_dict(const c10::IValue& v, const std::string& path, const char* what) {
-  if (!v.isGenericDict()) throw std::runtime_error("'" + path + "' is not a vexp checkpoint: '" + what + "' is not a dict");
+// Entry `key` of the checkpoint's root dict (nullptr when there is none).
+const PyValue* entry(const PyValue& root, const char* key) {
+  for (const auto& [k, v] : root.entries)
+    if (k->kind == PyValue::Kind::Str && k->s == key) return v.get();
+  return nullptr;
+}
+
+std::map<std::string, at::Tensor> from_dict(const PyValue* v, const std::string& path, const char* what) {
+  if (v->kind != PyValue::Kind::Dict)
+    throw std::runtime_error("'" + path + "' is not a vexp checkpoint: '" + what + "' is not a dict");
   std::map<std::string, at::Tensor> out;
-  for (const auto& item : v.toGenericDict()) {
-    if (!item.key().isString() || !item.value().isTensor())
+  for (const auto& [k, t] : v->entries) {
+    if (k->kind != PyValue::Kind::Str || t->kind != PyValue::Kind::Tensor)
       throw std::runtime_error("'" + path + "' is not a vexp checkpoint: '" + what + "' holds a non-tensor entry");
-    out[item.key().toStringRef()] = item.value().toTensor();
+    out[k->s] = t->tensor;
   }
   return out;
 }
 
-// When `path` is a torch.save state dict (torchvision, the official TSM code,
-// mmaction2, a vexp export), what it is and what to do with it: it loads as
+// When `root` (read from `path`) is a torch.save state dict (torchvision, the official
+// TSM code, mmaction2, a vexp export), what it is and what to do with it: it loads as
 // weights, not as a run's state to continue. Empty otherwise.
-std::string state_dict_hint(const std::string& path) {
+std::string state_dict_hint(const PyRef& root, const std::string& path) {
   std::vector<std::pair<std::string, at::Tensor>> sd;
   try {
-    sd = find_state_dict(load_torch_file(path), path);
+    sd = find_state_dict(root, path);
   } catch (const std::exception&) {
     return "";
   }
@@ -94,14 +101,6 @@ std::string state_dict_hint(const std::string& path) {
          (sd.empty() ? std::string() : ", e.g. '" + sd.front().first + "'") +
          "), not a vexp checkpoint (which also holds the optimizer state and the run's position): use it as "
          "weights, `vexp predict RECIPE --weights " + path + "` or a model node's `pretrained = \"" + path + "\"`";
-}
-
-// Why the bytes of `path` do not unpickle as a checkpoint.
-std::string unreadable(const std::string& path, const std::vector<char>& bytes) {
-  if (bytes.empty()) return "'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)";
-  std::string hint = state_dict_hint(path);
-  if (!hint.empty()) return hint;
-  return "'" + path + "' is not a readable checkpoint (truncated or corrupt?)";
 }
 }  // namespace
 
@@ -155,32 +154,41 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   write_bytes_atomic(path, bytes.data(), bytes.size(), 0644);
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read checkpoint '" + path + "': " + std::strerror(errno));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  c10::IValue v;
-  try {
-    v = torch::jit::pickle_load(bytes);
-  } catch (const std::exception&) {
-    throw std::runtime_error(unreadable(path, bytes));
-  }
-  if (!v.isGenericDict()) throw std::runtime_error(unreadable(path, bytes));
-  auto d = v.toGenericDict();
-  auto has = [&](const char* k) { return d.contains(c10::IValue(std::string(k))); };
-  auto get = [&](const char* k) { return d.at(c10::IValue(std::string(k))); };
-  if (!has("format") || !get("format").isString() || get("format").toStringRef() != kFormat) {
-    std::string hint = state_dict_hint(path);
+bool is_checkpoint(const PyRef& root) {
+  if (root->kind != PyValue::Kind::Dict) return false;
+  const PyValue* format = entry(*root, "format");
+  return format && format->kind == PyValue::Kind::Str && format->s == kFormat;
+}
+
+Checkpoint checkpoint_from(const PyRef& root, const std::string& path) {
+  if (!is_checkpoint(root)) {
+    std::string hint = state_dict_hint(root, path);
     if (!hint.empty()) throw std::runtime_error(hint);
     throw std::runtime_error("'" + path + "' is not a vexp checkpoint (no format tag '" + kFormat + "')");
   }
-  Checkpoint c;
-  if (!has("model") || !has("optimizer") || !has("meta") || !get("meta").isString())
+  const PyValue* model = entry(*root, "model");
+  const PyValue* optimizer = entry(*root, "optimizer");
+  const PyValue* meta = entry(*root, "meta");
+  if (!model || !optimizer || !meta || meta->kind != PyValue::Kind::Str)
     throw std::runtime_error("'" + path + "' is not a vexp checkpoint (missing model, optimizer or meta)");
-  c.model = from_dict(get("model"), path, "model");
-  c.optimizer = from_dict(get("optimizer"), path, "optimizer");
-  c.meta_json = get("meta").toStringRef();
+  Checkpoint c;
+  c.model = from_dict(model, path, "model");
+  c.optimizer = from_dict(optimizer, path, "optimizer");
+  c.meta_json = meta->s;
   return c;
 }
+
+PyRef load_checkpoint_file(const std::string& path) {
+  try {
+    return load_torch_file(path);
+  } catch (const TorchFileError& e) {
+    if (!e.opened()) throw std::runtime_error("cannot read checkpoint '" + path + "': " + e.reason());
+    if (e.reason() == "it is empty")
+      throw std::runtime_error("'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)");
+    throw std::runtime_error("'" + path + "' is not a readable checkpoint: " + e.reason());
+  }
+}
+
+Checkpoint load_checkpoint(const std::string& path) { return checkpoint_from(load_checkpoint_file(path), path); }
 
 }  // namespace vexp

@@ -135,34 +135,19 @@ std::string weights_file(const std::string& given, const std::string& option) {
 
 namespace vexp::cli {
 
-WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict) {
+WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict, PyRef root) {
   StateDict sd;
-  // A vexp checkpoint (names as they are), else a torch.save state dict. PyTorch's
-  // zip archives are never vexp checkpoints: they go straight to the second reader.
-  char magic[4] = {};
-  std::ifstream(path, std::ios::binary).read(magic, 4);
-  bool loaded = false;
-  std::string checkpoint_error;  // why the checkpoint reader refused it ("" when not tried)
-  auto try_checkpoint = [&] {
-    try {
-      Checkpoint c = load_checkpoint(path);
-      for (auto& [k, v] : c.model) sd.emplace_back(k, v);
-      loaded = true;
-    } catch (const std::exception& e) {
-      checkpoint_error = e.what();
+  // One read of the file: a vexp checkpoint (names as they are), else a torch.save
+  // state dict.
+  try {
+    if (!root) root = load_torch_file(path);
+    if (is_checkpoint(root)) {
+      for (auto& [k, v] : checkpoint_from(root, path).model) sd.emplace_back(k, v);
+    } else {
+      sd = find_state_dict(root, path);
     }
-  };
-  if (std::memcmp(magic, "PK\x03\x04", 4) != 0) try_checkpoint();
-  if (!loaded) {
-    try {
-      sd = find_state_dict(load_torch_file(path), path);
-    } catch (const std::exception& e) {
-      // Neither reader takes it: the checkpoint reader says best what is wrong with
-      // the bytes ("empty", "truncated or corrupt?"); ask it now if it was skipped.
-      const std::string torch_error = e.what();
-      if (checkpoint_error.empty()) try_checkpoint();
-      if (!loaded) throw Exit{kExitFailure, checkpoint_error.empty() ? torch_error : checkpoint_error};
-    }
+  } catch (const std::exception& e) {
+    throw Exit{kExitFailure, e.what()};
   }
   WeightReport r;
   try {

@@ -10,6 +10,7 @@
 
 #include "common.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/torch_save.hpp"
 
 namespace vexp::cli {
 
@@ -47,6 +48,7 @@ namespace vexp::cli {
 // Loads `path` into the whole model: a vexp checkpoint (names as they are) or a
 // torch.save state dict (torchvision / official TSM / mmaction2 names mapped).
 // With `strict`, a parameter or running statistic the file does not provide, or a
-// classifier whose class count differs, is an error (Exit 1) naming them.
-WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict);
+// classifier whose class count differs, is an error (Exit 1) naming them. `root`:
+// the file as load_torch_file read it already (it is then not read again).
+WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool strict, PyRef root = nullptr);
 }  // namespace vexp::cli

@@ -30,11 +30,13 @@ cp w.pth run/checkpoints/epoch_0001.pt
 expect_rc 1 -- "$vexp" run tiny.toml --out run --resume
 expect_out "epoch_0001.pt' is a torch.save state dict"
 expect_no_out "truncated or corrupt"
-# a truncated vexp checkpoint is still called so; an empty one is empty
+# a truncated vexp checkpoint says where it is cut; an empty one is empty
 VEXP_TEST_EPOCHS=1 "$vexp" run tiny.toml --out good >/dev/null 2>&1 || fail "the tiny run failed"
 head -c 300 good/checkpoints/epoch_0001.pt >cut.pt
 expect_rc 1 -- "$vexp" export cut.pt --to out.pth --recipe tiny.toml
-expect_out "'cut.pt' is not a readable checkpoint (truncated or corrupt?)"
+expect_out "'cut.pt' is not a readable torch.save file: it has no zip end-of-directory record (truncated, or not a zip archive?)"
+expect_rc 1 -- "$vexp" export cut.pt --to out.pth
+expect_out "'cut.pt' is not a readable checkpoint: it has no zip end-of-directory record (truncated, or not a zip archive?)"
 : >empty.pt
 expect_rc 1 -- "$vexp" export empty.pt --to out.pth --recipe tiny.toml
 expect_out "'empty.pt' is empty"

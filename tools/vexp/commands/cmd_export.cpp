@@ -37,11 +37,13 @@ void add_export(CLI::App& app) {
     // The recipe: --recipe, else the run's resolved.toml (RUN/checkpoints/epoch_NNNN.pt).
     fs::path run_dir = fs::path(weights).parent_path().parent_path();
     if (from_dir) run_dir = fs::is_regular_file(fs::path(*source) / "resolved.toml") ? fs::path(*source) : run_dir;
+    PyRef root;  // the file, read once
     if (recipe->empty()) {
       // The file first: a state dict of another project (or a vexp export) is told as
       // such; converting it needs the model's recipe.
       try {
-        load_checkpoint(weights);
+        root = load_checkpoint_file(weights);
+        checkpoint_from(root, weights);
       } catch (const std::exception& e) {
         throw Exit{kExitFailure, std::string(e.what()) + "; to convert it to other names, give the model's --recipe"};
       }
@@ -57,7 +59,7 @@ void add_export(CLI::App& app) {
     Session s;
     if (!open_model_session(s, args, m)) throw Exit{kExitInvalid, ""};
     auto model = build_model(s);
-    WeightReport r = load_model_weights(*model, weights, true);
+    WeightReport r = load_model_weights(*model, weights, true, root);
     StateDict out = export_weights(*model, model->layout(), *naming);
     // The official TSM code and mmaction2 read checkpoint['state_dict'] (their own
     // checkpoints nest it so); torchvision's load_state_dict takes the dict itself.

@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vexp/runtime/torch_save.hpp"
+
 namespace vexp {
 
 struct Checkpoint {
@@ -19,8 +21,17 @@ struct Checkpoint {
 // Writes to a temporary name in the same folder, then renames: a crash leaves
 // either the old file or the new one, never a torn one.
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
-// Throws std::runtime_error naming the file when it is missing or not a checkpoint.
+// Throws std::runtime_error, one line naming the file and the reason, when it is
+// missing, not a checkpoint (a state dict is said to be one), or does not read
+// (load_torch_file's reason: the byte, opcode, record or limit at fault).
 Checkpoint load_checkpoint(const std::string& path);
+// load_torch_file with load_checkpoint's errors: the file read once, to be given to
+// checkpoint_from, or to look at what it is when it is not a checkpoint.
+PyRef load_checkpoint_file(const std::string& path);
+// Whether `root` (load_torch_file's) is a vexp checkpoint, and the checkpoint in it
+// (throws as load_checkpoint does when it is not one).
+bool is_checkpoint(const PyRef& root);
+Checkpoint checkpoint_from(const PyRef& root, const std::string& path);
 
 // The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of
 // the next one: epoch_NNNN.pt, or epoch_NNNN_step_SSSSSS.pt (an interrupted run).

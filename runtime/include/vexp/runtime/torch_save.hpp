@@ -3,13 +3,19 @@
 //  - legacy (_use_new_zipfile_serialization=False):
 //    magic number, protocol, sys_info and the object as pickles, then the sorted
 //    storage keys as a pickle, then each storage as int64 element count + raw bytes.
-// The unpickler is our own small interpreter of the opcodes pickle protocols 2-5
-// emit; globals it does not know (numpy scalars, mmcv configs in a checkpoint's
-// meta) become opaque objects instead of errors, so whole checkpoints load and
-// the state dict inside them can be found.
+// Every byte goes through one bounded reader of vexp's own (torch_read.cpp): the zip
+// directory is parsed with each offset and size checked against the file, the pickle
+// is interpreted with an explicit stack under the limits below, and each tensor's
+// storage is checked against the bytes its record holds before anything is allocated.
+// Globals it does not know (numpy scalars, mmcv configs in a checkpoint's meta) become
+// opaque objects, never calls: nothing in the file runs, so whole checkpoints load and
+// the state dict inside them can be found. Globals under torch._utils._rebuild* other
+// than plain tensors and parameters are refused by name.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +32,11 @@ struct PyValue;
 using PyRef = std::shared_ptr<PyValue>;
 
 struct PyValue {
+  PyValue() = default;
+  PyValue(const PyValue&) = delete;
+  PyValue& operator=(const PyValue&) = delete;
+  // Iterative: a million nested lists must not overflow the stack when freed.
+  ~PyValue();
   enum class Kind { None, Bool, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict, Tensor, Global, Object };
   Kind kind = Kind::None;
   bool b = false;
@@ -35,11 +46,41 @@ struct PyValue {
   std::vector<PyRef> items;                     // List, Tuple; Object: [callable, args, state]
   std::vector<std::pair<PyRef, PyRef>> entries; // Dict, in insertion order
   at::Tensor tensor;                            // Tensor (materialised after loading)
+  uint32_t depth = 0;                           // containers nested inside (bounded while reading)
 };
 
-// Reads a torch.save file. Throws std::runtime_error naming `path` when the file
-// is missing, truncated or not a torch.save file.
-PyRef load_torch_file(const std::string& path);
+// What a file may ask of the reader. A file past one of them is refused with the
+// limit named; the defaults take any real checkpoint (a state dict needs ~20 pickle
+// values and 1 nesting level per tensor) and bound memory to well under 1 GB plus
+// the tensors themselves.
+struct TorchFileLimits {
+  uint64_t max_pickle_bytes = 64ull << 20;  // data.pkl (or the legacy format's pickles)
+  uint64_t max_values = 2'000'000;          // pickle values created (each ~150 bytes)
+  uint64_t max_stack = 2'000'000;           // values on the pickle stack at once
+  uint64_t max_memo = 1'000'000;            // memo entries
+  uint32_t max_depth = 256;                 // containers nested in containers, and MARKs open at once
+  uint64_t max_records = 1'000'000;         // zip entries
+  uint64_t max_directory_bytes = 64ull << 20;  // the zip central directory
+  uint32_t max_dims = 32;                   // dimensions of one tensor
+};
+
+// Why a file does not load: what() is the whole line, reason() the part after the file.
+class TorchFileError : public std::runtime_error {
+ public:
+  TorchFileError(const std::string& what, std::string reason, bool opened)
+      : std::runtime_error(what), reason_(std::move(reason)), opened_(opened) {}
+  const std::string& reason() const { return reason_; }
+  // False when the file could not be opened at all (missing, a directory, a FIFO).
+  bool opened() const { return opened_; }
+
+ private:
+  std::string reason_;
+  bool opened_;
+};
+
+// Reads a torch.save file. Throws TorchFileError, one line:
+// "'PATH' is not a readable torch.save file: REASON" (or "cannot read 'PATH': ...").
+PyRef load_torch_file(const std::string& path, const TorchFileLimits& limits = {});
 
 // The state dict inside a loaded object: the object itself when it is a dict of
 // tensors, else the first of its entries "state_dict", "model", "module",
