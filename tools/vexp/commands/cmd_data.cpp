@@ -89,6 +89,8 @@ void run_check(RecipeArgs args, int workers, const std::string& json_out) {
                                  {"frames_max", frames.empty() ? 0 : frames.back()}};
     total_bad += bad;
   }
+  // What "ok" means, as `prepare` says it (media::verify_video for videos).
+  std::cout << "checked: every frame of each video decoded; the first, middle and last image of each frame folder\n";
   if (!names.empty()) report["classes"] = names;
   if (!json_out.empty()) {
     std::ofstream o(json_out);
