@@ -6,9 +6,17 @@
 #include <fstream>
 #include <iostream>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
+
+void refuse_output_onto_input(const std::string& out, const std::string& option, const std::string& input,
+                              const std::string& what) {
+  if (input.empty() || out.empty() || !base::same_file(out, input)) return;
+  throw Exit{kExitInvalid, option + " '" + out + "' is " + what + " '" + input +
+                               "' that this command reads; write it elsewhere"};
+}
 
 void write_file_atomic(const std::string& path, const std::string& text, const std::string& label) {
   namespace fs = std::filesystem;

@@ -65,6 +65,12 @@ std::string shell_quote(const std::string& s);
 // the temporary removed.
 void write_file_atomic(const std::string& path, const std::string& text, const std::string& label = "");
 
+// An output must never replace what the command reads: Exit (invalid) "OPTION 'OUT'
+// is WHAT 'INPUT' that this command reads; write it elsewhere" when `out` and `input`
+// are the same file (hard links and symlinks seen through). No-op for an empty input.
+void refuse_output_onto_input(const std::string& out, const std::string& option, const std::string& input,
+                              const std::string& what);
+
 // A recipe shipped with vexp (`rel` under recipes/), found from the executable:
 // DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
 // (linked there by the build), whatever the current directory. Exit (failure) when

@@ -83,4 +83,10 @@ bool has_control(std::string_view s) {
   return false;
 }
 
+bool strip_utf8_bom(std::string& s) {
+  if (s.compare(0, 3, "\xEF\xBB\xBF") != 0) return false;
+  s.erase(0, 3);
+  return true;
+}
+
 }  // namespace vexp::base

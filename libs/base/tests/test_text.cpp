@@ -4,6 +4,7 @@
 
 using vexp::base::has_control;
 using vexp::base::printable;
+using vexp::base::strip_utf8_bom;
 
 TEST(Text, EscapesTerminalControls) {
   EXPECT_EQ(printable("run\x1b]0;pwned\x07\x1b[2J"), "run\\e]0;pwned\\x07\\e[2J");
@@ -22,4 +23,16 @@ TEST(Text, CutsLongValues) {
   EXPECT_EQ(p, "nnnnnnnnnn... (100000 bytes)");
   // A multi-byte character is not split at the cut.
   EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab\\xc3... (4 bytes)");
+}
+
+TEST(Text, StripsOneUtf8Bom) {
+  std::string s = "\xEF\xBB\xBFlabel,youtube_id";
+  EXPECT_TRUE(strip_utf8_bom(s));
+  EXPECT_EQ(s, "label,youtube_id");
+  EXPECT_FALSE(strip_utf8_bom(s));
+  std::string short_one = "\xEF\xBB";
+  EXPECT_FALSE(strip_utf8_bom(short_one));
+  EXPECT_EQ(short_one, "\xEF\xBB");
+  std::string empty;
+  EXPECT_FALSE(strip_utf8_bom(empty));
 }

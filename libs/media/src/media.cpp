@@ -80,6 +80,20 @@ using detail::out_format;
 
 // ---------------------------------------------------------------- one clip
 
+int64_t verify_video(const std::string& path) {
+  VideoReader r(path);
+  const int64_t n = r.frames();
+  if (n <= 0) throw MediaError("'" + path + "': the video has no frames");
+  // Every frame in one read (one pass of the decoder), each converted to 2 x 2 gray
+  // pixels: the decoding is the check, the conversion only proves the frame came out.
+  constexpr int kSide = 2;
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t f = 0; f < n; ++f) idx[static_cast<size_t>(f)] = f;
+  std::vector<uint8_t> buf(static_cast<size_t>(n) * kSide * kSide);
+  r.read(idx, Rect{0, 0, r.width(), r.height()}, kSide, kSide, 1, buf.data());
+  return n;
+}
+
 std::vector<int64_t> segment_centres(int64_t frames, int64_t count) {
   std::vector<int64_t> idx;
   const double seg = static_cast<double>(frames) / static_cast<double>(count);
@@ -162,11 +176,14 @@ void read_jpeg(const std::string& path, Rect crop, int out_w, int out_h, int cha
   convert(&sws.s, data, linesize, out_format(channels), w, h_px, crop, out_w, out_h, channels, out, path);
 }
 
-void write_jpeg(const std::string& path, const uint8_t* pixels, int width, int height, int channels, int quality) {
+void write_jpeg(const std::string& path, const uint8_t* pixels, int width, int height, int channels, int quality,
+                int chroma) {
+  if (chroma != 0 && chroma != 444 && chroma != 420) fail(path, "JPEG chroma must be 444 or 420");
   thread_local Tj tj(true);
   unsigned char* buf = nullptr;
   unsigned long size = 0;
-  const int sub = channels == 1 ? TJSAMP_GRAY : quality >= 90 ? TJSAMP_444 : TJSAMP_420;
+  const bool full = chroma == 0 ? quality >= 90 : chroma == 444;
+  const int sub = channels == 1 ? TJSAMP_GRAY : full ? TJSAMP_444 : TJSAMP_420;
   if (tjCompress2(tj.h, pixels, width, 0, height, channels == 1 ? TJPF_GRAY : TJPF_RGB, &buf, &size, sub, quality,
                   TJFLAG_ACCURATEDCT) != 0)
     fail(path, std::string("cannot encode JPEG: ") + tjGetErrorStr2(tj.h));

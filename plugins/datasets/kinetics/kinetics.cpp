@@ -25,6 +25,8 @@
 
 #include <ATen/ops/empty.h>
 
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"
 #include "sampling.hpp"
 #include "vexp/dataset.hpp"
@@ -129,9 +131,10 @@ void require_paths(const Config& c) {
 std::vector<std::string> read_label_map(const Config& c) {
   std::vector<std::string> names;
   if (c.label_map.empty()) return names;
-  std::ifstream in(under_root(c, c.label_map));
+  std::istringstream in(vexp::base::read_file_bounded(under_root(c, c.label_map).string()));
   std::string line;
-  while (std::getline(in, line)) {
+  for (bool first = true; std::getline(in, line); first = false) {
+    if (first) vexp::base::strip_utf8_bom(line);
     line = trim(line);
     if (!line.empty()) names.push_back(line);
   }
@@ -159,8 +162,13 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   auto media_path = [&](const std::string& rel) {
     return (prefix.empty() || fs::path(rel).is_absolute() ? under_root(c, rel) : under_root(c, prefix) / rel).string();
   };
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read list file '" + path.string() + "'; " + kDocs);
+  std::string text;
+  try {
+    text = vexp::base::read_file_bounded(path.string());
+  } catch (const vexp::base::Error& e) {
+    throw std::runtime_error(std::string("list file: ") + e.what() + "; " + kDocs);
+  }
+  std::istringstream in(text);
   std::string format = c.format;
   if (format == "auto") format = path.extension() == ".csv" ? "csv" : "";
   std::vector<Entry> out;
@@ -184,6 +192,7 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   };
   while (std::getline(in, line)) {
     ++lineno;
+    if (lineno == 1) vexp::base::strip_utf8_bom(line);
     line = trim(line);
     if (line.empty() || line[0] == '#') continue;
     Entry e;
@@ -191,9 +200,17 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
       auto f = csv_fields(line);
       if (f.size() < 4) bad("expected label,youtube_id,time_start,time_end[,split]");
       if (f[0] == "label" && f[1] == "youtube_id") continue;  // header
+      // Fields that become parts of the video's path: one component each, so that
+      // an entry cannot reach outside root nor split the path at a NUL.
+      const char* const kPart[] = {"label", "youtube_id", "time_start", "time_end", "split"};
+      for (size_t k = 0; k < std::min<size_t>(f.size(), 5); ++k) {
+        if (k == 4 && f[k].empty()) continue;
+        const std::string why = vexp::base::path_component_problem(f[k]);
+        if (!why.empty()) bad(std::string(kPart[k]) + " '" + vexp::base::printable(f[k]) + "' cannot be part of a path: " + why);
+      }
       auto it = by_name.find(f[0]);
       if (it == by_name.end()) {
-        if (!c.label_map.empty()) bad("label '" + f[0] + "' is not in the label map '" + c.label_map + "'");
+        if (!c.label_map.empty()) bad("label '" + vexp::base::printable(f[0]) + "' is not in the label map '" + c.label_map + "'");
         it = by_name.emplace(f[0], static_cast<int64_t>(names.size())).first;
         names.push_back(f[0]);
       }
@@ -226,6 +243,8 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
       if (fmt == "tsm") e.frames = number(tok[tok.size() - 2], "frame count");
       std::string p = line.substr(0, line.size());
       for (size_t k = 0; k < need - 1; ++k) p = trim(p.substr(0, p.find_last_of(" \t")));
+      if (vexp::base::has_control(p))
+        bad("the path '" + vexp::base::printable(p) + "' holds a control character (TAB, NUL, ...)");
       e.path = media_path(p);
     }
     if (e.label >= c.classes)
@@ -294,6 +313,10 @@ class Kinetics final : public vexp::Dataset {
     r.listed_frames = e.frames;
     try {
       int W = 0, H = 0;
+      if (!frames_layout(e)) {  // a video: the one definition of a good one (media.hpp)
+        r.frames = vexp::media::verify_video(e.path);
+        return r;
+      }
       r.frames = frame_count(e, &W, &H);
       // Decode the first, middle and last frames.
       const int64_t last = r.frames - 1;

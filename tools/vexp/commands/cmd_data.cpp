@@ -18,6 +18,8 @@
 #include "data/parallel.hpp"
 #include "data/synthetic.hpp"
 #include "data/video_ops.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/validate.hpp"
@@ -87,6 +89,8 @@ void run_check(RecipeArgs args, int workers, const std::string& json_out) {
                                  {"frames_max", frames.empty() ? 0 : frames.back()}};
     total_bad += bad;
   }
+  // What "ok" means, as `prepare` says it (media::verify_video for videos).
+  std::cout << "checked: every frame of each video decoded; the first, middle and last image of each frame folder\n";
   if (!names.empty()) report["classes"] = names;
   if (!json_out.empty()) {
     std::ofstream o(json_out);
@@ -102,27 +106,78 @@ void run_check(RecipeArgs args, int workers, const std::string& json_out) {
 struct ListItem {
   std::string rel;    // path as listed
   std::string label;  // empty when the list has none
+  int64_t line = 0;
 };
 
+// The frame folder of a listed video, relative to --out: the listed path without its
+// extension (an absolute path: its file name only). Every part must be one plain path
+// component, so that the folder, which is replaced, lies inside --out.
+fs::path frame_folder(const std::string& listed, std::string* problem) {
+  const fs::path p(listed);
+  fs::path rel = p.is_absolute() ? p.filename() : p;
+  rel.replace_extension();
+  if (rel.empty()) {
+    *problem = "it names no file";
+    return {};
+  }
+  for (const auto& part : rel) {
+    const std::string why = base::path_component_problem(part.string());
+    if (!why.empty()) {
+      *problem = "its part '" + base::printable(part.string()) + "' cannot be a folder name: " + why;
+      return {};
+    }
+  }
+  return rel;
+}
+
 std::vector<ListItem> read_video_list(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Exit{kExitFailure, "cannot read video list '" + path + "'"};
+  std::string text;
+  try {
+    text = base::read_file_bounded(path, base::kMaxTextFileBytes);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, std::string("video list: ") + e.what()};
+  }
   std::vector<ListItem> out;
+  std::istringstream in(text);
   std::string line;
-  while (std::getline(in, line)) {
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (n == 1) base::strip_utf8_bom(line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     std::istringstream ss(line);
     std::vector<std::string> tok;
     for (std::string t; ss >> t;) tok.push_back(t);
     if (tok.empty() || tok[0][0] == '#') continue;
-    out.push_back({tok[0], tok.size() >= 2 ? tok.back() : ""});
+    const std::string where = path + ":" + std::to_string(n);
+    std::string why;
+    if (line.find('\0') != std::string::npos) why = "it holds a NUL byte";
+    else frame_folder(tok[0], &why);
+    if (!why.empty()) throw Exit{kExitFailure, where + ": '" + base::printable(tok[0]) + "': " + why};
+    if (tok.size() >= 2 && base::has_control(tok.back()))
+      throw Exit{kExitFailure, where + ": label '" + base::printable(tok.back()) + "' holds a control character"};
+    out.push_back({tok[0], tok.size() >= 2 ? tok.back() : "", n});
   }
   return out;
 }
 
-void run_extract(const std::string& list, const std::string& out_dir, std::string root, int workers, int quality) {
+void run_extract(const std::string& list, const std::string& out_dir, std::string root, int workers,
+                 const data::JpegOptions& jpeg) {
   const auto items = read_video_list(list);
   if (root.empty()) root = fs::path(list).parent_path().string();
   if (!root.empty() && !fs::is_directory(root)) throw Exit{kExitFailure, "video root '" + root + "' does not exist"};
+  const fs::path frame_list = fs::path(out_dir) / (fs::path(list).stem().string() + "_frames.txt");
+  if (base::same_file(frame_list, list))
+    throw Exit{kExitFailure, "the frame list '" + frame_list.string() + "' would replace the video list '" + list +
+                                 "'; give another --out"};
+  // Each item's folder is replaced: it must not hold (or be) a video that is read.
+  std::vector<fs::path> srcs, dsts;
+  for (const ListItem& it : items) {
+    std::string unused;
+    srcs.push_back(fs::path(it.rel).is_absolute() ? fs::path(it.rel) : fs::path(root.empty() ? "." : root) / it.rel);
+    dsts.push_back(fs::path(out_dir) / frame_folder(it.rel, &unused));
+    if (base::is_within(dsts.back(), srcs.back()))
+      throw Exit{kExitFailure, list + ":" + std::to_string(it.line) + ": the frame folder '" + dsts.back().string() +
+                                   "' would replace the video '" + srcs.back().string() + "' it is made from"};
+  }
   fs::create_directories(out_dir);
   media::quiet_ffmpeg_logs();
   std::vector<int64_t> counts(items.size(), -1);
@@ -130,28 +185,25 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
   std::atomic<int64_t> done{0}, skipped{0};
   std::mutex print;
   parallel(static_cast<int64_t>(items.size()), workers, [&](int64_t i) {
-    const ListItem& it = items[static_cast<size_t>(i)];
-    fs::path src = fs::path(it.rel).is_absolute() ? fs::path(it.rel) : fs::path(root) / it.rel;
-    fs::path rel = fs::path(it.rel).is_absolute() ? fs::path(it.rel).filename() : fs::path(it.rel);
-    fs::path dst = fs::path(out_dir) / rel.replace_extension();
+    const fs::path& src = srcs[static_cast<size_t>(i)];
+    const fs::path& dst = dsts[static_cast<size_t>(i)];
     try {
-      if (fs::is_directory(dst)) {  // resumable: a finished folder is kept
+      if (fs::is_directory(dst) && base::is_within(out_dir, dst)) {  // resumable: a finished folder is kept
         int64_t n = 0;
         for (auto& e : fs::directory_iterator(dst)) n += e.path().extension() == ".jpg";
         counts[static_cast<size_t>(i)] = n;
         skipped++;
         return;
       }
-      counts[static_cast<size_t>(i)] = data::extract_frames(src.string(), dst.string(), 0, quality);
+      counts[static_cast<size_t>(i)] = data::extract_frames(src.string(), dst.string(), 0, jpeg, out_dir);
       done++;
     } catch (const std::exception& e) {
       errors[static_cast<size_t>(i)] = e.what();
       std::lock_guard<std::mutex> lock(print);
-      std::cerr << "vexp: warning: " << e.what() << "\n";
+      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
     }
   });
   // The frame list in the official TSM format (path num_frames label).
-  const fs::path frame_list = fs::path(out_dir) / (fs::path(list).stem().string() + "_frames.txt");
   std::ofstream o(frame_list.string() + ".tmp");
   int64_t failed = 0;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -159,9 +211,9 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
       ++failed;
       continue;
     }
-    fs::path rel = fs::path(items[i].rel).is_absolute() ? fs::path(items[i].rel).filename() : fs::path(items[i].rel);
-    o << rel.replace_extension().string() << " " << counts[i] << " " << (items[i].label.empty() ? "0" : items[i].label)
-      << "\n";
+    std::string unused;
+    o << frame_folder(items[i].rel, &unused).string() << " " << counts[i] << " "
+      << (items[i].label.empty() ? "0" : items[i].label) << "\n";
   }
   o.close();
   fs::rename(frame_list.string() + ".tmp", frame_list);
@@ -190,13 +242,16 @@ void add_data(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   auto root = std::make_shared<std::string>();
   auto ex_workers = std::make_shared<int>(default_workers());
-  auto quality = std::make_shared<int>(95);
+  auto ex_jpeg = std::make_shared<data::JpegOptions>();
   ex->add_option("VIDEO_LIST", *list, "List of videos (path [num_frames] label per line)")->required();
   ex->add_option("--out", *out, "Output folder")->required();
   ex->add_option("--root", *root, "Folder the list's paths are relative to (default: the list's folder)");
   ex->add_option("--workers", *ex_workers, "Threads")->check(CLI::Range(1, 1024));
-  ex->add_option("--quality", *quality, "JPEG quality (>= 90: 4:4:4 chroma)")->check(CLI::Range(1, 100));
-  ex->callback([=] { run_extract(*list, *out, *root, *ex_workers, *quality); });
+  ex->add_option("--quality", ex_jpeg->quality, "JPEG quality (default 95)")->check(CLI::Range(1, 100));
+  ex->add_option("--chroma", ex_jpeg->chroma,
+                 "JPEG colour resolution: 420 (half, as FFmpeg and the official TSM frames; default) or 444 (full)")
+      ->check(CLI::IsMember({420, 444}));
+  ex->callback([=] { run_extract(*list, *out, *root, *ex_workers, *ex_jpeg); });
 
   auto* mk = data->add_subcommand(
       "make-synthetic",
@@ -270,7 +325,10 @@ void add_data(CLI::App& app) {
                    "Shorter side of re-encoded videos or frames in pixels, 0 keeps the size (default: 256 with "
                    "--reencode, 331 with --frames)")
       ->check(CLI::Range(0, 4096));
-  k400->add_option("--quality", po->quality, "--frames: JPEG quality (>= 90: 4:4:4 chroma)")->check(CLI::Range(1, 100));
+  k400->add_option("--quality", po->jpeg.quality, "--frames: JPEG quality (default 95)")->check(CLI::Range(1, 100));
+  k400->add_option("--chroma", po->jpeg.chroma,
+                   "--frames: JPEG colour resolution: 420 (half, as the official TSM frames; default) or 444 (full)")
+      ->check(CLI::IsMember({420, 444}));
   k400->add_option("--crf", po->crf, "--reencode: libx264 quality")->check(CLI::Range(0, 51));
   k400->add_option("--gop", po->gop, "--reencode: frames between keyframes")->check(CLI::Range(1, 10000));
   k400->add_option("--workers", po->workers, "Threads (default: every core)")->check(CLI::Range(1, 1024));

@@ -38,6 +38,10 @@ void add_export(CLI::App& app) {
     fs::path run_dir = fs::path(weights).parent_path().parent_path();
     if (from_dir) run_dir = fs::is_regular_file(fs::path(*source) / "resolved.toml") ? fs::path(*source) : run_dir;
     PyRef root;  // the file, read once
+    refuse_output_onto_input(*to, "--to", weights, "the checkpoint");
+    refuse_output_onto_input(*to, "--to", *source, "the source");
+    refuse_output_onto_input(*to, "--to", !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string(),
+                             "the recipe");
     if (recipe->empty()) {
       // The file first: a state dict of another project (or a vexp export) is told as
       // such; converting it needs the model's recipe.

@@ -78,6 +78,13 @@ void run_plan(const PlanArgs& a) {
     throw Exit{kExitInvalid, "--tune writes one recipe's overlay: give one RECIPE"};
   if (!a.plot.empty()) plan::check_output_path(a.plot, "--plot");
   if (!a.tune.empty()) plan::check_output_path(a.tune, "--tune");
+  const std::vector<std::pair<std::string, std::string>> outputs = {{a.tune, "--tune"}, {a.plot, "--plot"}};
+  for (const auto& [out, option] : outputs) {
+    if (out.empty()) continue;
+    // --tune R onto R would make R `extends = "R"`: a cycle, and the recipe lost.
+    for (const auto& r : a.recipes) refuse_output_onto_input(out, option, r, "the recipe");
+    refuse_output_onto_input(out, option, a.cluster, "the cluster file");
+  }
   const dsl::Cluster cluster = open_cluster(a.cluster);
   plan::PlanOptions o;
   if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);

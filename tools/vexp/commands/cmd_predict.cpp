@@ -233,6 +233,12 @@ void add_predict(CLI::App& app) {
       throw Exit{kExitInvalid, "--logits '" + *logits_out + "': the name must end in .pt or .json"};
     if (!fs::is_regular_file(*input)) throw Exit{kExitFailure, "--input '" + *input + "': no such file"};
     const std::string weights_path = weights_file(*weights, "--weights");
+    if (!logits_out->empty()) {
+      refuse_output_onto_input(*logits_out, "--logits", weights_path, "the checkpoint");
+      refuse_output_onto_input(*logits_out, "--logits", *input, "the input");
+      refuse_output_onto_input(*logits_out, "--logits", args->path, "the recipe");
+      refuse_output_onto_input(*logits_out, "--logits", *labels, "the label file");
+    }
     const bool tensor_input = has_ext(*input, {".pt", ".pth"});
     at::Tensor clips;
     ModelArgs m;

@@ -16,107 +16,19 @@
 
 #include "data/csv.hpp"
 #include "data/parallel.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"
 
 namespace vexp::data {
 namespace fs = std::filesystem;
 
-std::string clip_name(const std::string& youtube_id, int64_t start, int64_t end) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "_%06lld_%06lld", static_cast<long long>(start), static_cast<long long>(end));
-  return youtube_id + buf;
-}
-
-std::string mmaction_name(const std::string& label) {
-  std::string out;
-  for (char c : label)
-    if (c != '"') out += c == ' ' ? '_' : c;
-  return out;
-}
-
-std::string tsm_name(const std::string& label) {
-  std::string out;
-  for (char c : label)
-    if (c != '"' && c != '(' && c != ')' && c != '\'') out += c == ' ' ? '_' : c;
-  return out;
-}
-
+// ---------------------------------------------------------------- prepare
 namespace {
 
 [[noreturn]] void bad_input(const std::string& where, const std::string& what) {
   throw std::runtime_error(where + ": " + what);
 }
-
-// Seconds as the CSVs write them ("59", and "59.0" in some releases: the whole part, as mmaction2's int(float(x))).
-bool parse_seconds(const std::string& s, int64_t* out) {
-  size_t i = 0;
-  int64_t v = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    if (v > 1'000'000'000) return false;
-    v = v * 10 + (s[i++] - '0');
-  }
-  if (i == 0) return false;
-  if (i < s.size()) {
-    if (s[i++] != '.') return false;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    if (i < s.size()) return false;
-  }
-  *out = v;
-  return true;
-}
-
-}  // namespace
-
-std::vector<KineticsRow> read_kinetics_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read '" + path + "'");
-  std::vector<KineticsRow> rows;
-  std::string line, error;
-  std::vector<std::string> f;
-  size_t columns = 0;
-  for (int64_t lineno = 1; std::getline(in, line); ++lineno) {
-    const std::string where = path + ":" + std::to_string(lineno);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (lineno == 1) {
-      std::vector<std::string> h;
-      if (!split_csv(line, h, error)) bad_input(where, error);
-      static const std::vector<std::string> kHeader = {"label", "youtube_id", "time_start", "time_end", "split"};
-      const bool ok = (h.size() == 5 || (h.size() == 6 && h[5] == "is_cc")) &&
-                      std::equal(kHeader.begin(), kHeader.end(), h.begin());
-      if (!ok)
-        bad_input(where, "expected the header 'label,youtube_id,time_start,time_end,split[,is_cc]' of the official "
-                         "Kinetics train/val CSVs, got '" + line + "'");
-      columns = h.size();
-      continue;
-    }
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (!split_csv(line, f, error)) bad_input(where, error);
-    if (f.size() != columns)
-      bad_input(where, "expected " + std::to_string(columns) + " fields, got " + std::to_string(f.size()));
-    KineticsRow r;
-    r.label = f[0];
-    r.youtube_id = f[1];
-    r.line = lineno;
-    if (r.label.empty()) bad_input(where, "the label is empty");
-    if (r.youtube_id.empty() || r.youtube_id.find_first_of("/\\ \t") != std::string::npos)
-      bad_input(where, "bad youtube_id '" + r.youtube_id + "'");
-    if (!parse_seconds(f[2], &r.start)) bad_input(where, "time_start '" + f[2] + "' is not a number of seconds");
-    if (!parse_seconds(f[3], &r.end)) bad_input(where, "time_end '" + f[3] + "' is not a number of seconds");
-    if (r.end < r.start) bad_input(where, "time_end " + f[3] + " is before time_start " + f[2]);
-    rows.push_back(std::move(r));
-  }
-  if (columns == 0) throw std::runtime_error(path + ": the file is empty");
-  return rows;
-}
-
-std::vector<std::string> sorted_class_names(const std::vector<KineticsRow>& train) {
-  std::set<std::string> names;
-  for (const auto& r : train) names.insert(r.label);
-  return {names.begin(), names.end()};
-}
-
-// ---------------------------------------------------------------- prepare
-namespace {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted = true; }
@@ -256,6 +168,10 @@ std::map<std::string, JournalEntry> read_journal(const fs::path& path) {
   return out;
 }
 
+// A path as the tab-separated journal holds it: control characters escaped, so that
+// a TAB or newline in a folder name cannot split the line.
+std::string journal_field(const std::string& s) { return base::printable(s, s.size() + 1); }
+
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\t' || c == '\r') c = ' ';
@@ -301,6 +217,23 @@ int prepare_kinetics400(const PrepareOptions& o) {
     if (val_csv.empty()) val_csv = find_csv(o.annotations, kValNames, "val");
   }
   if (!fs::is_directory(o.videos)) throw std::runtime_error("video folder '" + o.videos + "' does not exist");
+  // Links inside the folder they point into, or frames beside the videos, would
+  // loop through the next run's index of --videos.
+  if (base::is_within(o.videos, o.out) || base::is_within(o.out, o.videos))
+    throw std::runtime_error("--out '" + o.out + "' and --videos '" + o.videos +
+                             "' overlap (one is the other or lies inside it); give an --out outside the video folder");
+  const std::string mm_kind = o.mode == PrepareMode::Frames ? "rawframes" : "videos";
+  const std::vector<std::string> output_names = {"train_videofolder.txt",
+                                                 "val_videofolder.txt",
+                                                 "kinetics400_train_list_" + mm_kind + ".txt",
+                                                 "kinetics400_val_list_" + mm_kind + ".txt",
+                                                 "classes.txt",
+                                                 "prepare_report.txt"};
+  for (const std::string& input : {train_csv, val_csv, o.label_map})
+    for (const std::string& name : output_names)
+      if (!input.empty() && base::same_file(fs::path(o.out) / name, input))
+        throw std::runtime_error("the output '" + (fs::path(o.out) / name).string() + "' would replace the input '" +
+                                 input + "'; give another --out");
   const auto train_rows = read_kinetics_csv(train_csv);
   const auto val_rows = read_kinetics_csv(val_csv);
 
@@ -308,14 +241,16 @@ int prepare_kinetics400(const PrepareOptions& o) {
   std::vector<std::string> classes;
   std::map<std::string, int64_t> label_of, label_of_key;
   if (!o.label_map.empty()) {
-    std::ifstream in(o.label_map);
-    if (!in) throw std::runtime_error("cannot read the label map '" + o.label_map + "'");
+    const std::string text = base::read_file_bounded(o.label_map, base::kMaxTextFileBytes);
+    std::istringstream in(text);
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {
+      if (n == 1) base::strip_utf8_bom(line);
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
       if (line.empty()) continue;
       if (label_of.count(line))
-        throw std::runtime_error(o.label_map + ":" + std::to_string(n) + ": '" + line + "' is listed twice");
+        throw std::runtime_error(o.label_map + ":" + std::to_string(n) + ": '" + base::printable(line) +
+                                 "' is listed twice");
       label_of[line] = static_cast<int64_t>(classes.size());
       label_of_key[tsm_name(line)] = static_cast<int64_t>(classes.size());
       classes.push_back(line);
@@ -331,10 +266,10 @@ int prepare_kinetics400(const PrepareOptions& o) {
     if (!o.label_map.empty()) {  // the map may write names as mmaction2 or TSM folders do
       auto k = label_of_key.find(tsm_name(r.label));
       if (k != label_of_key.end()) return k->second;
-      bad_input(csv + ":" + std::to_string(r.line), "label '" + r.label + "' is not in the label map '" + o.label_map + "'");
+      bad_input(csv + ":" + std::to_string(r.line), "label '" + base::printable(r.label) + "' is not in the label map '" + o.label_map + "'");
     }
     bad_input(csv + ":" + std::to_string(r.line),
-              "label '" + r.label + "' is not a class of the train CSV '" + train_csv + "'");
+              "label '" + base::printable(r.label) + "' is not a class of the train CSV '" + train_csv + "'");
   };
 
   // ---- items
@@ -374,7 +309,11 @@ int prepare_kinetics400(const PrepareOptions& o) {
   std::ostringstream settings;
   settings << "mode " << mode_name(o.mode) << "\n";
   if (o.mode == PrepareMode::Reencode) settings << "short_side " << short_side << "\ncrf " << o.crf << "\ngop " << o.gop << "\n";
-  if (o.mode == PrepareMode::Frames) settings << "short_side " << short_side << "\nquality " << o.quality << "\n";
+  if (o.mode == PrepareMode::Frames) {
+    settings << "short_side " << short_side << "\nquality " << o.jpeg.quality << "\n";
+    // Folders made before chroma was an option are 4:4:4 at quality >= 90.
+    if (o.jpeg.chroma != (o.jpeg.quality >= 90 ? 444 : 420)) settings << "chroma " << o.jpeg.chroma << "\n";
+  }
   const fs::path settings_path = out / ".vexp_prepare/settings", journal_path = out / ".vexp_prepare/journal.tsv";
   fs::create_directories(out / ".vexp_prepare");
   bool had_settings = false;
@@ -392,7 +331,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
   for (size_t i = 0; i < items.size(); ++i) {
     Item& it = items[i];
     if (it.source.empty()) continue;
-    const std::string abs_source = fs::absolute(it.source).lexically_normal().string();
+    const std::string abs_source = journal_field(fs::absolute(it.source).lexically_normal().string());
     auto j = journal.find(it.out_rel);
     bool done = false;
     if (j != journal.end() && j->second.source == abs_source && j->second.size == stat_size(it.source) &&
@@ -400,7 +339,8 @@ int prepare_kinetics400(const PrepareOptions& o) {
       std::error_code ec;
       const fs::path dst = out / it.out_rel;
       if (!j->second.ok) done = true;
-      else if (o.mode == PrepareMode::Link) done = fs::is_symlink(dst, ec) && fs::read_symlink(dst, ec) == abs_source;
+      else if (o.mode == PrepareMode::Link)
+        done = fs::is_symlink(dst, ec) && journal_field(fs::read_symlink(dst, ec).string()) == abs_source;
       else if (o.mode == PrepareMode::Reencode) done = fs::is_regular_file(dst, ec);
       else done = fs::is_directory(dst, ec);
       if (done) {
@@ -441,8 +381,13 @@ int prepare_kinetics400(const PrepareOptions& o) {
         try {
           try {
             fs::create_directories(dst.parent_path());
+            // Behind the CSV's name checks: a folder link planted in OUT cannot
+            // carry a write outside it.
+            if (!base::is_within(out, dst))
+              throw std::runtime_error("refusing to write '" + base::printable(dst.string()) + "': it is not inside '" +
+                                       base::printable(o.out) + "'");
             if (o.mode == PrepareMode::Link) {
-              it.frames = probe_video(it.source.string());
+              it.frames = media::verify_video(it.source.string());
               const fs::path tmp = dst.string() + ".partial";
               fs::remove(tmp);
               fs::create_symlink(abs_source, tmp);
@@ -450,7 +395,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
             } else if (o.mode == PrepareMode::Reencode) {
               it.frames = reencode_video(it.source.string(), dst.string(), short_side, o.crf, o.gop);
             } else {
-              it.frames = extract_frames(it.source.string(), dst.string(), short_side, o.quality);
+              it.frames = extract_frames(it.source.string(), dst.string(), short_side, o.jpeg, o.out);
             }
             it.ok = true;
           } catch (const media::MediaError& e) {
@@ -460,7 +405,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
             it.error = e.what();
           }
           std::lock_guard<std::mutex> lock(mu);
-          jout << it.out_rel << "\t" << (it.ok ? "ok" : "bad") << "\t" << it.frames << "\t" << abs_source << "\t"
+          jout << it.out_rel << "\t" << (it.ok ? "ok" : "bad") << "\t" << it.frames << "\t" << journal_field(abs_source) << "\t"
                << stat_size(it.source) << "\t" << stat_mtime(it.source) << "\t" << one_line(it.error) << "\n"
                << std::flush;
           it.done = true;
@@ -504,7 +449,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
     }
     if (!it.ok) {
       ++bad[s];
-      report_body += std::string("undecodable\t") + sp + "\t" + it.source.string() + "\t" + where + "\t" +
+      report_body += std::string("undecodable\t") + sp + "\t" + journal_field(it.source.string()) + "\t" + where + "\t" +
                      one_line(it.error) + "\n";
       continue;
     }
@@ -523,19 +468,19 @@ int prepare_kinetics400(const PrepareOptions& o) {
     report += "# " + line;
   }
   report += "# kind\tsplit\tvideo\tcsv line\terror\n" + report_body;
-  const std::string mm_kind = o.mode == PrepareMode::Frames ? "rawframes" : "videos";
   const std::vector<std::pair<std::string, std::string>> files = {
-      {"train_videofolder.txt", tsm[0]},
-      {"val_videofolder.txt", tsm[1]},
-      {"kinetics400_train_list_" + mm_kind + ".txt", mm[0]},
-      {"kinetics400_val_list_" + mm_kind + ".txt", mm[1]},
-      {"classes.txt", classes_txt},
-      {"prepare_report.txt", report}};
+      {output_names[0], tsm[0]},      {output_names[1], tsm[1]},      {output_names[2], mm[0]},
+      {output_names[3], mm[1]},       {output_names[4], classes_txt}, {output_names[5], report}};
   bool unchanged = todo.empty();
   for (const auto& [name, text] : files) {
     bool exists = false;
     if (unchanged && (read_text(out / name, &exists) != text || !exists)) unchanged = false;
   }
+  summary += std::string("checked: every frame of every listed video decoded (") +
+             (o.mode == PrepareMode::Link       ? "a full decode, nothing written"
+              : o.mode == PrepareMode::Reencode ? "while re-encoding"
+                                                : "while extracting") +
+             ")\n";
   std::cout << summary;
   if (unchanged) {
     std::cout << "'" << o.out << "' is complete: nothing to do\n";

@@ -20,6 +20,11 @@ std::string mmaction_name(const std::string& label);
 // underscores, quotes, parentheses and apostrophes removed.
 std::string tsm_name(const std::string& label);
 
+// Why `label` cannot name a class folder ("" when it can): it must be one path
+// component as written and as mmaction_name writes it (no '/', '\\', NUL, TAB or
+// other control character, not "." or "..").
+std::string label_name_problem(const std::string& label);
+
 // One row of an official annotation CSV.
 struct KineticsRow {
   std::string label, youtube_id;
@@ -28,7 +33,10 @@ struct KineticsRow {
 };
 // Reads an official CSV (header label,youtube_id,time_start,time_end,split[,is_cc]).
 // Throws std::runtime_error "FILE:LINE: what" for a bad header or row.
+// Labels and youtube_ids that cannot be one path component are refused the same way.
 std::vector<KineticsRow> read_kinetics_csv(const std::string& path);
+// The same for the CSV's text (`path` only names it in errors).
+std::vector<KineticsRow> parse_kinetics_csv(const std::string& text, const std::string& path);
 
 // Class names numbered as the official TSM code (tools/kinetics_label_map.txt,
 // the 400 names in alphabetical order) and mmaction2 (parse_kinetics_splits:
@@ -45,7 +53,7 @@ struct PrepareOptions {
   std::string label_map;            // optional: line i = class of label i
   PrepareMode mode = PrepareMode::Link;
   int short_side = -1;              // -1: the mode's default (256 re-encoded, 331 frames)
-  int quality = 95;                 // --frames: JPEG quality
+  JpegOptions jpeg;                 // --frames: JPEG quality and chroma
   int crf = 23, gop = 16;           // --reencode
   int workers = 1;
 };

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
 
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"
 
 namespace vexp::data {
@@ -30,15 +33,6 @@ void short_side_size(int width, int height, int short_side, int multiple, int* o
   }
 }
 
-int64_t probe_video(const std::string& path) {
-  media::VideoReader r(path);
-  const int64_t n = r.frames();
-  const int w = std::min(r.width(), 64), h = std::min(r.height(), 64);
-  std::vector<uint8_t> buf(static_cast<size_t>(3) * w * h * 3);
-  r.read({0, n / 2, n - 1}, {0, 0, r.width(), r.height()}, w, h, 3, buf.data());
-  return n;
-}
-
 std::string partial_name(const std::string& dst, bool is_video_file) {
   if (!is_video_file) return dst + ".partial";
   fs::path p(dst);
@@ -60,8 +54,15 @@ void for_each_frame(media::VideoReader& r, int out_w, int out_h, Sink sink) {
 }
 }  // namespace
 
-int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, int quality) {
+int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, const JpegOptions& jpeg,
+                       const std::string& within) {
   const fs::path partial = partial_name(dst, false);
+  // The second line of defence behind the name checks: nothing outside the output
+  // folder is ever removed.
+  for (const fs::path& p : {fs::path(dst), partial})
+    if (!base::is_within(within, p))
+      throw std::runtime_error("refusing to replace '" + base::printable(p.string()) + "': it is not inside '" +
+                               base::printable(within) + "'");
   fs::remove_all(partial);
   try {
     fs::create_directories(partial);
@@ -71,7 +72,7 @@ int64_t extract_frames(const std::string& src, const std::string& dst, int short
     for_each_frame(r, w, h, [&](int64_t f, const uint8_t* px) {
       char name[32];
       std::snprintf(name, sizeof name, "img_%05lld.jpg", static_cast<long long>(f + 1));
-      media::write_jpeg((partial / name).string(), px, w, h, 3, quality);
+      media::write_jpeg((partial / name).string(), px, w, h, 3, jpeg.quality, jpeg.chroma);
     });
     fs::remove_all(dst);
     fs::rename(partial, dst);  // the folder appears complete or not at all

@@ -13,14 +13,18 @@ namespace vexp::data {
 // multiple of `multiple`, as FFmpeg's scale=-N does (2 for H.264's 4:2:0 chroma).
 void short_side_size(int width, int height, int short_side, int multiple, int* out_w, int* out_h);
 
-// Opens `path`, counts its frames and decodes its first, middle and last frame.
-// Returns the frame count; throws media::MediaError naming the file.
-int64_t probe_video(const std::string& path);
+// JPEG settings of extracted frames (defaults chosen in docs/data.md, "Frame folders").
+struct JpegOptions {
+  int quality = 95;
+  int chroma = 420;  // 444 or 420
+};
 
-// Decodes every frame of `src` into `dst`/img_00001.jpg ... (JPEG `quality`),
-// scaled to short side `short_side` (0: the video's size). Written as
-// `dst`.partial and renamed. Returns the frame count; throws naming the file.
-int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, int quality);
+// Decodes every frame of `src` into `dst`/img_00001.jpg ... scaled to short side
+// `short_side` (0: the video's size). Written as `dst`.partial and renamed (an old
+// `dst` is replaced). Both must lie inside folder `within`, checked before anything
+// is removed. Returns the frame count; throws naming the file.
+int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, const JpegOptions& jpeg,
+                       const std::string& within);
 
 // Re-encodes `src` as H.264 `dst` (.mp4, no audio) at short side `short_side`
 // (other side even), libx264 `crf`, a keyframe every `gop` frames, the source's

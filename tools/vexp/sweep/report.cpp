@@ -1,4 +1,5 @@
 #include "sweep/report.hpp"
+#include "vexp/base/files.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -187,6 +188,24 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   for (const auto& r : o.rows)
     if (r.status == "done" && r.metric && (!best || better(*r.metric, *best->metric, higher))) best = &r;
   if (!best) throw Exit{cli::kExitFailure, "'" + dir + "' has no finished trial yet: there is no best recipe"};
+  // The recipe must not replace what the sweep is: its store, its definition or any
+  // file of a trial (a previous best recipe, which starts so, may be replaced).
+  const auto refuse = [&](const std::string& what) {
+    throw Exit{cli::kExitInvalid, "--best-recipe '" + out_path + "' is " + what + " of the sweep '" + dir +
+                                      "'; write it elsewhere"};
+  };
+  for (const char* db : {"sweep.db", "sweep.db-wal", "sweep.db-shm", "sweep.db-journal"})
+    if (base::same_file(out_path, fs::path(dir) / db)) refuse(std::string("the store ") + db);
+  for (const auto& r : o.rows)
+    if (!r.run_dir.empty() && base::is_within(r.run_dir, out_path))
+      refuse("inside the run directory '" + r.run_dir + "' of trial " + trial_name(r.id));
+  std::error_code ec;
+  if (base::is_within(dir, out_path) && fs::exists(out_path, ec)) {
+    std::ifstream old(out_path);
+    std::string first;
+    std::getline(old, first);
+    if (first.rfind("# best trial ", 0) != 0) refuse("a file");
+  }
   std::ifstream in(fs::path(best->run_dir) / "resolved.toml");
   if (!in) throw Exit{cli::kExitFailure, "'" + best->run_dir + "/resolved.toml' is missing"};
   std::stringstream text;

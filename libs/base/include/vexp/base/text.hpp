@@ -18,4 +18,8 @@ std::string printable(std::string_view s, std::size_t max_bytes = 256);
 // True when `s` holds any byte printable() would escape.
 bool has_control(std::string_view s);
 
+// Removes a UTF-8 byte order mark (EF BB BF) from the start of `s`, as spreadsheet
+// programs write one before a CSV's header. True when there was one.
+bool strip_utf8_bom(std::string& s);
+
 }  // namespace vexp::base

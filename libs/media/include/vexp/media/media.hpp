@@ -80,8 +80,11 @@ class VideoReader {
 void jpeg_size(const std::string& path, int* width, int* height);
 // Decodes `path`, crops and scales as VideoReader::read does (one image).
 void read_jpeg(const std::string& path, Rect crop, int out_w, int out_h, int channels, uint8_t* out);
-// Writes packed 8-bit pixels as a JPEG (4:4:4 when quality >= 90, else 4:2:0).
-void write_jpeg(const std::string& path, const uint8_t* pixels, int width, int height, int channels, int quality);
+// Writes packed 8-bit pixels as a JPEG. chroma: 444 or 420 (colour sampled at full
+// or half resolution, as FFmpeg's yuvj444p / yuvj420p); 0: 4:4:4 when quality >= 90,
+// else 4:2:0. Gray images have no chroma.
+void write_jpeg(const std::string& path, const uint8_t* pixels, int width, int height, int channels, int quality,
+                int chroma = 0);
 
 // H.264 (libx264) writer for generated datasets: frames are packed gray or RGB.
 class VideoWriter {
@@ -101,6 +104,12 @@ class VideoWriter {
   std::unique_ptr<Impl> impl_;
   std::string path_;
 };
+
+// What vexp calls a good video, in `vexp data prepare` (every mode) and `vexp data
+// check`: it opens, has frames, and every frame its packet index lists decodes.
+// Returns the frame count; throws MediaError naming the file (and the first frame
+// that could not be decoded). Costs a full decode (docs/data.md, "What a good video is").
+int64_t verify_video(const std::string& path);
 
 // ---------------------------------------------------------------- one clip
 // TSN's test sampling of `count` frames from a video of `frames`: the centre of
