@@ -76,7 +76,7 @@ TEST(PluginTrust, TrustFileRoundTripsCanonicalPathsAtomically) {
 TEST(PluginTrust, NoEntryCanForgeAnother) {
   PrivateConfig cfg;
   // Spaces at the ends, quotes, backslashes and '#' come back as they went in.
-  const std::vector<std::string> odd{"/a/dir ", " /b", "/c/\"x\"\\", "/d/#e", "/e/ü"};
+  const std::vector<std::string> odd{"/a/dir ", "/ b", "/c/\"x\"\\", "/d/#e", "/e/ü"};
   vexp::write_trusted_plugin_dirs(odd);
   EXPECT_EQ(vexp::read_trusted_plugin_dirs(), odd);
   // A newline (or any control character) cannot be stored at all.
