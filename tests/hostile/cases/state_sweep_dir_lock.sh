@@ -16,7 +16,8 @@ until grep -q "trial 001 started" first.log; do
   kill -0 "$first" 2>/dev/null || fail "the first sweep ended early: $(cat first.log)"
   sleep 0.2
 done
-expect_rc 1 -- "$vexp" sweep sweep.toml --out sw --no-report
+# (timeout: unlocked, the second sweep would run the trials again for minutes)
+expect_rc 1 -- timeout 120 "$vexp" sweep sweep.toml --out sw --no-report
 expect_out "'sw' is in use by vexp sweep (pid $first on "
 ls sw/trials | grep -q attempt && fail "the refused sweep moved a trial aside: $(ls sw/trials)"
 # The trial's own `vexp run` holds the trial's folder.
@@ -24,7 +25,7 @@ until [ -s sw/trials/001/.vexp.lock ] && grep -q "resuming\|run '" sw/trials/001
   kill -0 "$first" 2>/dev/null || fail "the first sweep ended early: $(cat first.log)"
   sleep 0.2
 done
-expect_rc 1 -- "$vexp" run tiny.toml --out sw/trials/001 --resume
+expect_rc 1 -- timeout 120 "$vexp" run tiny.toml --out sw/trials/001 --resume
 expect_out "is in use by vexp run (pid "
 # Readers do not need the lock.
 expect_rc 0 -- "$vexp" results sw
