@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
 namespace vexp {
@@ -156,6 +157,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  // A FIFO or a device named as a checkpoint (a run directory from elsewhere) is
+  // refused, not read without end; the size is not limited (models grow).
+  if (const std::string p = base::regular_file_problem(path, ~std::uint64_t(0)); !p.empty())
+    throw std::runtime_error("cannot read checkpoint: " + p);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read checkpoint '" + path + "': " + std::strerror(errno));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

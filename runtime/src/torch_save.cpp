@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp {
@@ -399,6 +400,8 @@ class Unpickler {
 };
 
 std::vector<char> read_all(const std::string& path) {
+  // A FIFO or a device is refused, not read without end; the size is not limited.
+  if (const std::string p = base::regular_file_problem(path, ~std::uint64_t(0)); !p.empty()) throw std::runtime_error(p);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
   return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
