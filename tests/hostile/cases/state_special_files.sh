@@ -11,7 +11,7 @@ mkrun() {  # a small finished-looking run directory
 }
 check() {  # $1: what was put where, $2: the file named; then the command
   local what=$1 file=$2; shift 2
-  expect_rc 1 -- timeout 20 "$@"
+  expect_rc 1 -- timeout 120 "$@"
   expect_out "$file"
   expect_out "$what"
   [ "$(grep -c . "$tmp/out")" = 1 ] || fail "$*: more than one line: $(cat "$tmp/out")"
@@ -31,10 +31,10 @@ mkrun r; rm r/summary.json; ln -s /dev/zero r/summary.json
 check "character device" "r/summary.json" "$vexp" compare r
 # A failure record that is not a regular file is passed over, not waited on.
 mkrun r; mkdir -p r/failures; mkfifo r/failures/rank_0.txt; rm r/summary.json
-expect_rc 0 -- timeout 20 "$vexp" report r --out r.html
+expect_rc 0 -- timeout 120 "$vexp" report r --out r.html
 # A trial's log.txt (read for the trial's last error).
 mkrun r; rm r/summary.json; mkfifo r/log.txt
 check "a FIFO" "r/log.txt" "$vexp" report r --out r.html
 mkrun r
-expect_rc 0 -- timeout 20 "$vexp" report r --out r.html
+expect_rc 0 -- timeout 120 "$vexp" report r --out r.html
 exit 0

@@ -59,8 +59,8 @@ done
 # A trust file that is a FIFO: `vexp trust` says so in one line, other commands
 # trust nothing from it and do not hang.
 rm -f "$trustfile"; mkfifo "$trustfile"
-expect_rc 1 -- timeout 20 "$vexp" trust --list
+expect_rc 1 -- timeout 120 "$vexp" trust --list
 expect_out "FIFO"
-expect_rc 0 -- timeout 20 "$vexp" check tiny.toml
+expect_rc 0 -- timeout 120 "$vexp" check tiny.toml
 no_crash
 exit 0
