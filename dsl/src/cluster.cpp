@@ -2,12 +2,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/dsl/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
@@ -116,14 +116,15 @@ std::optional<nlohmann::json> read_json(const std::string& file, const Value& at
     d.error(at.loc(), shown + ": '" + file + "' is larger than 16 MiB (expected " + what + ")");
     return std::nullopt;
   }
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in) {
-    d.error(at.loc(), shown + ": cannot read '" + file + "'");
+  std::string text;
+  try {
+    // Checked again as it is opened: a file swapped for a FIFO is refused, not waited on.
+    text = base::read_file_bounded(file, kMaxRecipeBytes);
+  } catch (const std::exception& e) {
+    d.error(at.loc(), shown + ": " + e.what() + " (expected " + what + ")");
     return std::nullopt;
   }
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     d.error(at.loc(), shown + ": '" + file + "' is not JSON (expected " + what + ")");
     return std::nullopt;
@@ -382,7 +383,7 @@ bool is_cluster_file(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxRecipeBytes) return false;
   try {
-    const toml::table t = toml::parse_file(path);
+    const toml::table t = toml::parse(base::read_file_bounded(path, kMaxRecipeBytes), path);
     return t.contains("cluster") && t["cluster"].is_table();
   } catch (const std::exception&) {
     return false;

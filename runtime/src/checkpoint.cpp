@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
 namespace vexp {

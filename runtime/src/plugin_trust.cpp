@@ -1,13 +1,22 @@
 #include "vexp/runtime/plugin_trust.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-#include "vexp/runtime/checkpoint.hpp"
+#include <nlohmann/json.hpp>
+
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
+#include "vexp/log.hpp"
 #include "vexp/runtime/plugin_host.hpp"
 
 namespace fs = std::filesystem;
@@ -27,32 +36,135 @@ std::string trusted_plugin_dirs_file() {
   return (base / "vexp" / "trusted-plugin-dirs").string();
 }
 
-std::vector<std::string> read_trusted_plugin_dirs() {
+namespace {
+
+// Format 2 of the trust file: this first line, then one JSON string per line.
+constexpr const char* kHeader =
+    "# Plugin folders that vexp recipes may name in [plugins] paths (written by `vexp trust`; format 2: one JSON "
+    "string per line).\n";
+
+// One entry of a line ("" when the line holds none).
+std::string entry_of(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty() || line[0] == '#') return "";
+  std::string path;
+  if (line[0] == '"') {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (!j.is_string()) return "";
+      path = j.get<std::string>();
+    } catch (const std::exception&) {
+      return "";  // a damaged line trusts nothing
+    }
+  } else {
+    path = line;  // format 1: the path as written, spaces included
+  }
+  if (path.empty() || path[0] != '/' || !trust_path_problem(path).empty()) return "";
+  return path;
+}
+
+std::vector<std::string> parse_trust_file(const std::string& file) {
   std::vector<std::string> out;
-  const std::string file = trusted_plugin_dirs_file();
-  if (file.empty()) return out;
-  std::ifstream in(file);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) return out;
+  std::string text;
+  try {
+    text = base::read_file_bounded(file, base::kMaxTextFileBytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("cannot read the trust file: ") + e.what());
+  }
+  std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] != '/') continue;  // only absolute paths are entries
-    if (std::find(out.begin(), out.end(), line) == out.end()) out.push_back(line);
+    const std::string d = entry_of(line);
+    if (!d.empty() && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   }
   return out;
 }
 
-void write_trusted_plugin_dirs(const std::vector<std::string>& dirs) {
+std::string trust_file_or_throw() {
   const std::string file = trusted_plugin_dirs_file();
   if (file.empty()) throw std::runtime_error("cannot store trusted plugin folders: neither XDG_CONFIG_HOME nor HOME is set");
+  return file;
+}
+
+void store_list(const std::string& file, const std::vector<std::string>& dirs) {
   const fs::path target(file);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create '" + target.parent_path().string() + "': " + ec.message());
-  std::string text =
-      "# Plugin folders that vexp recipes may name in [plugins] paths (written by `vexp trust`).\n";
-  for (const auto& d : dirs) text += d + "\n";
-  write_file_atomic(file, text, 0600);
+  std::string text = kHeader;
+  for (const auto& d : dirs) {
+    const std::string why = trust_path_problem(d);
+    if (!why.empty()) throw std::runtime_error("cannot store '" + base::printable(d) + "' in '" + file + "': " + why);
+    text += nlohmann::json(d).dump() + "\n";
+  }
+  try {
+    base::write_file_atomic(file, text, 0600);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+// An exclusive flock on FILE.lock, beside the trust file (the trust file itself is
+// replaced by rename, so a lock on it would not survive a write).
+class TrustFileLock {
+ public:
+  explicit TrustFileLock(const std::string& file) {
+    const fs::path lock = file + ".lock";
+    std::error_code ec;
+    fs::create_directories(lock.parent_path(), ec);
+    fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ < 0) throw std::runtime_error("cannot lock '" + file + "': cannot open '" + lock.string() + "': " + std::strerror(errno));
+    // Another `vexp trust` holds it for milliseconds; a minute means something is wrong.
+    for (int i = 0; ::flock(fd_, LOCK_EX | LOCK_NB) != 0; ++i) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        const int err = errno;
+        ::close(fd_);
+        throw std::runtime_error("cannot lock '" + lock.string() + "': " + std::strerror(err));
+      }
+      if (i >= 6000) {
+        ::close(fd_);
+        throw std::runtime_error("'" + lock.string() + "' has been locked by another process for a minute; is a `vexp trust` stuck?");
+      }
+      ::usleep(10000);
+    }
+  }
+  ~TrustFileLock() { ::close(fd_); }
+  TrustFileLock(const TrustFileLock&) = delete;
+  TrustFileLock& operator=(const TrustFileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::string trust_path_problem(const std::string& path) {
+  if (base::has_control(path))
+    return "the path holds a control character (a newline, a tab, ...) or bytes that are not UTF-8; rename the folder";
+  return "";
+}
+
+std::vector<std::string> read_trusted_plugin_dirs() {
+  const std::string file = trusted_plugin_dirs_file();
+  if (file.empty()) return {};
+  return parse_trust_file(file);
+}
+
+void write_trusted_plugin_dirs(const std::vector<std::string>& dirs) {
+  const std::string file = trust_file_or_throw();
+  TrustFileLock lock(file);
+  store_list(file, dirs);
+}
+
+std::vector<std::string> update_trusted_plugin_dirs(const std::function<void(std::vector<std::string>&)>& change) {
+  const std::string file = trust_file_or_throw();
+  TrustFileLock lock(file);
+  std::vector<std::string> dirs = parse_trust_file(file);
+  change(dirs);
+  store_list(file, dirs);
+  return dirs;
 }
 
 std::string canonical_path(const std::string& path, std::string* error) {
@@ -80,7 +192,14 @@ PluginTrust PluginTrust::current(const std::vector<std::string>& plugin_dirs) {
   }
   for (const auto& d : plugin_dirs) add(d);
   t.preloaded_count_ = t.allowed_.size();
-  for (const auto& d : read_trusted_plugin_dirs()) add(d);  // re-canonicalised: a link swapped since is followed now
+  std::vector<std::string> trusted;
+  try {
+    trusted = read_trusted_plugin_dirs();
+  } catch (const std::exception& e) {
+    // Nothing of it is trusted: folders it names are refused with the usual message.
+    log_warn(e.what());
+  }
+  for (const auto& d : trusted) add(d);  // re-canonicalised: a link swapped since is followed now
   return t;
 }
 

@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp {

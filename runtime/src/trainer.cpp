@@ -11,10 +11,12 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <sstream>
 
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp {
@@ -23,7 +25,13 @@ namespace {
 
 // The environment variable a recipe line reads (`pretrained = "${VEXP_R50_IMAGENET:-}"`), if any.
 std::string variable_on_line(const dsl::Loc& loc) {
-  std::ifstream in(loc.file);
+  std::string text;
+  try {
+    text = base::read_file_bounded(loc.file, base::kMaxTextFileBytes);
+  } catch (const std::exception&) {
+    return "";  // the warning is given without the variable's name
+  }
+  std::istringstream in(text);
   std::string line;
   for (int i = 0; i < loc.line && std::getline(in, line); ++i) {
   }
@@ -141,6 +149,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   r.ckpt_dir = r.out / "checkpoints";
   r.recipe_hash = dsl::recipe_hash(r.plan.resolved);
 
+  // Held until the run ends (the kernel drops it however this process ends).
+  base::DirLock lock;
+  if (r.writer) lock = lock_run_dir(r.out, opt);
   ResumePoint resume = choose_resume_point(opt, r.out, r.writer);
   // Failure records of an earlier invocation (a failed --nproc start) are no
   // longer current: a run that succeeds now leaves none at failures/.
@@ -208,6 +219,10 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     return trainer::train_body(s, opt, comm);
   } catch (const InterruptedError&) {
     throw;
+  } catch (const trainer::RunDirRefused& e) {
+    std::fprintf(stderr, "vexp: error: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    comm->abort(1);
   } catch (const DivergedError& e) {
     report(std::string("training diverged: ") + e.what());
     comm->abort(3);

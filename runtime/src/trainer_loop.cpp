@@ -1,13 +1,17 @@
 // The epochs of a run: each step's micro-batches (forward, backward, gradient
 // reduction, optimizer), the logged metrics and the divergence checks, the
 // evaluation and the checkpoint after an epoch, and stopping on a signal.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <limits>
 
 #include <ATen/ATen.h>
@@ -25,25 +29,73 @@ using json = nlohmann::json;
 
 namespace {
 
-// metrics.jsonl and the TensorBoard scalars next to it (rank 0 only).
+// metrics.jsonl and the TensorBoard scalars next to it (rank 0 only). A line that
+// cannot be written (a full disk, a quota) is said once, with the file and the
+// reason; the run goes on, the file is cut back to its last whole line (so a later
+// line never continues a torn one) and the lines lost are counted for summary.json.
 class MetricsLog {
  public:
-  MetricsLog(const fs::path& out, bool writer) : writer_(writer) {
+  MetricsLog(const fs::path& out, bool writer, int64_t& lost)
+      : writer_(writer), path_((out / "metrics.jsonl").string()), lost_(lost) {
     if (!writer_) return;
-    file_.open(out / "metrics.jsonl", std::ios::app);
+    open_file();
     if (!tb_.open(out.string())) log_warn("cannot write TensorBoard events in '" + out.string() + "'");
   }
+  ~MetricsLog() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
   void emit(const json& j) {
     if (!writer_) return;
-    file_ << j.dump() << "\n";
-    file_.flush();
-    tb_.metrics(j);
+    write_line(j.dump() + "\n");
+    if (tb_.is_open() && !tb_failed_) {
+      tb_.metrics(j);
+      if (tb_.failed()) {
+        tb_failed_ = true;
+        log_warn("cannot write TensorBoard events to '" + tb_.path() + "': " + std::strerror(errno) +
+                 "; no more TensorBoard events are written by this invocation (metrics.jsonl goes on)");
+      }
+    }
   }
 
  private:
+  bool open_file() {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return false;
+    struct stat st {};
+    good_size_ = ::fstat(fd_, &st) == 0 ? st.st_size : 0;
+    return true;
+  }
+
+  void write_line(const std::string& text) {
+    int err = 0;
+    if (fd_ < 0 && !open_file()) err = errno;
+    size_t done = 0;
+    while (err == 0 && done < text.size()) {
+      const ssize_t w = ::write(fd_, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) err = w < 0 ? errno : ENOSPC;
+      else done += static_cast<size_t>(w);
+    }
+    if (err == 0) {
+      good_size_ += static_cast<off_t>(text.size());
+      return;
+    }
+    if (fd_ >= 0 && done > 0) (void)!::ftruncate(fd_, good_size_);
+    if (++lost_ == 1)
+      log_warn("cannot write '" + path_ + "': " + std::strerror(err) +
+               "; the run goes on, and the metrics lines lost are counted in summary.json (metrics_lines_lost)");
+  }
+
   bool writer_;
-  std::ofstream file_;
+  std::string path_;
+  int64_t& lost_;
+  int fd_ = -1;
+  off_t good_size_ = 0;
   EventWriter tb_;
+  bool tb_failed_ = false;
 };
 
 class EpochLoop {
@@ -54,7 +106,7 @@ class EpochLoop {
         st_(r.state),
         seed_(static_cast<uint64_t>(r.plan.run.seed)),
         sampler_(dp_.train_size, r.rank, r.ranks, dp_.per_gpu, dp_.micro, seed_),
-        metrics_(r.out, r.writer),
+        metrics_(r.out, r.writer, r.metrics_lines_lost),
         // The growth rule: a logged training-loss window mean above divergence_factor
         // times max(the first step's loss, ln(classes)) is divergence.
         chance_loss_(std::log(static_cast<double>(std::max<int64_t>(2, r.plan.data_facts.classes)))) {

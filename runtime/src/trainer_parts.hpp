@@ -23,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "vexp/base/lock.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/runtime/checkpoint.hpp"
@@ -130,6 +131,7 @@ struct Run {
   LoaderOptions loader_opts;
   TrainState state;
   std::unique_ptr<Progress> progress;
+  int64_t metrics_lines_lost = 0;  // metrics.jsonl lines this invocation could not write
 };
 
 // ---- trainer_run_dir.cpp ----
@@ -147,6 +149,16 @@ struct ResumePoint {
 // (a newer one that does not is kept aside by the writer as NAME.corrupt); without
 // either, refuses a directory that already holds a run.
 ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer);
+// The run directory refused to this run: another process works on it, or it is a
+// sweep directory. Not recorded in the directory's failures/ (it is not this run's).
+struct RunDirRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Creates the run directory when needed and takes its lock (rank 0, the writer, only:
+// the other ranks of the same run share it). Throws RunDirRefused when another
+// process holds it or `out` is a sweep directory; returns an empty lock when the
+// directory to resume does not exist (choose_resume_point says so).
+base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt);
 // Failure records of an earlier invocation move to failures/previous/.
 void set_aside_stale_failures(const fs::path& out);
 // The checkpoints folder and resolved.toml.

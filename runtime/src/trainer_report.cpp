@@ -151,6 +151,11 @@ TrainResult finish(Run& r, LoopResult loop) {
       {"device", x.device.str()}, {"precision", precision_name(x.precision)},
       {"memory_format", memory_format_name(x.memory_format)}, {"skipped_steps", r.scaler->skipped_steps()},
       {"skipped_samples", static_cast<int64_t>(bad.size())}};
+  if (r.metrics_lines_lost > 0) {
+    summary["metrics_lines_lost"] = r.metrics_lines_lost;
+    log_warn(std::to_string(r.metrics_lines_lost) + " line(s) of '" + (r.out / "metrics.jsonl").string() +
+             "' could not be written: its curves lack them (summary.json: metrics_lines_lost)");
+  }
   write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
   return res;
 }

@@ -2,11 +2,12 @@
 // written before the first step (checkpoints/, resolved.toml), the metrics of a
 // resumed run cut back to its checkpoint, and the failure records of earlier
 // invocations set aside.
-#include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {
@@ -21,6 +22,21 @@ fs::path run_dir_of(const dsl::RecipePlan& plan, const TrainOptions& opt) {
   return !opt.out_dir.empty()      ? fs::path(opt.out_dir)
          : !plan.run.out.empty()   ? fs::path(plan.run.out)
                                    : fs::path("runs") / run_name_of(plan, opt);
+}
+
+base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt) {
+  std::error_code ec;
+  if (fs::exists(out / "sweep.db", ec))
+    throw RunDirRefused("'" + out.string() +
+                        "' is a sweep directory (it holds sweep.db), not a run directory: give --out another directory");
+  if (opt.resume && opt.resume_from.empty() && !fs::exists(out, ec)) return {};
+  fs::create_directories(out, ec);
+  if (ec) throw std::runtime_error("cannot create the run directory '" + out.string() + "': " + ec.message());
+  try {
+    return base::DirLock(out.string(), "vexp run");
+  } catch (const base::Error& e) {
+    throw RunDirRefused(e.what());
+  }
 }
 
 ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer) {
@@ -115,13 +131,16 @@ void start_run_dir(const Run& r) {
 // Keeps the metrics lines up to (and including) `global_step`/`epoch`, so that a
 // resumed run's log reads as if it had never stopped.
 void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_done) {
-  std::ifstream in(path);
-  if (!in) return;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
+  // A FIFO or a device in its place is refused, not read without end.
+  std::istringstream in(base::read_file_bounded(path.string(), base::kMaxLogFileBytes));
   std::string out, line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     try {
       json j = json::parse(line);
+      // A line of the wrong types (j.value throws) is dropped like a torn one.
       std::string type = j.value("type", "");
       if (type == "step" && j.value("global_step", int64_t(0)) > global_step) continue;
       if (type == "eval" && j.value("epoch", int64_t(0)) > epochs_done) continue;

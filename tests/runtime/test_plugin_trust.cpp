@@ -4,10 +4,13 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "vexp/runtime/plugin_trust.hpp"
 #include "vexp/runtime/session.hpp"
@@ -65,8 +68,60 @@ TEST(PluginTrust, TrustFileRoundTripsCanonicalPathsAtomically) {
   EXPECT_EQ(vexp::read_trusted_plugin_dirs(), (std::vector<std::string>{"/a/b", "/c"}));
   vexp::write_trusted_plugin_dirs({"/c"});
   EXPECT_EQ(vexp::read_trusted_plugin_dirs(), (std::vector<std::string>{"/c"}));
-  for (const auto& e : fs::directory_iterator(fs::path(file).parent_path()))
-    EXPECT_EQ(e.path().filename(), "trusted-plugin-dirs") << "left behind: " << e.path();
+  for (const auto& e : fs::directory_iterator(fs::path(file).parent_path()))  // the lock file stays, empty
+    EXPECT_TRUE(e.path().filename() == "trusted-plugin-dirs" || e.path().filename() == "trusted-plugin-dirs.lock")
+        << "left behind: " << e.path();
+}
+
+TEST(PluginTrust, NoEntryCanForgeAnother) {
+  PrivateConfig cfg;
+  // Spaces at the ends, quotes, backslashes and '#' come back as they went in.
+  const std::vector<std::string> odd{"/a/dir ", "/ b", "/c/\"x\"\\", "/d/#e", "/e/ü"};
+  vexp::write_trusted_plugin_dirs(odd);
+  EXPECT_EQ(vexp::read_trusted_plugin_dirs(), odd);
+  // A newline (or any control character) cannot be stored at all.
+  EXPECT_THROW(vexp::write_trusted_plugin_dirs({"/x\n/etc"}), std::runtime_error);
+  EXPECT_EQ(vexp::read_trusted_plugin_dirs(), odd);  // unchanged
+  EXPECT_FALSE(vexp::trust_path_problem("/x\t").empty());
+  EXPECT_FALSE(vexp::trust_path_problem(std::string("/x\xff")).empty());
+  EXPECT_TRUE(vexp::trust_path_problem("/a b/c ").empty());
+  // The first format: one bare path per line, read as written (only a CR dropped).
+  write(vexp::trusted_plugin_dirs_file(), "# old\n/one \n/two\r\nrelative\n\"/three\"\n\"broken\n");
+  EXPECT_EQ(vexp::read_trusted_plugin_dirs(), (std::vector<std::string>{"/one ", "/two", "/three"}));
+}
+
+TEST(PluginTrust, ConcurrentUpdatesAllTakeEffect) {
+  PrivateConfig cfg;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([i] {
+      vexp::update_trusted_plugin_dirs([i](std::vector<std::string>& d) { d.push_back("/t" + std::to_string(i)); });
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(vexp::read_trusted_plugin_dirs().size(), 8u);
+  // A change that throws writes nothing.
+  EXPECT_THROW(vexp::update_trusted_plugin_dirs([](std::vector<std::string>& d) {
+                 d.clear();
+                 throw std::runtime_error("no");
+               }),
+               std::runtime_error);
+  EXPECT_EQ(vexp::read_trusted_plugin_dirs().size(), 8u);
+}
+
+TEST(PluginTrust, TrustFileThatIsNotARegularFileIsRefused) {
+  PrivateConfig cfg;
+  const std::string file = vexp::trusted_plugin_dirs_file();
+  fs::create_directories(fs::path(file).parent_path());
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  try {
+    vexp::read_trusted_plugin_dirs();
+    FAIL() << "a FIFO was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+  }
+  // Sessions trust nothing from it (and do not block on it).
+  const auto trust = vexp::PluginTrust::current({});
+  EXPECT_FALSE(trust.folders().empty());
 }
 
 TEST(PluginTrust, ComparesCanonicalPaths) {

@@ -1,5 +1,5 @@
 # The ways to allow a plugin folder a recipe names: `vexp trust DIR` once (stored
-# per user, canonical path, --list / --remove), --plugin-path DIR on the command
+# per user, canonical path as a JSON string, --list / --remove), --plugin-path DIR on the command
 # (passed on to a sweep's trials and to `run --nproc` ranks), VEXP_PLUGIN_PATH.
 # Allowed, the folder is loaded (the marker library's constructor runs) and the
 # recipe works as before.
@@ -35,7 +35,7 @@ loaded "VEXP_PLUGIN_PATH"
 ln -s evil link
 expect_rc 0 -- "$vexp" trust ./link/../link
 expect_out "trusted: $tmp/evil"
-[ "$(grep -v '^#' "$trustfile")" = "$tmp/evil" ] || fail "trust file: $(cat "$trustfile")"
+[ "$(grep -v '^#' "$trustfile")" = "\"$tmp/evil\"" ] || fail "trust file: $(cat "$trustfile")"
 ls -a "$(dirname "$trustfile")" | grep -q '\.tmp$' && fail "a temporary file was left next to the trust file"
 expect_rc 0 -- "$vexp" trust evil   # again: no duplicate
 [ "$(grep -vc '^#' "$trustfile")" = 1 ] || fail "trusting twice added a duplicate"

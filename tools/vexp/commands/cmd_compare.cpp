@@ -1,9 +1,9 @@
 // vexp compare RUN_DIR...: finished runs side by side (a repeated run name gets the
 // shortest tail of its directory that tells the runs apart).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "report/run_files.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -63,15 +65,9 @@ void add_compare(CLI::App& app) {
   cmd->callback([dirs, as_json] {
     auto rows = nlohmann::json::array();
     for (const auto& d : *dirs) {
-      std::filesystem::path p = std::filesystem::path(d) / "summary.json";
-      std::ifstream in(p);
-      if (!in) throw Exit{kExitFailure, "'" + d + "' has no summary.json: it is not a finished run directory"};
-      nlohmann::json j;
-      try {
-        in >> j;
-      } catch (const std::exception& e) {
-        throw Exit{kExitFailure, "'" + p.string() + "' is not valid JSON: " + e.what()};
-      }
+      const std::filesystem::path p = std::filesystem::path(d) / "summary.json";
+      nlohmann::json j = report::read_summary(p);
+      if (j.is_null()) throw Exit{kExitFailure, "'" + d + "' has no summary.json: it is not a finished run directory"};
       j["run_dir"] = d;
       rows.push_back(j);
     }
@@ -80,7 +76,7 @@ void add_compare(CLI::App& app) {
       return;
     }
     std::vector<std::string> names;
-    for (const auto& r : rows) names.push_back(r.value("name", "?"));
+    for (const auto& r : rows) names.push_back(base::printable(r.value("name", "?")));
     const std::vector<std::string> labels = row_labels(names, *dirs);
     int width = 24;
     for (const auto& l : labels) width = std::max(width, static_cast<int>(l.size()) + 2);
@@ -88,9 +84,14 @@ void add_compare(CLI::App& app) {
                 "train s");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
-      std::printf("%-*s %8.4f %8.4f %10.1f %12.2f %10lld %9.1f\n", width, labels[i].c_str(), r.value("top1", 0.0),
-                  r.value("top5", 0.0), r.value("clips_per_s", 0.0), r.value("flops_per_clip", 0.0) / 1e6,
-                  static_cast<long long>(r.value("params", int64_t(0))), r.value("train_s", 0.0));
+      // null (a value that was not finite) and absent keys print as nan / 0.
+      auto num = [&r](const char* key, double absent) {
+        auto it = r.find(key);
+        return it == r.end() ? absent : it->is_number() ? it->get<double>() : std::nan("");
+      };
+      std::printf("%-*s %8.4f %8.4f %10.1f %12.2f %10lld %9.1f\n", width, labels[i].c_str(), num("top1", 0),
+                  num("top5", 0), num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
+                  static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
     }
   });
 }

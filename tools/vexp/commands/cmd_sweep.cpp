@@ -18,6 +18,7 @@
 #include "sweep/report.hpp"
 #include "sweep/scheduler.hpp"
 #include "sweep/store.hpp"
+#include "vexp/base/lock.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -116,7 +117,24 @@ void add_sweep(CLI::App& app) {
     // The store: new, or the same sweep resumed.
     const fs::path dir = !a->out.empty() ? fs::path(a->out) : !def.out.empty() ? fs::path(def.out)
                                                                              : fs::path("runs/sweeps") / def.name;
-    fs::create_directories(dir / "trials");
+    // A run directory is not a sweep directory: its files would mix with the trials'.
+    for (const char* f : {"resolved.toml", "metrics.jsonl", "summary.json", "checkpoints"}) {
+      std::error_code ec;
+      if (fs::exists(dir / f, ec) && !fs::exists(dir / "sweep.db", ec))
+        throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
+                                     "), not a sweep directory: give --out another directory"};
+    }
+    std::error_code mk;
+    fs::create_directories(dir / "trials", mk);
+    if (mk) throw Exit{kExitFailure, "cannot create the sweep directory '" + dir.string() + "': " + mk.message()};
+    // One sweep at a time in a directory (until the reports are written); each
+    // trial's `vexp run` locks its own folder.
+    base::DirLock lock;
+    try {
+      lock = base::DirLock(dir.string(), "vexp sweep");
+    } catch (const base::Error& e) {
+      throw Exit{kExitFailure, e.what()};
+    }
     Store store;
     open_sweep_store(store, dir, def, trials, s);
     run_trials(store, s, def, dir, slots, launch);

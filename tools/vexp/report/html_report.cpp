@@ -295,7 +295,7 @@ void run_report(Page& p, const RunData& r) {
   row("vexp version, build tag",
       "not recorded in the run directory; this report was written by vexp " VEXP_VERSION " (" + esc(host_build_tag()) +
           ")");
-  if (r.unreadable_lines) row("unreadable metrics.jsonl lines", std::to_string(r.unreadable_lines));
+  if (r.unreadable_lines) row("skipped metrics.jsonl lines (not JSON, or of the wrong types)", std::to_string(r.unreadable_lines));
   row("directory", esc(r.dir.string()));
   p.body += "</table></div>\n";
   p.h2("Curves");

@@ -1,10 +1,11 @@
 #include "report/run_data.hpp"
 
 #include <cmath>
-#include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "common.hpp"
+#include "report/run_files.hpp"
 #include "sweep/directory.hpp"
 #include "sweep/report.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -15,13 +16,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return "";
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_text(const fs::path& p) { return read_run_file(p); }
 
 double num(const json& j, const char* key) {
   auto it = j.find(key);
@@ -104,27 +99,33 @@ RunData read_run(const fs::path& dir_in) {
     throw cli::Exit{cli::kExitFailure, "'" + dir_in.string() +
                                            "' is not a run directory (it has no metrics.jsonl, summary.json or "
                                            "resolved.toml) nor a sweep directory (no sweep.db)"};
-  // metrics.jsonl
+  // metrics.jsonl: a line that is not a step or eval record of the right types
+  // (a torn last line of a crashed run, or anything else) is skipped and counted.
   {
-    std::ifstream in(r.dir / "metrics.jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
+    const fs::path file = r.dir / "metrics.jsonl";
+    SkippedLines skipped;
+    for_each_log_line(file, [&](const std::string& line, int64_t number) {
+      if (line.empty()) return;
       json j;
       try {
         j = json::parse(line);
       } catch (const std::exception&) {
-        ++r.unreadable_lines;  // a torn last line of a crashed run
-        continue;
+        skipped.add(file, number, "not JSON");
+        return;
+      }
+      const std::string why = metrics_record_problem(j);
+      if (!why.empty()) {
+        skipped.add(file, number, why);
+        return;
       }
       const std::string type = j.value("type", "");
       if (type == "step") {
         StepLine s;
-        s.global_step = j.value("global_step", int64_t(0));
-        s.epoch = j.value("epoch", int64_t(0));
-        s.step = j.value("step", int64_t(0));
-        s.ranks = j.value("ranks", int64_t(1));
-        s.loss = j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
+        s.global_step = static_cast<int64_t>(num(j, "global_step"));
+        s.epoch = static_cast<int64_t>(num(j, "epoch"));
+        s.step = static_cast<int64_t>(num(j, "step"));
+        s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
+        s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
         s.lr = num(j, "lr");
         s.clips_per_s = num(j, "clips_per_s");
         s.step_s = num(j, "step_s");
@@ -136,23 +137,19 @@ RunData read_run(const fs::path& dir_in) {
         r.steps.push_back(s);
       } else if (type == "eval") {
         EvalLine e;
-        e.epoch = j.value("epoch", int64_t(0));
-        e.global_step = j.value("global_step", int64_t(0));
+        e.epoch = static_cast<int64_t>(num(j, "epoch"));
+        e.global_step = static_cast<int64_t>(num(j, "global_step"));
         e.top1 = opt_num(j, "top1");
         e.top5 = opt_num(j, "top5");
         e.val_loss = opt_num(j, "val_loss");
         r.evals.push_back(e);
       }
-    }
+    });
+    r.unreadable_lines = skipped.count;
+    if (skipped.count > 0) std::cerr << "vexp: warning: " << skipped.text(file) << "\n";
   }
   // summary.json
-  if (fs::exists(r.dir / "summary.json")) {
-    try {
-      r.summary = json::parse(read_text(r.dir / "summary.json"));
-    } catch (const std::exception& e) {
-      throw cli::Exit{cli::kExitFailure, "'" + (r.dir / "summary.json").string() + "' is not valid JSON: " + e.what()};
-    }
-  }
+  r.summary = read_summary(r.dir / "summary.json");
   // resolved.toml, flattened
   r.resolved = read_text(r.dir / "resolved.toml");
   if (!r.resolved.empty()) {

@@ -32,7 +32,7 @@ struct RunData {
   std::vector<StepLine> steps;
   std::vector<EvalLine> evals;
   int64_t steps_per_epoch = 0;       // the largest `step` of a step line
-  int64_t unreadable_lines = 0;      // metrics.jsonl lines that are not JSON
+  int64_t unreadable_lines = 0;      // metrics.jsonl lines skipped: not JSON, or not a record of the right types
   nlohmann::json summary;            // null when there is none
   std::string resolved;              // resolved.toml as written ("" when missing)
   std::vector<std::pair<std::string, std::string>> keys;  // resolved recipe flattened: "optim.lr" = "0.1"

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "report/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
@@ -29,7 +30,7 @@ constexpr const char* kEndTag = "==== vexp sweep: end of trial ";
 
 // `threads = N` of the [run] table of a resolved recipe ("" when absent).
 std::string run_threads_in(const fs::path& resolved) {
-  std::ifstream in(resolved);
+  std::istringstream in(report::read_run_file(resolved));
   std::string line;
   bool in_run = false;
   static const std::regex threads(R"(^threads\s*=\s*(\d+)\s*$)");
@@ -39,6 +40,12 @@ std::string run_threads_in(const fs::path& resolved) {
     if (in_run && std::regex_match(line, m, threads)) return m[1];
   }
   return "";
+}
+
+// A number of a record; `absent` when missing or null (NaN is written as null).
+double number(const json& j, const char* key, double absent) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : absent;
 }
 
 double mtime_s(const fs::path& p) {
@@ -76,29 +83,25 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     // Attempts and the recorded outcome, from the log.
     std::string end_line;
     {
-      std::ifstream in(tdir / "log.txt");
-      std::string line;
       const std::string start = kStartTag + trial_name(r.id) + ", attempt ";
-      while (std::getline(in, line)) {
+      report::for_each_log_line(tdir / "log.txt", [&](const std::string& line, int64_t) {
         if (line.rfind(start, 0) == 0) {
           ++r.attempts;
           end_line.clear();
         } else if (line.rfind(kEndTag, 0) == 0) {
           end_line = line.substr(std::strlen(kEndTag));
         }
-      }
+      });
     }
     r.started_at = mtime_s(tdir / "resolved.toml");
     json summary;
     bool has_summary = false;
     if (ours) {
-      std::ifstream in(tdir / "summary.json");
       try {
-        if (in) {
-          in >> summary;
-          has_summary = summary.is_object();
-        }
-      } catch (const std::exception&) {
+        summary = report::read_summary(tdir / "summary.json");
+        has_summary = summary.is_object();
+      } catch (const cli::Exit& e) {
+        std::cerr << "vexp: warning: " << e.message << "; trial " << trial_name(r.id) << " runs again\n";
       }
     }
     static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
@@ -109,7 +112,7 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
       r.exit_code = 0;
       r.metrics = summary;
       if (summary.contains(def.metric) && summary[def.metric].is_number()) r.metric = summary[def.metric].get<double>();
-      r.wall_s = ended ? std::stod(m[4]) : summary.value("wall_s", 0.0);
+      r.wall_s = ended ? std::stod(m[4]) : number(summary, "wall_s", 0.0);
       r.finished_at = mtime_s(tdir / "summary.json");
     } else if (ours && ended && m[2] != "done") {
       r.status = m[2];
@@ -140,37 +143,36 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
 
 Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   Curves c;
-  std::ifstream in(run_dir / "metrics.jsonl");
-  std::string line;
   std::map<int64_t, int64_t> steps_in_epoch;
   std::vector<json> steps;
   double cps = 0;
   int n = 0;
-  while (std::getline(in, line)) {
+  // Lines that are not records of the right types are skipped (vexp report names them).
+  report::for_each_log_line(run_dir / "metrics.jsonl", [&](const std::string& line, int64_t) {
     try {
       json j = json::parse(line);
+      if (!report::metrics_record_problem(j).empty()) return;
       const std::string type = j.value("type", "");
       if (type == "step") {
-        auto& m = steps_in_epoch[j.value("epoch", int64_t(0))];
-        m = std::max(m, j.value("step", int64_t(0)));
-        cps += j.value("clips_per_s", 0.0);
+        auto& m = steps_in_epoch[static_cast<int64_t>(number(j, "epoch", 0))];
+        m = std::max(m, static_cast<int64_t>(number(j, "step", 0)));
+        cps += number(j, "clips_per_s", 0.0);
         ++n;
         steps.push_back(std::move(j));
       } else if (type == "eval" && j.contains(metric) && j[metric].is_number()) {
-        c.eval[j.value("epoch", int64_t(0))] = j[metric].get<double>();
+        c.eval[static_cast<int64_t>(number(j, "epoch", 0))] = j[metric].get<double>();
       }
     } catch (const std::exception&) {
     }
-  }
+  });
   const int64_t per_epoch = steps_in_epoch.empty() ? 1 : std::max<int64_t>(1, steps_in_epoch.begin()->second);
   for (const auto& j : steps) {
     // Epochs' worth of clips trained (epochs differ by a step when N/G is not whole);
     // runs of an earlier vexp lack it.
     double x = j.contains("epochs_trained") && j["epochs_trained"].is_number()
                    ? j["epochs_trained"].get<double>()
-                   : static_cast<double>(j.value("epoch", int64_t(1)) - 1) +
-                         static_cast<double>(j.value("step", int64_t(0))) / static_cast<double>(per_epoch);
-    double loss = j.value("loss", 0.0);
+                   : number(j, "epoch", 1) - 1 + number(j, "step", 0) / static_cast<double>(per_epoch);
+    const double loss = number(j, "loss", 0.0);
     if (std::isfinite(loss) && loss > 0) c.loss.emplace_back(x, loss);
   }
   c.mean_clips_per_s = n > 0 ? cps / n : 0;
@@ -178,7 +180,7 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
 }
 
 std::string hash_in_resolved(const fs::path& resolved) {
-  std::ifstream in(resolved);
+  std::istringstream in(report::read_run_file(resolved));
   std::string first;
   std::getline(in, first);
   const std::string tag = "# resolved recipe, hash ";
@@ -207,10 +209,10 @@ void log_outcome(const fs::path& log, int64_t id, const std::string& status, int
 }
 
 std::string last_error(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line, found;
-  while (std::getline(in, line))
+  std::string found;
+  report::for_each_log_line(log, [&](const std::string& line, int64_t) {
     if (line.find("error") != std::string::npos || line.find("diverged") != std::string::npos) found = line;
+  });
   if (found.size() > 400) found = found.substr(0, 400);
   return found;
 }
@@ -245,12 +247,10 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
     return;
   }
   store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
-  std::ifstream in(def.file);
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = report::read_run_file(def.file);
   store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()}, {"name", def.name},
                   {"metric", def.metric}, {"direction", def.direction}, {"base", def.base},
-                  {"definition", text.str()}, {"created_at", std::to_string(now_s())}});
+                  {"definition", text}, {"created_at", std::to_string(now_s())}});
   // A new store over trial directories that exist (the old one damaged or deleted):
   // their results are taken from them.
   if (!fs::is_empty(dir / "trials")) rebuild_from_trials(store, s, def, dir);

@@ -13,6 +13,7 @@
 
 #include "common.hpp"
 #include "report/palette.hpp"
+#include "report/run_files.hpp"
 #include "report/sweep_grid.hpp"
 #include "sweep/directory.hpp"
 
@@ -206,11 +207,9 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
     std::getline(old, first);
     if (first.rfind("# best trial ", 0) != 0) refuse("a file");
   }
-  std::ifstream in(fs::path(best->run_dir) / "resolved.toml");
-  if (!in) throw Exit{cli::kExitFailure, "'" + best->run_dir + "/resolved.toml' is missing"};
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string body = text.str();
+  const fs::path resolved = fs::path(best->run_dir) / "resolved.toml";
+  if (!fs::exists(resolved, ec)) throw Exit{cli::kExitFailure, "'" + resolved.string() + "' is missing"};
+  std::string body = report::read_run_file(resolved);
   // Drop the run-local knobs the sweep added (threads): the recipe is for a fresh run.
   std::ostringstream o2;
   o2 << "# best trial " << trial_name(best->id) << " of sweep '" << o.name << "': " << o.metric << " = "
@@ -378,7 +377,8 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     double top = 0;
     for (size_t i = 0; i < o.rows.size(); ++i) {
       const Row& r = o.rows[i];
-      double cps = r.status == "done" && r.metrics.contains("clips_per_s") ? r.metrics["clips_per_s"].get<double>()
+      double cps = r.status == "done" && r.metrics.contains("clips_per_s") && r.metrics["clips_per_s"].is_number()
+                       ? r.metrics["clips_per_s"].get<double>()
                                                                            : read_curves(r.run_dir, o.metric).mean_clips_per_s;
       top = std::max(top, cps);
       s << i << " " << trial_name(r.id) << " " << cps << " \"b" << r.global_batch << "\\n" << r.status << "\" "

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "report/run_files.hpp"
 #include "sweep/directory.hpp"
 #include "vexp/dsl/recipe.hpp"
 
@@ -239,19 +240,25 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     json metrics = json::object();
     std::optional<double> metric;
     std::string st, msg;
-    auto curve = read_curves(tdir, def.metric).eval;
+    std::map<int64_t, double> curve;
+    try {
+      curve = read_curves(tdir, def.metric).eval;
+    } catch (const Exit& e) {
+      std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << e.message << "\n";
+    }
     if (r.pruned) {
       st = "pruned";
       msg = r.prune_message;
     } else if (code == 0) {
-      std::ifstream in(tdir / "summary.json");
       try {
-        in >> metrics;
+        metrics = report::read_summary(tdir / "summary.json");
+        if (!metrics.is_object()) throw Exit{cli::kExitFailure, "it has no summary.json"};
         st = "done";
         if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
-      } catch (const std::exception&) {
+      } catch (const Exit& e) {
         st = "failed";
-        msg = "the run exited 0 but left no readable summary.json";
+        msg = "the run exited 0 but left no readable summary.json (" + e.message + ")";
+        metrics = json::object();
       }
     } else if (code == cli::kExitDiverged) {
       st = "diverged";

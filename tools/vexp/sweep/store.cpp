@@ -163,7 +163,15 @@ std::vector<Row> Store::rows() const {
     Row r;
     r.id = sqlite3_column_int64(q.st, 0);
     r.params = parse_or(q.col_text(1), json::object());
+    if (!r.params.is_object()) r.params = json::object();
     r.overrides = parse_or(q.col_text(2), json::array());
+    // Each override is ["key", "value"]: a trial run with other settings would be another trial.
+    bool pairs = r.overrides.is_array();
+    for (const auto& p : r.overrides)
+      pairs = pairs && p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string();
+    if (!pairs)
+      throw std::runtime_error("sweep.db: trial " + std::to_string(r.id) +
+                               ": column 'overrides' is not a list of [\"key\", \"value\"] strings");
     r.global_batch = sqlite3_column_int64(q.st, 3);
     r.lr = sqlite3_column_double(q.st, 4);
     r.recipe_hash = q.col_text(5);
@@ -172,6 +180,7 @@ std::vector<Row> Store::rows() const {
     r.exit_code = sqlite3_column_type(q.st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(q.st, 8);
     if (sqlite3_column_type(q.st, 9) != SQLITE_NULL) r.metric = sqlite3_column_double(q.st, 9);
     r.metrics = parse_or(q.col_text(10), json::object());
+    if (!r.metrics.is_object()) r.metrics = json::object();
     r.started_at = sqlite3_column_double(q.st, 11);
     r.finished_at = sqlite3_column_double(q.st, 12);
     r.wall_s = sqlite3_column_double(q.st, 13);

@@ -11,6 +11,7 @@
 // refused before anything is loaded from it.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,13 +20,30 @@ namespace vexp {
 // ${XDG_CONFIG_HOME:-$HOME/.config}/vexp/trusted-plugin-dirs ("" when neither is set).
 std::string trusted_plugin_dirs_file();
 
-// The folders in the trust file (canonical absolute paths, one per line; blank
-// lines and lines starting with '#' are skipped). A missing file holds none.
+// The folders in the trust file. Each entry is one JSON string on its own line
+// (format 2: a path with a space, a quote or anything else cannot read back as
+// another path); lines of the first format (a bare absolute path) are still read,
+// with only a trailing CR dropped. Blank lines and lines starting with '#' are
+// skipped; an entry with a control character is ignored. A missing file holds none.
+// Throws std::runtime_error naming the file when it cannot be read (a FIFO, a
+// device, too large).
 std::vector<std::string> read_trusted_plugin_dirs();
 
 // Replaces the trust file with `dirs` (temporary file, fsync, rename: a crash
 // leaves the old list or the new one). Throws std::runtime_error naming the file.
+// Callers that read, change and write the list use update_trusted_plugin_dirs.
 void write_trusted_plugin_dirs(const std::vector<std::string>& dirs);
+
+// Reads the list, lets `change` edit it and writes it back, holding an exclusive
+// lock (an flock on trusted-plugin-dirs.lock beside the file) the whole time, so
+// that `vexp trust` commands run at once all take effect and a removal cannot be
+// undone by a concurrent addition. `change` may throw: nothing is written then.
+// Returns the list written. Throws std::runtime_error naming the file.
+std::vector<std::string> update_trusted_plugin_dirs(const std::function<void(std::vector<std::string>&)>& change);
+
+// Why `path` cannot be stored in the trust file ("" when it can): a control
+// character (newline, tab, ...) or bytes that are not UTF-8.
+std::string trust_path_problem(const std::string& path);
 
 // realpath of `path` (relative to the working directory); "" with `error` set
 // when it does not exist.

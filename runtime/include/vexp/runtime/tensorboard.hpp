@@ -32,6 +32,9 @@ class EventWriter {
   // TensorBoard expects) and writes the version record. Returns false on failure.
   bool open(const std::string& dir);
   bool is_open() const { return out_.is_open(); }
+  // A write failed (a full disk): later records are dropped by the stream, since a
+  // torn record ends what TensorBoard reads of the file anyway.
+  bool failed() const { return out_.is_open() && !out_; }
   const std::string& path() const { return path_; }
   void scalars(int64_t step, const std::vector<std::pair<std::string, float>>& values);
   // Maps one metrics.jsonl record (type "step" or "eval") to scalars:
