@@ -151,6 +151,8 @@ TrainResult finish(Run& r, LoopResult loop) {
       {"device", x.device.str()}, {"precision", precision_name(x.precision)},
       {"memory_format", memory_format_name(x.memory_format)}, {"skipped_steps", r.scaler->skipped_steps()},
       {"skipped_samples", static_cast<int64_t>(bad.size())}};
+  // The reports place chance (1/classes for top-1) from it.
+  if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
   write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
   return res;
 }
