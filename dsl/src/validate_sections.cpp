@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "vexp/base/text.hpp"
+
 namespace vexp::dsl {
 
 namespace detail {
@@ -40,7 +42,7 @@ void Validator::check_run_name() {
   if (!v || !v->is_string()) return;  // absent, or the type is already reported
   const std::string problem = folder_name_problem(v->as_string());
   if (!problem.empty()) {
-    diags_.error(v->loc(), "run.name " + v->to_toml_inline() + " " + problem +
+    diags_.error(v->loc(), "run.name " + base::printable(v->to_toml_inline(), 64) + " " + problem +
                                "; a run name is one folder name under runs/ (use --out or run.out to choose another "
                                "folder)");
     sections_["run"].ok = false;

@@ -18,6 +18,7 @@
 #include "data/parallel.hpp"
 #include "data/synthetic.hpp"
 #include "data/video_ops.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/media/media.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/validate.hpp"
@@ -152,7 +153,7 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
   });
   // The frame list in the official TSM format (path num_frames label).
   const fs::path frame_list = fs::path(out_dir) / (fs::path(list).stem().string() + "_frames.txt");
-  std::ofstream o(frame_list.string() + ".tmp");
+  std::ostringstream o;
   int64_t failed = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     if (counts[i] < 0) {
@@ -163,8 +164,11 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     o << rel.replace_extension().string() << " " << counts[i] << " " << (items[i].label.empty() ? "0" : items[i].label)
       << "\n";
   }
-  o.close();
-  fs::rename(frame_list.string() + ".tmp", frame_list);
+  try {
+    base::write_file_atomic(frame_list.string(), o.str());
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
   std::cout << "extracted " << done.load() << " video(s), " << skipped.load() << " already done, " << failed
             << " failed; frame list " << frame_list.string() << "\n";
   if (failed > 0) throw Exit{kExitFailure, std::to_string(failed) + " video(s) could not be extracted"};

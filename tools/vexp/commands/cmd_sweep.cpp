@@ -18,6 +18,7 @@
 #include "sweep/report.hpp"
 #include "sweep/scheduler.hpp"
 #include "sweep/store.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -127,19 +128,19 @@ void add_sweep(CLI::App& app) {
         int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
         std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
       try {
         auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
         std::cout << "report: " << w.path << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
       try {
         auto files = write_report(dir.string(), (dir / "report").string());
         std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
     }
     int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
