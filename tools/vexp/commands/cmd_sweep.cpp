@@ -18,6 +18,7 @@
 #include "sweep/report.hpp"
 #include "sweep/scheduler.hpp"
 #include "sweep/store.hpp"
+#include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 
 namespace vexp::cli {
@@ -105,7 +106,7 @@ void add_sweep(CLI::App& app) {
     Launch launch;
     launch.retry_failed = a->retry_failed;
     if (a->ranks > 1) {
-      launch.mpirun = find_on_path("mpirun");
+      launch.mpirun = base::find_program("mpirun").value_or("");
       if (launch.mpirun.empty())
         throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a->ranks) + " needs mpirun on PATH"};
     }

@@ -104,17 +104,6 @@ pid_t start_child(std::vector<std::string> argv, const std::vector<int>& cpus, i
 
 }  // namespace
 
-std::string find_on_path(const std::string& exe) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    fs::path p = fs::path(dir) / exe;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
 Slots plan_slots(int jobs, int ranks, int gpus) {
   Slots s;
   s.jobs = jobs;
