@@ -143,7 +143,7 @@ assert hm["xs"] == ["8", "16"] and hm["ys"] == ["0.05", "0.1"], hm
 assert len(hm["cells"]) == 4 and all("(n=2)" in c["text"] for c in hm["cells"]), hm["cells"]
 assert "run.seed" in hm["note"] and hm["verdict"], hm
 assert hm["chance"] == 0.25, hm   # tiny.toml: 4 classes, top-1
-# A best cell is named only when it stands out of the seeds' spread and of chance
+# A best cell is named only when it stands out of the spread of seeds and of chance
 # (docs/reports.md); when it is, it is the highest mean.
 best = max(hm["cells"], key=lambda c: c["v"])
 assert hm.get("best") is None or [best["x"], best["y"]] == hm["best"], (best, hm.get("best"))

@@ -183,6 +183,15 @@ TEST(ThroughputNote, NeverClaimsMoreThanMeasured) {
   n = throughput_note(rows, alone);
   EXPECT_NE(n.find("compare directly"), std::string::npos) << n;
   EXPECT_EQ(n.find("do not"), std::string::npos) << n;
+  // Alike, but on a machine with more runnable work than cores: not comparable.
+  for (auto& r : rows) {
+    r.metrics["load1_start"] = 17.8;
+    r.metrics["load1_end"] = 18.4;
+    r.metrics["cores"] = 2;
+  }
+  n = throughput_note(rows, alone);
+  EXPECT_NE(n.find("more work than cores"), std::string::npos) << n;
+  EXPECT_EQ(n.find("compare directly."), n.find("not compare directly.") + 4) << n;
   // One got half the cores' time (something else ran): not comparable.
   rows = {trial(1, 8, 0.1, 0, 0.5, 38, 10), trial(2, 8, 0.1, 1, 0.5, 39, 19), trial(3, 8, 0.1, 2, 0.5, 37, 10)};
   n = throughput_note(rows, alone);

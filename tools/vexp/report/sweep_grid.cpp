@@ -229,6 +229,11 @@ std::string throughput_note(const std::vector<sweep::Row>& rows, const std::vect
                                              (cores > 0 ? " on " + num("%.0f", cores) + " cores" : std::string()) + ")"
                                        : std::string();
   const std::string got = "the trials kept " + num("%.2g", lo) + " to " + num("%.2g", hi) + " cores busy on average" + load;
+  // More runnable work than cores: every trial waited for the CPU, by however much
+  // the rest of the machine asked for; alike shares do not make that a comparison.
+  if (cores > 0 && load_hi > cores)
+    return note + " Measured: " + got + ": more work than cores was running, so their clips/s do not compare "
+                  "directly.";
   // 25%: more than thread scheduling jitter between equal trials, less than the
   // share a second equal job takes from them.
   if (hi <= lo * 1.25)
