@@ -7,6 +7,7 @@ no_crash
 expect_out "run.name"
 expect_out "is longer than 255 bytes"
 [ "$(wc -c <"$tmp/out")" -lt 2000 ] || fail "the error echoes the name in full ($(wc -c <"$tmp/out") bytes)"
+[ "$(grep -o 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy*' "$tmp/out" | wc -l)" -eq 1 ] || fail "the error echoes the name more than once"
 sed "s|^name = .*|name = \"$long\"|" tiny.toml >long.toml
 expect_rc 2 -- "$vexp" check long.toml
 expect_out "is longer than 255 bytes"
