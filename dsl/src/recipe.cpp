@@ -18,6 +18,7 @@
 
 #include <toml++/toml.h>
 
+#include "vexp/base/text.hpp"
 #include "vexp/dsl/schema.hpp"
 
 namespace vexp::dsl {
@@ -491,7 +492,9 @@ class Loader {
 };
 
 void apply_override(Value& root, const Override& o, Diagnostics& diags) {
-  const Loc loc{"--set " + o.path + "=" + o.text, 0, 0};
+  // The value is quoted in every message about it: a cut of it, escaped (a 100 KB
+  // value would otherwise fill the terminal once per message).
+  const Loc loc{"--set " + o.path + "=" + base::printable(o.text, 64), 0, 0};
   const auto segs = split(o.path, '.');
   for (const auto& s : segs) {
     if (s.empty()) {

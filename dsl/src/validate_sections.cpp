@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "vexp/base/text.hpp"
+
 namespace vexp::dsl {
 
 namespace detail {
@@ -40,7 +42,10 @@ void Validator::check_run_name() {
   if (!v || !v->is_string()) return;  // absent, or the type is already reported
   const std::string problem = folder_name_problem(v->as_string());
   if (!problem.empty()) {
-    diags_.error(v->loc(), "run.name " + v->to_toml_inline() + " " + problem +
+    // A long value is quoted once, cut: a --set location already shows it.
+    const bool shown_by_loc = v->loc().file.rfind("--set ", 0) == 0 && v->as_string().size() > 64;
+    const std::string value = shown_by_loc ? std::string() : base::printable(v->to_toml_inline(), 64) + " ";
+    diags_.error(v->loc(), "run.name " + value + problem +
                                "; a run name is one folder name under runs/ (use --out or run.out to choose another "
                                "folder)");
     sections_["run"].ok = false;

@@ -24,38 +24,13 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kFormat = "vexp-checkpoint-1";
 
-// A temporary name of this process's own in the same folder, fsync, rename, then
-// fsync of the folder: readers see the old file or the new one, never a torn one,
-// two writers never share a temporary file, and the rename itself reaches the disk.
-// A leftover temporary of the same name can only be a dead process's: truncated.
+// vexp::base::write_file_atomic (a private mkstemp temporary in the same folder,
+// fsync, rename), then an fsync of the folder: readers see the old file or the new
+// one, never a torn one, no planted link at a guessable temporary name is
+// followed, and the rename itself reaches the disk.
 void write_bytes_atomic(const std::string& path, const char* data, size_t size, unsigned mode) {
   const fs::path target(path);
-  const fs::path tmp =
-      target.parent_path() / ("." + target.filename().string() + "." + std::to_string(::getpid()) + ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
-  if (fd < 0) throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + tmp.string() + "': " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename '" + tmp.string() + "' to '" + path + "': " + std::strerror(err));
-  }
+  base::write_file_atomic(path, std::string_view(data, size), mode);
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   if (int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);

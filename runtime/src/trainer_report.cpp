@@ -156,6 +156,8 @@ TrainResult finish(Run& r, LoopResult loop) {
     log_warn(std::to_string(r.metrics_lines_lost) + " line(s) of '" + (r.out / "metrics.jsonl").string() +
              "' could not be written: its curves lack them (summary.json: metrics_lines_lost)");
   }
+  // The reports place chance (1/classes for top-1) from it.
+  if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
   write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
   return res;
 }

@@ -19,25 +19,10 @@ void refuse_output_onto_input(const std::string& out, const std::string& option,
 }
 
 void write_file_atomic(const std::string& path, const std::string& text, const std::string& label) {
-  namespace fs = std::filesystem;
-  const std::string prefix = label.empty() ? std::string() : label + ": ";
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Exit{kExitFailure, prefix + "cannot write '" + path + "'"};
-    f << text;
-    f.flush();
-    if (!f) {
-      fs::remove(tmp, ec);
-      throw Exit{kExitFailure, prefix + "cannot write '" + path + "' (disk full?)"};
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    throw Exit{kExitFailure, prefix + "cannot write '" + path + "': " + why};
+  try {
+    base::write_file_atomic(path, text);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, (label.empty() ? std::string() : label + ": ") + e.what()};
   }
 }
 

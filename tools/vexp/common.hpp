@@ -59,10 +59,10 @@ std::string exe_path();
 // _-+=/.,:@%, else in single quotes (each ' written '\''). For commands printed to users.
 std::string shell_quote(const std::string& s);
 
-// Writes `text` to `path` through a temporary file beside it (PATH.tmp.PID) and a
-// rename, so a reader never sees half a file and a failure leaves the old one;
-// Exit (failure) "LABEL: cannot write 'PATH' ..." (no "LABEL: " when empty) otherwise,
-// the temporary removed.
+// vexp::base::write_file_atomic (a private temporary beside it, then a rename: a
+// reader never sees half a file, a failure leaves the old one, a non-regular target
+// is refused) with its error as Exit (failure) "LABEL: cannot write 'PATH': ..."
+// (no "LABEL: " when empty).
 void write_file_atomic(const std::string& path, const std::string& text, const std::string& label = "");
 
 // An output must never replace what the command reads: Exit (invalid) "OPTION 'OUT'

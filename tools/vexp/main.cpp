@@ -5,9 +5,19 @@
 #include <c10/util/Exception.h>
 
 #include "common.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/plugin_abi.h"
 #include "vexp/runtime/plugin_host.hpp"
+
+namespace {
+
+// Every error ends here as one line: names, paths and messages quoted from files
+// may hold control characters (ESC sequences, newlines) and may be huge; shown
+// escaped and cut, they cannot drive the terminal or flood it.
+std::string one_line(const std::string& message) { return vexp::base::printable(message, 4096); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace vexp::cli;
@@ -42,13 +52,13 @@ int main(int argc, char** argv) {
       return rc == 0 ? 0 : kExitInvalid;
     }
   } catch (const Exit& e) {
-    if (!e.message.empty()) std::cerr << "vexp: " << (e.code == 0 ? "" : "error: ") << e.message << "\n";
+    if (!e.message.empty()) std::cerr << "vexp: " << (e.code == 0 ? "" : "error: ") << one_line(e.message) << "\n";
     return e.code;
   } catch (const c10::Error& e) {
-    std::cerr << "vexp: error: " << e.what_without_backtrace() << "\n";
+    std::cerr << "vexp: error: " << one_line(e.what_without_backtrace()) << "\n";
     return kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << "vexp: error: " << e.what() << "\n";
+    std::cerr << "vexp: error: " << one_line(e.what()) << "\n";
     return kExitFailure;
   } catch (...) {
     std::cerr << "vexp: error: unknown failure\n";

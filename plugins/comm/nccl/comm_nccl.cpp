@@ -20,6 +20,8 @@
 #include <mpi.h>
 #endif
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -236,10 +238,16 @@ class NcclComm final : public vexp::Comm {
     ncclUniqueId id;
     if (rank_ == 0) {
       nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      const std::string tmp = path + ".tmp";
-      std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(&id), sizeof id);
-      if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      // A temporary of a name nobody can guess (mkstemp: created, never a planted
+      // link followed), then a rename: the other ranks never read half an id.
+      std::string tmp = path + ".XXXXXX";
+      const int fd = ::mkstemp(tmp.data());
+      bool ok = fd >= 0 && ::write(fd, &id, sizeof id) == static_cast<ssize_t>(sizeof id);
+      if (fd >= 0) ok = ::close(fd) == 0 && ok;
+      if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        if (fd >= 0) ::unlink(tmp.c_str());
         throw std::runtime_error("comm nccl: cannot write the rendezvous file '" + path + "'");
+      }
       return id;
     }
     const auto t0 = std::chrono::steady_clock::now();

@@ -15,6 +15,7 @@
 #include "vexp/media/media.hpp"
 #include "plugin_testing.hpp"
 #include "sampling.hpp"
+#include "vexp/base/process.hpp"
 #include "vexp/dataset.hpp"
 
 namespace {
@@ -34,8 +35,15 @@ fs::path tmpdir() {
   return dir;
 }
 
-void sh(const std::string& cmd) {
-  ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+// Runs a tool by argv (no shell: paths need no quoting), its output discarded.
+void run(const std::vector<std::string>& argv) {
+  vexp::base::SpawnOptions o;
+  o.stdin_path = "/dev/null";
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  ASSERT_TRUE(vexp::base::run_program(argv, o).ok()) << cmd;
 }
 
 std::vector<uint8_t> slurp(const fs::path& p) {
@@ -45,20 +53,27 @@ std::vector<uint8_t> slurp(const fs::path& p) {
 
 // A 64x48 clip whose every frame differs (testsrc2 draws a frame counter), B-frames on.
 fs::path make_video(const std::string& name, int frames, int gop, const std::string& extra_vf = "",
-                    const std::string& extra = "") {
+                    const std::vector<std::string>& extra = {}) {
   fs::path p = tmpdir() / name;
-  if (!fs::exists(p))
-    sh("ffmpeg -y -f lavfi -i testsrc2=size=64x48:rate=25 -frames:v " + std::to_string(frames) +
-       (extra_vf.empty() ? "" : " -vf " + extra_vf) + " -c:v libx264 -pix_fmt yuv420p -g " + std::to_string(gop) +
-       " -bf 2 " + extra + " " + p.string());
+  if (!fs::exists(p)) {
+    std::vector<std::string> argv{"ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v",
+                                  std::to_string(frames)};
+    if (!extra_vf.empty()) argv.insert(argv.end(), {"-vf", extra_vf});
+    argv.insert(argv.end(), {"-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", std::to_string(gop), "-bf", "2"});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(p.string());
+    run(argv);
+  }
   return p;
 }
 
 // Every frame as FFmpeg's CLI decodes it, gray, in presentation order.
 std::vector<uint8_t> ffmpeg_frames(const fs::path& video, const std::string& select = "") {
   fs::path raw = video.string() + (select.empty() ? ".all" : ".sel") + ".gray";
-  sh("ffmpeg -y -i " + video.string() + (select.empty() ? "" : " -vf \"select='" + select + "'\"") +
-     " -fps_mode passthrough -f rawvideo -pix_fmt gray " + raw.string());
+  std::vector<std::string> argv{"ffmpeg", "-y", "-i", video.string()};
+  if (!select.empty()) argv.insert(argv.end(), {"-vf", "select='" + select + "'"});
+  argv.insert(argv.end(), {"-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", raw.string()});
+  run(argv);
   return slurp(raw);
 }
 
@@ -178,7 +193,7 @@ TEST(KineticsDecode, FramesMatchFfmpegExtractionCfr) {
 
 TEST(KineticsDecode, FramesMatchFfmpegExtractionVfr) {
   // Irregular timestamps: frames 0-19 at 25 fps, then spaced 3x wider.
-  fs::path v = make_video("vfr.mkv", 45, 10, "\"setpts='if(lt(N,20),N,20+3*(N-20))/25/TB'\"", "-fps_mode vfr");
+  fs::path v = make_video("vfr.mkv", 45, 10, "setpts='if(lt(N,20),N,20+3*(N-20))/25/TB'", {"-fps_mode", "vfr"});
   expect_frames_match(v);
 }
 
@@ -193,8 +208,8 @@ TEST(KineticsDecode, SkipsDecodingUnneededFrames) {
 // Picture types (I, P, B) of every frame in presentation order, from ffprobe.
 std::string picture_types(const fs::path& video) {
   fs::path out = video.string() + ".types";
-  sh("ffprobe -v error -select_streams v:0 -show_frames -show_entries frame=pict_type -of csv=p=0 -o " +
-     out.string() + " " + video.string());
+  run({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_frames", "-show_entries", "frame=pict_type", "-of",
+       "csv=p=0", "-o", out.string(), video.string()});
   std::ifstream in(out);
   std::string types, line;
   while (std::getline(in, line))  // "I", "B", ... (side data may follow after a comma)
@@ -221,7 +236,7 @@ TEST(KineticsDecode, NonReferenceFramesThatAreNotSampledAreNotDecoded) {
   // One keyframe for the whole clip and plain (non-reference) B-frames: reaching the
   // last TSN frame needs every I/P frame before it but none of the B-frames in
   // between except the sampled ones.
-  fs::path v = make_video("nonref.mp4", 200, 300, "", "-x264-params b-pyramid=none:b-adapt=0:scenecut=0");
+  fs::path v = make_video("nonref.mp4", 200, 300, "", {"-x264-params", "b-pyramid=none:b-adapt=0:scenecut=0"});
   const std::string types = picture_types(v);
   vexp::media::VideoReader r(v.string());
   ASSERT_EQ(static_cast<int64_t>(types.size()), r.frames());
@@ -240,7 +255,7 @@ TEST(KineticsDecode, NonReferenceFramesThatAreNotSampledAreNotDecoded) {
 
 TEST(KineticsDecode, PyramidBFramesStayFrameExactWhileSkipping) {
   // x264's default B-pyramid: some B-frames are references, others are not.
-  fs::path v = make_video("pyramid.mp4", 120, 300, "", "-bf 3 -x264-params b-pyramid=normal:scenecut=0");
+  fs::path v = make_video("pyramid.mp4", 120, 300, "", {"-bf", "3", "-x264-params", "b-pyramid=normal:scenecut=0"});
   vexp::media::VideoReader r(v.string());
   const std::vector<int64_t> want = tsn_test(r.frames(), 8);
   expect_same_as_ffmpeg(v, r, want);
@@ -261,8 +276,8 @@ Fixture video_fixture() {
   for (int i = 0; i < 6; ++i) {
     fs::path v = f.root / "vid" / ("c" + std::to_string(i) + ".mp4");
     if (!fs::exists(v))
-      sh("ffmpeg -y -f lavfi -i testsrc2=size=64x48:rate=25 -ss " + std::to_string(i) +
-         " -frames:v 20 -c:v libx264 -crf 0 -pix_fmt yuv444p -g 8 " + v.string());
+      run({"ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-ss", std::to_string(i), "-frames:v",
+           "20", "-c:v", "libx264", "-crf", "0", "-pix_fmt", "yuv444p", "-g", "8", v.string()});
     f.videos.push_back("vid/c" + std::to_string(i) + ".mp4");
   }
   std::ofstream mm(f.root / "mm.txt"), tsm(f.root / "frames.txt"), csv(f.root / "k.csv"), map(f.root / "map.txt");

@@ -76,8 +76,14 @@ void add_compare(CLI::App& app) {
       return;
     }
     std::vector<std::string> names;
-    for (const auto& r : rows) names.push_back(base::printable(r.value("name", "?")));
-    const std::vector<std::string> labels = row_labels(names, *dirs);
+    for (const auto& r : rows) {
+      const auto n = r.find("name");
+      names.push_back(n != r.end() && n->is_string() ? n->get<std::string>() : "?");
+    }
+    // Names and folders come from the run directories: shown with their control
+    // characters escaped (an ESC in a name must not drive the terminal).
+    std::vector<std::string> labels = row_labels(names, *dirs);
+    for (auto& l : labels) l = base::printable(l, 120);
     int width = 24;
     for (const auto& l : labels) width = std::max(width, static_cast<int>(l.size()) + 2);
     std::printf("%-*s %8s %8s %10s %12s %10s %9s\n", width, "run", "top-1", "top-5", "clips/s", "MMACs/clip", "params",

@@ -204,7 +204,7 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     }
   });
   // The frame list in the official TSM format (path num_frames label).
-  std::ofstream o(frame_list.string() + ".tmp");
+  std::ostringstream o;
   int64_t failed = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     if (counts[i] < 0) {
@@ -215,8 +215,11 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     o << frame_folder(items[i].rel, &unused).string() << " " << counts[i] << " "
       << (items[i].label.empty() ? "0" : items[i].label) << "\n";
   }
-  o.close();
-  fs::rename(frame_list.string() + ".tmp", frame_list);
+  try {
+    base::write_file_atomic(frame_list.string(), o.str());
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
   std::cout << "extracted " << done.load() << " video(s), " << skipped.load() << " already done, " << failed
             << " failed; frame list " << frame_list.string() << "\n";
   if (failed > 0) throw Exit{kExitFailure, std::to_string(failed) + " video(s) could not be extracted"};

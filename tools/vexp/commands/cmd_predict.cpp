@@ -1,18 +1,20 @@
 // vexp predict RECIPE --weights FILE|RUN_DIR --input FILE [--topk K] [--logits OUT] [--labels FILE]
 // Runs the recipe's model in evaluation mode on a preprocessed clip tensor (.pt)
 // or a video file and prints the top-K classes, with their names where known.
-#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "model_session.hpp"
 #include "vexp/runtime/precision.hpp"
@@ -95,16 +97,19 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
   std::error_code ec;
   const fs::path abs = fs::absolute(video, ec);
   if (ec || !fs::is_regular_file(abs)) throw Exit{kExitFailure, "cannot read video '" + video + "': no such file"};
-  const fs::path dir = fs::temp_directory_path() / ("vexp_predict_" + std::to_string(::getpid()));
-  fs::create_directories(dir, ec);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } cleanup{dir};
-  std::ofstream(dir / "predict.txt") << abs.string() << " 0\n";
+  // The list is one "PATH LABEL" line: a newline in the path would add lines.
+  if (base::has_control(abs.string()))
+    throw Exit{kExitFailure, "cannot use video '" + video + "': its path holds a control character"};
+  // The one-line list lives in a private folder (mkdtemp, 0700): a fixed or
+  // pid-derived name under /tmp could be a link planted by another user.
+  std::optional<base::TempDir> tmp;
+  try {
+    tmp.emplace("vexp_predict");
+    base::write_file_atomic((tmp->path() / "predict.txt").string(), abs.string() + " 0\n", 0600);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, std::string("cannot prepare video '") + video + "': " + e.what()};
+  }
+  const fs::path dir = tmp->path();
   dsl::Params p = s.plan->dataset_params;
   p.values()["root"] = dsl::Value(dir.string());
   p.values()["train_list"] = dsl::Value("predict.txt");

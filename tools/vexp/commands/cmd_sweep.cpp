@@ -19,6 +19,8 @@
 #include "sweep/scheduler.hpp"
 #include "sweep/store.hpp"
 #include "vexp/base/lock.hpp"
+#include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -105,7 +107,7 @@ void add_sweep(CLI::App& app) {
     Launch launch;
     launch.retry_failed = a->retry_failed;
     if (a->ranks > 1) {
-      launch.mpirun = find_on_path("mpirun");
+      launch.mpirun = base::find_program("mpirun").value_or("");
       if (launch.mpirun.empty())
         throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a->ranks) + " needs mpirun on PATH"};
     }
@@ -145,19 +147,19 @@ void add_sweep(CLI::App& app) {
         int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
         std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
       try {
         auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
         std::cout << "report: " << w.path << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
       try {
         auto files = write_report(dir.string(), (dir / "report").string());
         std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
       } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "\n";
+        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
       }
     }
     int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)

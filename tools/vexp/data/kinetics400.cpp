@@ -178,18 +178,9 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// Writes `files` (name -> content) into `dir`, each through a .tmp file renamed.
+// Writes `files` (name -> content) into `dir`, each atomically (vexp::base).
 void write_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  for (const auto& [name, text] : files) {
-    const fs::path tmp = dir / (name + ".tmp");
-    {
-      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      o << text;
-      o.close();
-      if (!o) throw std::runtime_error("cannot write '" + tmp.string() + "'");
-    }
-    fs::rename(tmp, dir / name);
-  }
+  for (const auto& [name, text] : files) base::write_file_atomic((dir / name).string(), text);
 }
 
 std::string read_text(const fs::path& p, bool* exists) {

@@ -25,6 +25,7 @@
 
 #include "common.hpp"
 #include "plan/planner.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/runtime/dry_run.hpp"
 
 namespace vexp::cli {
@@ -151,23 +152,30 @@ Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) 
   return p;
 }
 
+// A failed measurement: what it printed last goes to stderr as its own lines (each
+// escaped), the error itself stays one line.
+Exit measurement_error(const std::string& what, const std::string& output) {
+  std::string t = output.size() > 1500 ? "..." + output.substr(output.size() - 1500) : output;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  if (!t.empty()) {
+    std::cerr << "vexp: the measurement's last output:\n";
+    std::istringstream lines(t);
+    for (std::string line; std::getline(lines, line);) std::cerr << "  " << base::printable(line) << "\n";
+  }
+  return Exit{kExitFailure, what};
+}
+
 // Runs a measurement and parses its JSON output; Exit naming the command when it fails.
 json run_json(const std::vector<std::string>& argv, const fs::path& scratch) {
   Proc p = run_process(argv, scratch);
-  auto tail = [](const std::string& s) {
-    std::string t = s.size() > 1500 ? "..." + s.substr(s.size() - 1500) : s;
-    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-    return t;
-  };
   if (p.rc != 0)
-    throw Exit{kExitFailure, "measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(argv) +
-                                 (p.err.empty() ? "" : "\n" + tail(p.err))};
+    throw measurement_error("measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(argv), p.err);
   // mpirun may print lines of its own; the JSON object is the last top-level `{`.
   const size_t at = p.out.find("{\n");
   try {
     return json::parse(at == std::string::npos ? p.out : p.out.substr(at));
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, "measurement printed no JSON: " + join_cmd(argv) + ": " + e.what() + "\n" + tail(p.out)};
+    throw measurement_error("measurement printed no JSON: " + join_cmd(argv) + ": " + e.what(), p.out);
   }
 }
 
@@ -358,7 +366,7 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
   const std::vector<std::string> m = mpirun_argv(np, argv, out_dir);
   Proc p = run_process(m, scratch);
   if (p.rc != 0)
-    throw Exit{kExitFailure, "measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m) + "\n" + p.err};
+    throw measurement_error("measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m), p.err);
   json per_rank = json::array();
   for (int r = 0; r < np; ++r) {
     const fs::path f = out_dir / ("rank." + std::to_string(r) + ".json");
@@ -505,7 +513,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const fs::path vids = tmp.path / "videos", frames = tmp.path / "frames";
   auto run_checked = [&](const std::vector<std::string>& argv) {
     Proc p = run_process(argv, tmp.path);
-    if (p.rc != 0) throw Exit{kExitFailure, "measurement step failed: " + join_cmd(argv) + "\n" + p.err};
+    if (p.rc != 0) throw measurement_error("measurement step failed: " + join_cmd(argv), p.err);
   };
   run_checked({exe, "data", "make-synthetic", "--out", vids.string(), "--train-clips", "64", "--val-clips", "8", "--seed",
                "1"});

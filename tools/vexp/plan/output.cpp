@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
+#include <optional>
 
 #include "common.hpp"
+#include "report/gnuplot.hpp"
+#include "vexp/base/files.hpp"
 
 namespace vexp::plan {
 namespace fs = std::filesystem;
@@ -163,24 +165,29 @@ void write_atomically(const std::string& path, const std::string& text, const st
   cli::write_file_atomic(path, text, option);
 }
 
-std::string gp_quote(const std::string& s) {
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("''") : std::string(1, ch);
-  return q + "'";
-}
-
 }  // namespace
 
 void write_plot(const std::vector<RecipeResult>& results, const std::string& png) {
   check_output_path(png, "--plot");
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+  if (!report::gnuplot_program())
     throw Exit{cli::kExitFailure, "--plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plot written"};
-  const std::string tmp = png + ".tmp." + std::to_string(::getpid()) + ".png";
+  // gnuplot draws into a private folder (its path reaches it as ARG1, never parsed
+  // as code); the PNG is then written to `png` atomically.
+  std::optional<base::TempDir> tmp;
+  try {
+    tmp.emplace("vexp-plot");
+  } catch (const base::Error& e) {
+    throw Exit{cli::kExitFailure, std::string("--plot: ") + e.what()};
+  }
+  const fs::path drawn = tmp->path() / "plot.png";
   const size_t n = results.size();
   std::ostringstream gp;
   gp << "set terminal pngcairo noenhanced size " << 520 * n << ",780 font 'sans,10'\n"
-     << "set output " << gp_quote(tmp) << "\nset encoding utf8\nset multiplot layout 2," << n << " columnsfirst\n"
-     << "set grid\nset logscale x 2\nset xlabel 'GPUs'\nset key top right\n";
+     << "set output ARG1.'/plot.png'\nset encoding utf8\nset multiplot layout 2," << n << " columnsfirst\n"
+     << "set grid\nset logscale x 2\nset xlabel 'GPUs' offset 0,0.4\n"
+     // The legend under each panel: inside, the curves and the stacked areas ran
+     // through it.
+     << "set key below horizontal center samplen 2 spacing 1.1\n";
   for (size_t i = 0; i < n; ++i) {
     const RecipeResult& r = results[i];
     gp << "$eff" << i << " << EOD\n";
@@ -193,36 +200,53 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
   for (size_t i = 0; i < n; ++i) {
     const RecipeResult& r = results[i];
     const std::string name = fs::path(r.recipe).stem().string() + " (" + r.model + ")";
-    double lo = r.rows.front().gpus, hi = r.rows.front().gpus;
+    double lo = r.rows.front().gpus, hi = r.rows.front().gpus, top = 0;
     for (const Row& x : r.rows) {
       lo = std::min(lo, static_cast<double>(x.gpus));
       hi = std::max(hi, static_cast<double>(x.gpus));
+      top = std::max(top, x.compute_ms + x.exposed_comm_ms + x.exposed_data_ms);
     }
     gp << "set xrange [" << lo / 1.5 << ":" << hi * 1.5 << "]\n"
-       << "set title " << gp_quote(name + ": scaling efficiency") << "\nset ylabel 'efficiency (%)'\n"
+       << "set title " << report::gp_string(name + ": scaling efficiency") << "\nset ylabel 'efficiency (%)'\n"
        << "set yrange [0:110]\n"
        << "plot $eff" << i << " using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title 'predicted', "
-       << "80 with lines dt 2 lc rgb '#999999' title '80%'\n"
-       << "set title " << gp_quote(name + ": step time split") << "\nset ylabel 'ms per step'\nset yrange [0:*]\n"
+       << "80 with lines dt 2 lc rgb '#999999' title '80% efficiency'\n"
+       << "set title " << report::gp_string(name + ": step time split") << "\nset ylabel 'ms per step'\n"
+       << "set yrange [0:" << std::max(1.0, top * 1.08) << "]\n"
        << "plot $split" << i << " using 1:($2+$3+$4) with filledcurves x1 lc rgb '#d62728' title 'exposed data', "
        << "$split" << i << " using 1:($2+$3) with filledcurves x1 lc rgb '#ff7f0e' title 'exposed comm', "
        << "$split" << i << " using 1:2 with filledcurves x1 lc rgb '#2ca02c' title 'compute'\n";
   }
   gp << "unset multiplot\nset output\n";
-  FILE* pipe = ::popen("gnuplot 2>&1", "w");
-  if (!pipe) throw Exit{cli::kExitFailure, "--plot: cannot start gnuplot"};
-  const std::string script = gp.str();
-  std::fwrite(script.data(), 1, script.size(), pipe);
-  const int rc = ::pclose(pipe);
-  std::error_code ec;
-  if (rc != 0 || !fs::is_regular_file(tmp, ec) || fs::file_size(tmp, ec) == 0) {
-    fs::remove(tmp, ec);
-    throw Exit{cli::kExitFailure, "--plot: gnuplot failed; no plot written"};
+  const std::string script = (tmp->path() / "plot.gp").string(), log = (tmp->path() / "gnuplot.log").string();
+  try {
+    base::write_file_atomic(script, gp.str(), 0600);
+  } catch (const base::Error& e) {
+    throw Exit{cli::kExitFailure, std::string("--plot: ") + e.what()};
   }
-  fs::rename(tmp, png, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Exit{cli::kExitFailure, "--plot '" + png + "': cannot write"};
+  const std::string why = report::run_gnuplot(script, {tmp->path().string()}, log);
+  std::string image;
+  try {
+    if (why.empty()) image = base::read_file_bounded(drawn.string());
+  } catch (const base::Error&) {
+    // No image: said below.
+  }
+  if (image.empty()) {
+    std::string said;
+    try {
+      said = base::read_file_bounded(log, 4096);
+    } catch (const base::Error&) {
+    }
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+    const size_t last = said.rfind('\n');
+    throw Exit{cli::kExitFailure, "--plot: gnuplot failed (" + (why.empty() ? std::string("no image") : why) + ")" +
+                                      (said.empty() ? std::string() : ": " + said.substr(last == std::string::npos ? 0 : last + 1)) +
+                                      "; no plot written"};
+  }
+  try {
+    base::write_file_atomic(png, image);
+  } catch (const base::Error& e) {
+    throw Exit{cli::kExitFailure, "--plot '" + png + "': " + e.what()};
   }
 }
 

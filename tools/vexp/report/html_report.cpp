@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "report/gnuplot.hpp"
 #include "report/palette.hpp"
 #include "report/run_data.hpp"
 #include "report/sweep_grid.hpp"
@@ -420,12 +421,21 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
   for (const auto& [k, v] : counts) sub += (sub.empty() ? "" : ", ") + std::to_string(v) + " " + k;
   p.body += "<p>" + std::to_string(o.rows.size()) + " trials (" + esc(sub) + "); metric <b>" + esc(o.metric) +
             "</b> (" + (higher ? "higher" : "lower") + " is better). Directory: " + esc(dir) + "</p>\n";
+  // Where chance lies and how far the seeds spread, then a best cell only when it
+  // stands out of both (report::stands_out; docs/reports.md).
+  p.body += "<p>Chance: " +
+            (g.chance ? esc(o.metric) + " " + fmt("%.4g", *g.chance) + " (" + std::to_string(g.classes) + " classes)"
+                      : std::string("unknown (the trials record no class count)")) +
+            "; seeds' spread (pooled sd of the cells' trials): " +
+            (g.noise ? fmt("%.3g", *g.noise) : std::string("unmeasured (one finished trial per cell)")) + ".</p>\n";
   if (g.best) {
     const Cell& b = g.cells[*g.best];
     p.body += "<p>Best cell: global batch <b>" + std::to_string(g.batches[b.bi]) + "</b>, lr <b>" +
               lr_text(g.lrs[b.li]) + "</b>: " + esc(o.metric) + " " + fmt("%.4f", b.mean) +
               (b.n > 1 ? fmt(" &plusmn; %.4f", b.sd) + " (mean &plusmn; sd of " + std::to_string(b.n) + " trials)" : "") +
-              ".</p>\n";
+              "; " + esc(g.verdict) + ".</p>\n";
+  } else {
+    p.body += "<p>No best cell: " + esc(g.verdict) + ".</p>\n";
   }
   // 1. heatmap and linear scaling
   p.h2("Batch size and learning rate");
@@ -440,7 +450,7 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
   hm["title"] = o.metric + " over global batch x learning rate" +
                 (g.within_cell.empty() ? std::string() : " (mean \u00b1 sd over the trials of a cell)");
   for (auto b : g.batches) hm["xs"].push_back(std::to_string(b));
-  for (auto l : g.lrs) hm["ys"].push_back(lr_text(l));
+  for (const auto& l : tick_labels(g.lrs)) hm["ys"].push_back(l);
   for (size_t i = 0; i < g.cells.size(); ++i) {
     const Cell& c = g.cells[i];
     std::string text = c.has_value() ? fmt("%.3f", c.mean) : c.statuses();
@@ -458,6 +468,8 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
     hm["cells"].push_back(cell);
   }
   if (g.best) hm["best"] = {g.cells[*g.best].bi, g.cells[*g.best].li};
+  hm["verdict"] = g.verdict;
+  if (g.chance) hm["chance"] = rounded(*g.chance);
   if (!g.within_cell.empty()) {
     std::string keys;
     for (const auto& k : g.within_cell) keys += (keys.empty() ? "" : ", ") + k;
@@ -492,7 +504,7 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
       by.push_back(rounded(lr));
       if (!anchor) anchor = {static_cast<double>(g.batches[bi]), lr};
     }
-    sc["series"].push_back({{"name", "best lr (by mean " + o.metric + ")"}, {"color", "#1f77b4"}, {"points", true}, {"x", bx}, {"y", by}});
+    sc["series"].push_back({{"name", "best lr (by mean " + o.metric + ", where it stands out)"}, {"color", "#1f77b4"}, {"points", true}, {"x", bx}, {"y", by}});
     if (anchor && g.batches.size() > 1) {
       const double b0 = static_cast<double>(g.batches.front()), b1 = static_cast<double>(g.batches.back());
       sc["series"].push_back({{"name", "linear rule: lr = " + fmt("%.3g", anchor->second) + " x batch / " +
@@ -566,10 +578,7 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
                                       r.status + ", threads " + threads + "\nshared the machine with up to " +
                                       std::to_string(shared[i]) + " other trial(s)"}});
   }
-  th["note"] = group_of.size() > 1
-                   ? "Trials that ran at the same time split the machine's cores (run.threads each): compare "
-                     "clips/s only between bars of the same colour."
-                   : "Every trial ran under the same sharing, so their clips/s compare directly.";
+  th["note"] = throughput_note(o.rows, shared);
   p.chart("throughput", th);
   // 4. status of every trial
   p.h2("Trials");

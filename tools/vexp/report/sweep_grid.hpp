@@ -1,7 +1,8 @@
 // What the sweep pictures are made of, shared by the HTML report and the gnuplot
 // PNGs: the batch x lr cells with the mean and spread of the metric over the trials
-// of a cell (seeds, or any other axis), the best cell, the best lr per batch, and
-// how many trials shared the machine with each trial.
+// of a cell (seeds, or any other axis), where chance lies, the best cell and the best
+// lr per batch when they stand out of the noise (stands_out), how many trials shared
+// the machine with each trial, and what their throughputs can be compared with.
 #pragma once
 
 #include <cstddef>
@@ -27,13 +28,41 @@ struct Grid {
   std::vector<int64_t> batches;
   std::vector<double> lrs;
   std::vector<Cell> cells;
-  std::optional<size_t> best;              // index into cells (best mean)
+  std::optional<size_t> leader;            // index into cells: the best mean, however close the others
+  std::optional<size_t> best;              // the leader, only when it stands out (stands_out)
   std::vector<std::string> within_cell;    // parameter keys that vary inside a cell ("run.seed")
-  // Per batch (index into batches): the cell with the best mean, if any.
+  // Per batch (index into batches): the cell with the best mean of that batch, when
+  // it stands out of that batch's other cells and of chance.
   std::vector<std::optional<size_t>> best_per_batch;
+  // The pooled sample standard deviation of the cells with several finished trials
+  // (the seeds' spread); nullopt when no cell has two.
+  std::optional<double> noise;
+  // The metric's value at chance (chance_level), when the trials record their classes.
+  std::optional<double> chance;
+  int64_t classes = -1;
+  // One sentence: why a best cell is named or not.
+  std::string verdict;
 };
 
 Grid sweep_grid(const sweep::Opened& o);
+
+// The metric of a model that guesses: top-1 1/classes, top-k min(k, classes)/classes,
+// val_loss ln(classes) (the cross-entropy of a uniform guess); nullopt for other
+// metrics or unknown classes (<= 0).
+std::optional<double> chance_level(const std::string& metric, int64_t classes);
+
+// Whether a leading mean is a finding rather than noise. With `noise` the pooled
+// spread of seeds: the leader must beat the runner-up (when there is one) by more
+// than `noise`, and beat chance (when known) by more than `noise`. Without a measured
+// spread (nullopt) nothing stands out. Returns "" when it stands out, else why not.
+std::string stands_out(double leader, std::optional<double> runner_up, std::optional<double> chance,
+                       std::optional<double> noise, bool higher_is_better);
+
+// What the clips/s of the trials can be compared with, from the measured overlap of
+// the trials (sharing) and what each trial recorded of the machine (cpu_s, threads,
+// load1_start / load1_end in its stored metrics). One or two sentences; it says
+// "compare directly" only when the data shows it.
+std::string throughput_note(const std::vector<sweep::Row>& rows, const std::vector<int>& shared);
 
 // For each row: the most other trials that ran at the same time as it (from the
 // store's start and end times; 0: it had the machine to itself).

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "vexp/base/text.hpp"
 #include "vexp/dsl/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
 #include "vexp/dsl/validate.hpp"
@@ -231,7 +232,7 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
     // runs/sweeps/<name>: one folder, so that no name places a sweep outside runs/sweeps.
     const std::string problem = dsl::folder_name_problem(def.name);
     if (!problem.empty())
-      d.error(v->loc(), "[sweep] name " + v->to_toml_inline() + " " + problem +
+      d.error(v->loc(), "[sweep] name " + base::printable(v->to_toml_inline(), 64) + " " + problem +
                             "; a sweep name is one folder name under runs/sweeps/ (use --out or [sweep] out to "
                             "choose another folder)");
   }

@@ -12,10 +12,13 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "report/gnuplot.hpp"
 #include "report/palette.hpp"
 #include "report/run_files.hpp"
 #include "report/sweep_grid.hpp"
 #include "sweep/directory.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
@@ -135,26 +138,28 @@ std::string results_text(const std::string& dir, const std::string& format, cons
     }
     return out.str();
   }
-  // Aligned table.
+  // Aligned table, for a terminal: what comes from sweep.db (keys, values, statuses,
+  // the metric's name) is shown with control characters escaped and long values cut.
+  auto shown = [](const std::string& t) { return base::printable(t, 60); };
   std::vector<size_t> w;
   for (const auto& k : keys) {
-    size_t width = k.size();
+    size_t width = shown(k).size();
     for (const auto& r : rows)
-      if (r.params.contains(k)) width = std::max(width, param_text(r.params[k]).size());
+      if (r.params.contains(k)) width = std::max(width, shown(param_text(r.params[k])).size());
     w.push_back(width);
   }
   char buf[256];
   std::snprintf(buf, sizeof buf, "%-5s %-9s", "trial", "status");
   out << buf;
-  for (size_t i = 0; i < keys.size(); ++i) out << " " << keys[i] << std::string(w[i] - keys[i].size(), ' ');
+  for (size_t i = 0; i < keys.size(); ++i) out << " " << shown(keys[i]) << std::string(w[i] - shown(keys[i]).size(), ' ');
   std::snprintf(buf, sizeof buf, " %6s %9s %7s %7s %8s %8s %7s\n", "batch", "lr", "top-1", "top-5", "val_loss",
                 "clips/s", "wall s");
   out << buf;
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%-5s %-9s", trial_name(r.id).c_str(), r.status.c_str());
+    std::snprintf(buf, sizeof buf, "%-5s %-9s", trial_name(r.id).c_str(), shown(r.status).c_str());
     out << buf;
     for (size_t i = 0; i < keys.size(); ++i) {
-      std::string t = r.params.contains(keys[i]) ? param_text(r.params[keys[i]]) : "-";
+      std::string t = r.params.contains(keys[i]) ? shown(param_text(r.params[keys[i]])) : "-";
       out << " " << t << std::string(w[i] - std::min(w[i], t.size()), ' ');
     }
     auto cell = [&](const char* m, const char* f, int width) {
@@ -178,7 +183,7 @@ std::string results_text(const std::string& dir, const std::string& format, cons
       out << (first ? " " : ", ") << counts[i] << " " << names[i];
       first = false;
     }
-  out << "; metric " << o.metric << " (" << o.direction << ")\n";
+  out << "; metric " << shown(o.metric) << " (" << shown(o.direction) << ")\n";
   return out.str();
 }
 
@@ -215,42 +220,66 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   o2 << "# best trial " << trial_name(best->id) << " of sweep '" << o.name << "': " << o.metric << " = "
      << fmt("%.6g", *best->metric) << " (" << o.direction << ")\n# parameters: " << best->params.dump() << "\n"
      << body;
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw Exit{cli::kExitFailure, "cannot write '" + out_path + "'"};
-    f << o2.str();
+  try {
+    base::write_file_atomic(out_path, o2.str());
+  } catch (const base::Error& e) {
+    throw Exit{cli::kExitFailure, e.what()};
   }
-  fs::rename(tmp, out_path);
   return best->id;
 }
 
 std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir) {
   Opened o = open_results(dir);
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+  if (!report::gnuplot_program())
     throw Exit{cli::kExitFailure, "gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plots written"};
   const fs::path rd(report_dir);
   fs::create_directories(rd);
   const bool higher = o.direction == "max";
+  using report::gp_data_string;
+  using report::gp_string;
+  // Paths reach gnuplot as ARG1 (`gnuplot -c report.gp REPORT_DIR`), a string
+  // variable it never parses: a folder named with quotes, $(...) or newlines stays a
+  // name. Names from the sweep (its name, metric, trial statuses) are gp_string'ed.
   std::ostringstream gp;
-  gp << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
+  gp << "# Written by vexp report; redraw with: gnuplot -c report.gp REPORT_DIR\n"
+     << "dir = ARG1\n"
+     << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
   std::vector<std::string> files;
   auto out_png = [&](const std::string& name) {
     files.push_back((rd / name).string());
-    gp << "set output '" << (rd / name).string() << "'\n";
+    gp << "set output dir.'/" << name << "'\n";
   };
-  auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
+  // A data file of the report (written whole; a planted link is replaced, not followed).
+  auto put = [&](const std::string& name, const std::string& text) {
+    try {
+      base::write_file_atomic((rd / name).string(), text);
+    } catch (const base::Error& e) {
+      throw Exit{cli::kExitFailure, e.what()};
+    }
+  };
+  auto file = [](const std::string& name) { return "dir.'/" + name + "'"; };
+  // A panel that has nothing to draw: its axes and one sentence, no error.
+  auto empty_panel = [&](const std::string& text) {
+    gp << "set xrange [0:1]\nset yrange [0:1]\nset label 1 " << gp_string(text)
+       << " at graph 0.5,0.5 center\nplot -1 notitle\nunset label 1\n";
+  };
+  const std::string sweep_name = o.name.empty() ? std::string("sweep") : o.name;
 
   const report::Grid grid = report::sweep_grid(o);
   const std::vector<int> shared = report::sharing(o.rows);
   const std::vector<int64_t>& bv = grid.batches;
   const std::vector<double>& lv = grid.lrs;
+  const std::vector<std::string> lr_ticks = report::tick_labels(lv, 2);
+  const std::string chance_text =
+      grid.chance ? "chance " + fmt("%.4g", *grid.chance) + " (" + std::to_string(grid.classes) + " classes)"
+                  : std::string("chance unknown (the trials record no class count)");
 
   // 1. batch x lr heatmap of the metric: the mean over a cell's finished trials
-  // (seeds), with the spread where there are several, the best cell framed.
+  // (seeds), with the spread where there are several; a best cell is framed only
+  // when it stands out of the seeds' spread and of chance (report::stands_out).
   {
-    std::ofstream good(rd / "heatmap.dat"), bad(rd / "heatmap_other.dat");
-    good << "# batch_index lr_index mean label\n";
+    std::ostringstream good, bad;
+    good << "# batch_index lr_index mean label colour\n";
     bad << "# batch_index lr_index statuses\n";
     bool any_good = false, any_bad = false;
     double lo = INFINITY, hi = -INFINITY;
@@ -263,41 +292,52 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
         // White text on the dark (good) end of the palette.
         const double t = hi > lo ? (c.mean - lo) / (hi - lo) : 1;
         const bool dark = (higher ? t : 1 - t) > 0.55;
-        good << c.bi << " " << c.li << " " << c.mean << " \"" << label << "\" " << (dark ? 0xffffff : 0x222222) << "\n";
+        good << c.bi << " " << c.li << " " << c.mean << " " << gp_data_string(label) << " "
+             << (dark ? 0xffffff : 0x222222) << "\n";
         any_good = true;
       } else {
-        bad << c.bi << " " << c.li << " \"" << c.statuses() << "\"\n";
+        bad << c.bi << " " << c.li << " " << gp_data_string(c.statuses()) << "\n";
         any_bad = true;
       }
     }
     if (!any_good) good << "-10 -10 0 \"\" 0\n";
     if (!any_bad) bad << "-10 -10 \"\"\n";
+    put("heatmap.dat", good.str());
+    put("heatmap_other.dat", bad.str());
     out_png("heatmap.png");
     std::string within;
     for (const auto& k : grid.within_cell) within += (within.empty() ? "" : ", ") + k;
-    gp << "set title '" << o.name << ": " << o.metric << " over global batch x learning rate"
-       << (within.empty() ? std::string(" (one trial per cell)") : " (mean ± sd over " + within + ")") << "'\n"
-       << "set xlabel 'global batch'\nset ylabel 'learning rate'\nunset grid\n"
-       << "set xrange [-0.5:" << bv.size() - 0.5 << "]\nset yrange [-0.5:" << lv.size() - 0.5 << "]\n";
+    gp << "set title "
+       << report::gp_lines({sweep_name + ": " + o.metric + " over global batch x learning rate" +
+                                (within.empty() ? std::string(" (one trial per cell)")
+                                                : " (mean ± sd over " + within + ")"),
+                            chance_text + (grid.noise ? "; seeds' spread (pooled sd) " + fmt("%.3g", *grid.noise)
+                                                      : std::string()),
+                            (grid.best ? std::string("best cell framed: ") : std::string("no best cell: ")) +
+                                grid.verdict})
+       << "\nset tmargin 5\n";
+    gp << "set xlabel 'global batch'\nset ylabel 'learning rate'\nunset grid\n"
+       << "set xrange [-0.5:" << std::max<double>(0.5, static_cast<double>(bv.size()) - 0.5) << "]\nset yrange [-0.5:"
+       << std::max<double>(0.5, static_cast<double>(lv.size()) - 0.5) << "]\n";
     gp << "set xtics (";
-    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << "'" << bv[i] << "' " << i;
+    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << i;
     gp << ")\nset ytics (";
-    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << "'" << fmt("%.4g", lv[i]) << "' " << i;
-    gp << ")\nset palette defined (0 '#fff7ec', 0.5 '#41b6c4', 1 '#08306b')\nset cblabel '" << o.metric << "'\n"
+    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << i;
+    gp << ")\nset palette defined (0 '#fff7ec', 0.5 '#41b6c4', 1 '#08306b')\nset cblabel " << gp_string(o.metric) << "\n"
        << "set style fill solid 1.0 noborder\n";
     if (!higher) gp << "set cbrange [*:*] reverse\n";
+    if (!any_good) gp << "unset colorbox\n";  // no value to give a scale
     if (grid.best) {
       const auto& b = grid.cells[*grid.best];
       gp << "set object 1 rect from " << b.bi - 0.47 << "," << b.li - 0.47 << " to " << b.bi + 0.47 << ","
          << b.li + 0.47 << " front fillstyle empty border rgb '#d7301f' lw 4\n"
          << "set label 2 'best' at " << b.bi - 0.42 << "," << b.li + 0.36 << " front textcolor rgb '#d7301f' font 'sans,10'\n";
     }
-    gp << "plot " << q(rd / "heatmap.dat")
-       << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
-       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
-       << "     " << q(rd / "heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
-       << "     " << q(rd / "heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
-    gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse\n"
+    gp << "plot " << file("heatmap.dat") << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
+       << "     " << file("heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
+       << "     " << file("heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
+       << "     " << file("heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
+    gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse; set tmargin; set colorbox\n"
        << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
        << "set autoscale x; set autoscale y; unset xrange; unset yrange\n";
   }
@@ -317,58 +357,64 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
                                 fmt("%.3g", r.lr) + (r.status == "done" ? "" : " (" + r.status + ")");
       const std::string style = "lc rgb '" + report::series_colour(i) + "' dt " + (report::series_dashed(i) ? "2" : "1");
       if (!c.loss.empty()) {
-        fs::path f = rd / ("curve_" + trial_name(r.id) + "_loss.dat");
-        std::ofstream s(f);
+        const std::string f = "curve_" + trial_name(r.id) + "_loss.dat";
+        std::ostringstream s;
         for (auto& [x, y] : c.loss) {
           s << x << " " << y << "\n";
           if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
         }
-        train_files.push_back({f.string(), title, style});
+        put(f, s.str());
+        train_files.push_back({f, title, style});
       }
       if (!c.eval.empty()) {
-        fs::path f = rd / ("curve_" + trial_name(r.id) + "_eval.dat");
-        std::ofstream s(f);
+        const std::string f = "curve_" + trial_name(r.id) + "_eval.dat";
+        std::ostringstream s;
         for (auto& [x, y] : c.eval) s << x << " " << y << "\n";
-        eval_files.push_back({f.string(), title, style});
+        put(f, s.str());
+        eval_files.push_back({f, title, style});
       }
     }
     // One plot of every listed curve, or a note where there is none.
-    auto plot_curves = [&](const std::vector<Line>& files, const char* with, const char* none) {
-      if (files.empty()) {
-        gp << "set label 1 '" << none << "' at graph 0.3,0.5\nplot 1/0 notitle\nunset label 1\n";
+    auto plot_curves = [&](const std::vector<Line>& lines, const char* with, const std::string& none) {
+      if (lines.empty()) {
+        empty_panel(none);
         return;
       }
       gp << "plot ";
-      for (size_t i = 0; i < files.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << "'" << files[i].file << "' using 1:2 with " << with << " " << files[i].style
-           << " title '" << files[i].title << "'";
+      for (size_t i = 0; i < lines.size(); ++i)
+        gp << (i ? ", \\\n     " : "") << file(lines[i].file) << " using 1:2 with " << with << " " << lines[i].style
+           << " title " << gp_string(lines[i].title);
       gp << "\n";
     };
     const size_t entries = std::max(train_files.size(), eval_files.size());
     const int rows_of_key = static_cast<int>((entries + 3) / 4);
     const int height = 560 + 18 * rows_of_key;
     const double key_frac = (18.0 * rows_of_key + 70.0) / height;
+    const bool none_finished = !grid.leader;
     out_png("curves.png");
     gp << "set terminal pngcairo noenhanced size 1100," << height << " font 'sans,10'\n"
-       << "set multiplot layout 1,2 title '" << o.name << ": training curves of all trials'\n"
+       << "set multiplot layout 1,2 title " << gp_string(sweep_name + ": training curves of all trials") << "\n"
        << "set bmargin at screen " << key_frac << "\n"
-       << "set title 'training loss'\nset xlabel 'epoch'\n";
+       << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss'\n";
     if (hi > 0 && report::wants_log_axis(lo, hi))
       gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange [" << lo / 1.1 << ":" << hi * 1.1 << "]\n";
     else if (hi > 0)
       gp << "set ylabel 'loss'\nset yrange [" << lo - (hi - lo) * 0.05 << ":" << hi + (hi - lo) * 0.05 + 1e-9 << "]\n";
     gp << "set key at screen 0.5,0.01 center bottom horizontal maxcols 4 font 'sans,8'\n";
-    plot_curves(train_files, "lines lw 1.5", "no training steps recorded");
-    gp << "unset logscale y\nunset yrange\nset autoscale y\nset title 'validation " << o.metric << "'\nset ylabel '"
-       << o.metric << "'\nunset key\n";
-    plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6", "no evaluation recorded");
-    gp << "unset multiplot\nset key default\nset bmargin\n"
+    plot_curves(train_files, "lines lw 1.5",
+                none_finished ? "no finished trial: no training steps recorded" : "no training steps recorded");
+    gp << "unset logscale y\nunset xrange\nset autoscale x\nunset yrange\nset autoscale y\nset title "
+       << gp_string("validation " + o.metric) << "\nset ylabel " << gp_string(o.metric) << "\nunset key\n";
+    plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6",
+                none_finished ? "no finished trial: no evaluation recorded" : "no evaluation recorded");
+    gp << "unset multiplot\nset key default\nset bmargin\nunset xrange\nset autoscale\n"
        << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\n";
   }
 
-  // 3. throughput per trial, coloured by how many trials shared the machine.
+  // 3. throughput per trial, coloured by how many trials shared the machine; the
+  // note says what the measured overlap and load allow (report::throughput_note).
   {
-    std::ofstream s(rd / "throughput.dat");
+    std::ostringstream s;
     s << "# index trial clips_per_s label sharing_group\n";
     std::map<int, int> group;
     for (int k : shared) group[k] = 0;
@@ -377,37 +423,46 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     double top = 0;
     for (size_t i = 0; i < o.rows.size(); ++i) {
       const Row& r = o.rows[i];
-      double cps = r.status == "done" && r.metrics.contains("clips_per_s") && r.metrics["clips_per_s"].is_number()
-                       ? r.metrics["clips_per_s"].get<double>()
-                                                                           : read_curves(r.run_dir, o.metric).mean_clips_per_s;
+      const auto stored = value_of(r, "clips_per_s");
+      double cps = stored ? *stored : read_curves(r.run_dir, o.metric).mean_clips_per_s;
+      if (!std::isfinite(cps)) cps = 0;
       top = std::max(top, cps);
-      s << i << " " << trial_name(r.id) << " " << cps << " \"b" << r.global_batch << "\\n" << r.status << "\" "
-        << group[shared[i]] << "\n";
+      s << i << " " << trial_name(r.id) << " " << cps << " "
+        << gp_data_string("b" + std::to_string(r.global_batch) + " " + r.status) << " " << group[shared[i]] << "\n";
     }
+    put("throughput.dat", s.str());
     out_png("throughput.png");
-    gp << "set title '" << o.name << ": training throughput per trial (clips/s)"
-       << (group.size() > 1 ? "; trials that ran at the same time shared the cores: compare within a colour" : "")
-       << "'\nset xlabel 'trial (global batch, status)'\n"
-       << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:" << o.rows.size() - 0.4 << "]\n"
+    // The note under the title, a sentence a line.
+    std::vector<std::string> title{sweep_name + ": training throughput per trial (clips/s)"};
+    std::string note = report::throughput_note(o.rows, shared);
+    for (size_t at; (at = note.find(". ")) != std::string::npos; note = note.substr(at + 2))
+      title.push_back(note.substr(0, at + 1));
+    if (!note.empty()) title.push_back(note);
+    gp << "set title " << report::gp_lines(title) << "\n";
+    gp << "set tmargin " << title.size() + 2 << "\nset xlabel 'trial (global batch, status)'\n"
+       << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:"
+       << static_cast<double>(o.rows.size()) - 0.4 << "]\n"
        << "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
-       << "set key outside top center horizontal\nplot ";
+       << "set key outside bottom center horizontal\nplot ";
     bool first = true;
     for (const auto& [k, g] : group) {
-      gp << (first ? "" : ", \\\n     ") << q(rd / "throughput.dat") << " using ($5 == " << g
+      gp << (first ? "" : ", \\\n     ") << file("throughput.dat") << " using ($5 == " << g
          << " ? $1 : 1/0):3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '"
-         << report::series_colour(static_cast<size_t>(g)) << "' title '"
-         << (k == 0 ? std::string("ran alone") : "ran with up to " + std::to_string(k) + " other trial(s)") << "'";
+         << report::series_colour(static_cast<size_t>(g)) << "' title "
+         << gp_string(k == 0 ? std::string("ran alone") : "ran with up to " + std::to_string(k) + " other trial(s)");
       first = false;
     }
-    gp << ", \\\n     " << q(rd / "throughput.dat") << " using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
+    gp << ", \\\n     " << file("throughput.dat") << " using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
+       << "set tmargin\n"
        << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\nset key default\n";
   }
 
-  // 4. linear scaling check: best lr per global batch (by the cells' mean) against
-  // lr proportional to batch.
+  // 4. linear scaling check: the best lr per global batch (by the cells' mean, where
+  // it stands out of that batch's other cells and of chance) against lr
+  // proportional to batch.
   {
-    std::ofstream all(rd / "scaling_trials.dat"), bs(rd / "scaling_best.dat");
-    for (const auto& r : o.rows) all << r.global_batch << " " << r.lr << " " << r.status << "\n";
+    std::ostringstream all, bs;
+    for (const auto& r : o.rows) all << r.global_batch << " " << r.lr << " " << gp_data_string(r.status) << "\n";
     std::optional<std::pair<double, double>> anchor;
     for (size_t bi = 0; bi < bv.size(); ++bi) {
       if (!grid.best_per_batch[bi]) continue;
@@ -415,33 +470,43 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
       bs << bv[bi] << " " << lv[c.li] << " " << c.mean << "\n";
       if (!anchor) anchor = {static_cast<double>(bv[bi]), lv[c.li]};
     }
-    if (!anchor) bs << "1 1 0\n";
-    const double b0 = anchor ? anchor->first : 1, l0 = anchor ? anchor->second : 1;
+    if (!anchor) bs << "-1 -1 0\n";  // outside the axes: nothing stands out to draw
+    put("scaling_trials.dat", all.str());
+    put("scaling_best.dat", bs.str());
     out_png("linear_scaling.png");
-    gp << "set title '" << o.name << ": linear scaling rule check (best lr per global batch)'\n"
+    const double xlo = bv.empty() ? 1 : static_cast<double>(bv.front()) * 0.7;
+    const double xhi = bv.empty() ? 10 : static_cast<double>(bv.back()) * 1.4;
+    const double ylo = lv.empty() || lv.front() <= 0 ? 1e-4 : lv.front() * 0.5;
+    const double yhi = lv.empty() || lv.back() <= 0 ? 1 : lv.back() * 2;
+    gp << "set title " << gp_string(sweep_name + ": linear scaling rule check (best lr per global batch)") << "\n"
        << "set xlabel 'global batch (log scale)'\nset ylabel 'learning rate (log scale)'\nset logscale xy\n"
-       << "set key top left\nset xrange [" << bv.front() * 0.7 << ":" << bv.back() * 1.4 << "]\n"
-       << "set yrange [" << lv.front() * 0.5 << ":" << lv.back() * 2 << "]\n";
+       << "set key top left\nset xrange [" << xlo << ":" << xhi << "]\n"
+       << "set yrange [" << ylo << ":" << yhi << "]\n";
     gp << "set xtics (";
-    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << "'" << bv[i] << "' " << bv[i];
+    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << bv[i];
     gp << ")\nset ytics (";
-    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << "'" << fmt("%.4g", lv[i]) << "' " << lv[i];
-    gp << ")\n"
-       << "plot " << q(rd / "scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials', \\\n"
-       << "     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#d62728' title 'linear rule: lr = "
-       << fmt("%.3g", l0) << " x batch / " << static_cast<long long>(b0) << "', \\\n"
-       << "     " << q(rd / "scaling_best.dat") << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#1f77b4' title 'best lr (by mean "
-       << o.metric << ")'\n"
-       << "unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
+    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << lv[i];
+    gp << ")\n";
+    if (!anchor)
+      gp << "set label 5 " << gp_string("no batch has a best lr that stands out: " + grid.verdict, 400)
+         << " at graph 0.5,0.5 center\n";
+    gp << "plot " << file("scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials'";
+    if (anchor) {
+      const double b0 = anchor->first, l0 = anchor->second;
+      gp << ", \\\n     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#d62728' title "
+         << gp_string("linear rule: lr = " + fmt("%.3g", l0) + " x batch / " + std::to_string(static_cast<long long>(b0)))
+         << ", \\\n     " << file("scaling_best.dat")
+         << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#1f77b4' title "
+         << gp_string("best lr (by mean " + o.metric + ", where it stands out)");
+    }
+    gp << "\nunset label 5; unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
   }
   const fs::path script = rd / "report.gp";
-  {
-    std::ofstream f(script);
-    f << gp.str();
-  }
-  const std::string cmd = "gnuplot '" + script.string() + "' > '" + (rd / "gnuplot.log").string() + "' 2>&1";
-  if (std::system(cmd.c_str()) != 0)
-    throw Exit{cli::kExitFailure, "gnuplot failed on '" + script.string() + "' (see " + (rd / "gnuplot.log").string() + ")"};
+  put("report.gp", gp.str());
+  const std::string log = (rd / "gnuplot.log").string();
+  const std::string why = report::run_gnuplot(script.string(), {rd.string()}, log);
+  if (!why.empty())
+    throw Exit{cli::kExitFailure, "gnuplot failed on '" + script.string() + "' (" + why + "; see " + log + ")"};
   for (const auto& f : files)
     if (!fs::exists(f) || fs::file_size(f) == 0) throw Exit{cli::kExitFailure, "gnuplot wrote no '" + f + "'"};
   return files;

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,10 +44,17 @@ struct Running {
   int slot = 0;
   std::string dir;
   double started = 0;
+  double load1_start = -1;  // the machine's 1-minute load average when it started
   bool pruned = false;
   std::string prune_message;
   int64_t checked_epoch = 0;
 };
+
+// The 1-minute load average, or -1 where the system does not say.
+double load1() {
+  double l[1];
+  return ::getloadavg(l, 1) == 1 ? l[0] : -1;
+}
 
 int count_gpus() {
   int n = 0;
@@ -96,17 +104,6 @@ pid_t start_child(std::vector<std::string> argv, const std::vector<int>& cpus, i
 }
 
 }  // namespace
-
-std::string find_on_path(const std::string& exe) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    fs::path p = fs::path(dir) / exe;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
 
 Slots plan_slots(int jobs, int ranks, int gpus) {
   Slots s;
@@ -222,13 +219,14 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     r.slot = slot;
     r.dir = tdir.string();
     r.started = now_s();
+    r.load1_start = load1();
     busy[static_cast<size_t>(slot)] = true;
     std::cout << "trial " << trial_name(id) << " started (" << row.params.dump() << ")"
               << (resume ? ", resuming its last checkpoint" : "") << "\n";
     std::cout.flush();
   };
 
-  auto reap = [&](pid_t pid, int status) {
+  auto reap = [&](pid_t pid, int status, const struct rusage& usage) {
     auto it = running.find(pid);
     if (it == running.end()) return;
     Running r = it->second;
@@ -272,6 +270,15 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       json evals = json::object();
       for (auto& [e, v] : curve) evals[std::to_string(e)] = v;
       metrics["evals"] = evals;
+    }
+    // What the trial got of the machine, for the reports' throughput comparison
+    // (report::throughput_note): its CPU time and the load around it.
+    if (metrics.is_object()) {
+      metrics["cpu_s"] = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+      if (r.load1_start >= 0) metrics["load1_start"] = r.load1_start;
+      if (const double l = load1(); l >= 0) metrics["load1_end"] = l;
+      metrics["cores"] = static_cast<int64_t>(std::thread::hardware_concurrency());
     }
     store.finish(r.id, st, code, metric, metrics, wall, msg);
     // The trial directory records its own outcome: a damaged sweep.db is rebuilt from it.
@@ -321,7 +328,8 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       if (!busy[static_cast<size_t>(slot)]) launch(pending[next++], slot);
     int status = 0;
     pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) reap(pid, status);
+    struct rusage usage {};
+    while ((pid = ::wait4(-1, &status, WNOHANG, &usage)) > 0) reap(pid, status, usage);
     check_pruning();
     if (!running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

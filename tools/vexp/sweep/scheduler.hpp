@@ -40,7 +40,4 @@ struct Launch {
 void run_trials(Store& store, Session& session, const Definition& def, const std::filesystem::path& dir,
                 const Slots& slots, const Launch& launch);
 
-// Finds an executable on PATH ("" when absent).
-std::string find_on_path(const std::string& exe);
-
 }  // namespace vexp::sweep

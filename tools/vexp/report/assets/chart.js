@@ -37,6 +37,18 @@
     if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(0).replace('e+', 'e');
     return String(Number(v.toPrecision(4)));
   }
+  // Labels for a list of ticks: tickText's, with more significant digits while two
+  // different ticks would read the same (3e-4 and 3.2e-4 are not both "3e-4").
+  function tickTexts(ticks) {
+    var out = ticks.map(tickText), distinct = function (a) { return new Set(a).size; };
+    for (var p = 2; p <= 17 && distinct(out) < distinct(ticks); p++)
+      out = ticks.map(function (v) {
+        var a = Math.abs(v);
+        if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(p - 1).replace(/\.?0+e/, 'e').replace('e+', 'e');
+        return String(Number(v.toPrecision(p)));
+      });
+    return out;
+  }
   function niceStep(span, count) {
     var raw = span / Math.max(1, count), p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
     return (m < 1.5 ? 1 : m < 3 ? 2 : m < 7 ? 5 : 10) * p;
@@ -203,17 +215,18 @@
     ctx.lineWidth = 1;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
-    xticks.forEach(function (t) {
+    var xl = tickTexts(xticks), yl = tickTexts(yticks);
+    xticks.forEach(function (t, i) {
       var x = Math.round(xs(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, box.t); ctx.lineTo(x, box.b); ctx.stroke();
-      ctx.fillText(tickText(t), x, box.b + 4);
+      ctx.fillText(xl[i], x, box.b + 4);
     });
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    yticks.forEach(function (t) {
+    yticks.forEach(function (t, i) {
       var y = Math.round(ys(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(box.l, y); ctx.lineTo(box.r, y); ctx.stroke();
-      ctx.fillText(tickText(t), box.l - 4, y);
+      ctx.fillText(yl[i], box.l - 4, y);
     });
     ctx.strokeStyle = '#888';
     ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
