@@ -30,8 +30,9 @@ inline bool run_one_expression(const std::string& text, std::string* problem) {
     }
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
-    // The expression is quoted cut to 80 bytes: a message never grows with the input.
-    if (m.empty() || m.size() > 600) {
+    // The expression is quoted cut to 80 bytes and a name to 64, each byte escaped
+    // to at most 4 characters: a message never grows with the input.
+    if (m.empty() || m.size() > 1000) {
       *problem = "message of " + std::to_string(m.size()) + " bytes";
       return false;
     }

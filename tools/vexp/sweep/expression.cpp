@@ -125,9 +125,9 @@ class Parser {
       if (!take('(')) fail("'" + base::printable(fn, 64) + "' is not a function call (variables are written ${name})");
       std::vector<double> args{sum()};
       while (take(',')) args.push_back(sum());
-      if (!take(')')) fail("missing ')' after the arguments of " + fn);
+      if (!take(')')) fail("missing ')' after the arguments of " + base::printable(fn, 64));
       auto need = [&](size_t n) {
-        if (args.size() != n) fail(fn + " takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s"));
+        if (args.size() != n) fail(base::printable(fn, 64) + " takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s"));
       };
       if (fn == "min" || fn == "max") {
         double v = args[0];
