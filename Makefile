@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # Compiler warnings are errors here (CI runs `make test`); `make WERROR=OFF ...` relaxes that.
 WERROR ?= ON
 
-.PHONY: all deps configure build demo test sanitize install clean
+.PHONY: all deps configure build demo test sanitize fuzz install clean
 all: build
 
 deps:
@@ -36,6 +36,14 @@ sanitize: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allocator_may_return_null=1:detect_odr_violation=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+# The libFuzzer targets (the recipe loader, sweep expressions), built with clang in
+# their own folder and each run for VEXP_FUZZ_SECONDS (default 20) from the seed corpora.
+FUZZ_BUILD ?= $(BUILD)-fuzz
+fuzz:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DVEXP_FUZZ=ON \
+	  -DVEXP_BUILD_TESTS=ON -DVEXP_WERROR=OFF >/dev/null
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS cmake --build $(FUZZ_BUILD) -j$(JOBS) --target vexp_fuzz_recipe vexp_fuzz_sweep_expr
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS ctest --test-dir $(FUZZ_BUILD) -L fuzz --output-on-failure
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)

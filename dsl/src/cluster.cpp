@@ -24,6 +24,13 @@ ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc)
   return p;
 }
 
+// The ranges of a cluster file (docs/planning.md). Upper bounds keep every figure
+// finite (inf is refused as nan is) and nodes x gpus_per_node within 10^8 GPUs,
+// `vexp plan --gpus`' limit, far from int64 overflow.
+constexpr double kMaxNodes = 100000;
+constexpr double kMaxGpusPerNode = 1024;
+constexpr double kMaxMs = 1e7;  // about three hours per step
+
 struct ClusterSchemas {
   Schema file, cluster, gpu, profile, derive, links, intra, inter, cpu, storage;
 };
@@ -38,8 +45,8 @@ const ClusterSchemas& schemas() {
     sub_table(d.file, "storage", "File-system read bandwidth and bytes per clip");
 
     d.cluster.text("name", "", "The machine's name").require();
-    d.cluster.integer("nodes", 1, "Nodes the machine has").require().at_least(1);
-    d.cluster.integer("gpus_per_node", 1, "Ranks per node").require().at_least(1);
+    d.cluster.integer("nodes", 1, "Nodes the machine has").require().at_least(1).at_most(kMaxNodes);
+    d.cluster.integer("gpus_per_node", 1, "Ranks per node").require().at_least(1).at_most(kMaxGpusPerNode);
     d.cluster.text("source", "", "Where the figures come from");
 
     d.gpu.text("name", "", "The accelerator's name").require();
@@ -47,44 +54,44 @@ const ClusterSchemas& schemas() {
 
     Schema& p = d.profile;
     p.text("model", "", "The recipe's model key (vexp plan prints it)").require();
-    p.integer("frames", 0, "Frames per clip").above(0);
-    p.integer("size", 0, "Crop size").above(0);
+    p.integer("frames", 0, "Frames per clip").above(0).at_most(100000);
+    p.integer("size", 0, "Crop size").above(0).at_most(100000);
     p.text("precision", "fp32", "fp32, bf16 or fp16").one_of({"fp32", "bf16", "fp16"});
-    p.real("batch", 0, "Clips per rank per micro-step the times were measured at").above(0);
-    p.integer("threads", 0, "Compute threads per rank when measured").at_least(1);
-    p.integer("busy_ranks", 1, "Ranks computing at once on the node when measured").at_least(1);
-    p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").above(0);
-    p.real("backward_ms", 0, "Backward time per micro-step").above(0);
-    p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0);
+    p.real("batch", 0, "Clips per rank per micro-step the times were measured at").above(0).at_most(1e6);
+    p.integer("threads", 0, "Compute threads per rank when measured").at_least(1).at_most(4096);
+    p.integer("busy_ranks", 1, "Ranks computing at once on the node when measured").at_least(1).at_most(kMaxGpusPerNode);
+    p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").above(0).at_most(kMaxMs);
+    p.real("backward_ms", 0, "Backward time per micro-step").above(0).at_most(kMaxMs);
+    p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0).at_most(kMaxMs);
     p.text("source", "", "Where the typed-in times come from");
     p.text("from", "", "A `vexp bench train --json` output, relative to the cluster file");
 
-    d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().above(0);
-    d.derive.real("optimizer_ms_per_mparam", 0, "Optimizer time per million parameters").require().at_least(0);
+    d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().above(0).at_most(1e20);
+    d.derive.real("optimizer_ms_per_mparam", 0, "Optimizer time per million parameters").require().at_least(0).at_most(kMaxMs);
     d.derive.text("source", "", "Where the rates come from").require();
 
     sub_table(d.links, "intra", "Between ranks of one node");
     sub_table(d.links, "inter", "Between nodes");
     for (Schema* l : {&d.intra, &d.inter}) {
-      l->real("bandwidth_GBps", 0, "Bandwidth, GB/s one direction").require().above(0);
-      l->real("latency_us", 0, "Latency per message, microseconds").require().at_least(0);
+      l->real("bandwidth_GBps", 0, "Bandwidth, GB/s one direction").require().above(0).at_most(1e6);
+      l->real("latency_us", 0, "Latency per message, microseconds").require().at_least(0).at_most(1e9);
       l->text("source", "", "Where the figures come from").require();
     }
-    d.inter.integer("rails", 1, "Rails (NICs) per node used together").at_least(1);
+    d.inter.integer("rails", 1, "Rails (NICs) per node used together").at_least(1).at_most(1024);
 
     Schema& c = d.cpu;
-    c.real("cores_per_node", 0, "Cores free for data loading per node").require().above(0);
-    c.real("frames_clips_per_s_per_core", 0, "Decode + augment rate on frame folders").above(0);
-    c.real("videos_clips_per_s_per_core", 0, "Decode + augment rate on video files").above(0);
+    c.real("cores_per_node", 0, "Cores free for data loading per node").require().above(0).at_most(1e5);
+    c.real("frames_clips_per_s_per_core", 0, "Decode + augment rate on frame folders").above(0).at_most(1e9);
+    c.real("videos_clips_per_s_per_core", 0, "Decode + augment rate on video files").above(0).at_most(1e9);
     c.text("from_frames", "", "A `vexp bench data --json` output on frame folders");
     c.text("from_videos", "", "A `vexp bench data --json` output on video files");
     c.text("source", "", "Where typed-in rates come from");
 
     Schema& st = d.storage;
-    st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().above(0);
-    st.real("node_read_GBps", 0, "Per-node read cap, GB/s").above(0);
-    st.real("frames_clip_bytes", 0, "Bytes read per clip on frame folders").above(0);
-    st.real("videos_clip_bytes", 0, "Bytes read per clip on video files").above(0);
+    st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().above(0).at_most(1e9);
+    st.real("node_read_GBps", 0, "Per-node read cap, GB/s").above(0).at_most(1e9);
+    st.real("frames_clip_bytes", 0, "Bytes read per clip on frame folders").above(0).at_most(1e12);
+    st.real("videos_clip_bytes", 0, "Bytes read per clip on video files").above(0).at_most(1e12);
     st.text("source", "", "Where the figures come from").require();
     return d;
   }();

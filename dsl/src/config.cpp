@@ -67,6 +67,7 @@ RunConfig read_run(const Params& p) {
   r.read("log_every", c.log_every);
   r.read("threads", c.threads);
   r.read("checkpoint_every", c.checkpoint_every);
+  r.read("keep_checkpoints", c.keep_checkpoints);
   r.read("progress", c.progress);
   r.read("out", c.out);
   r.read("eval_batch", c.eval_batch);

@@ -24,8 +24,12 @@ Schema run_section() {
   s.integer("epochs", 1, "Training epochs").at_least(1);
   s.integer("eval_every", 1, "Evaluate every N epochs; 0: only after the last").at_least(0);
   s.integer("log_every", 20, "Log a metrics line every N steps").at_least(1);
-  s.integer("threads", 0, "Intra-op CPU threads; 0: all cores").at_least(0);
+  // At most 1024: libtorch's OpenMP pool starts them all at once, and 100,000 hang
+  // its creation (deaf to Ctrl-C) instead of failing (docs/recipes.md).
+  s.integer("threads", 0, "Intra-op CPU threads; 0: all cores").at_least(0).at_most(1024);
   s.integer("checkpoint_every", 1, "Write a checkpoint every N epochs; 0: only at the end").at_least(0);
+  s.integer("keep_checkpoints", 0, "Keep the newest N checkpoints, deleting older ones as new ones are written; "
+                                   "0: keep every one").at_least(0);
   s.text("progress", "auto", "Progress display").one_of({"auto", "bar", "plain", "none"});
   s.text("out", "", "Run directory; defaults to runs/<name>");
   s.integer("eval_batch", 0, "Clips per evaluation batch; 0: batch_per_gpu").at_least(0);
@@ -44,7 +48,8 @@ Schema run_section() {
 Schema data_section() {
   Schema s;
   s.text("dataset", "", "Dataset plugin").require();
-  s.integer("workers", 2, "Loader threads").at_least(0);
+  // At most 256 (docs/recipes.md): each is a decoding thread with its own buffers.
+  s.integer("workers", 2, "Loader threads").at_least(0).at_most(256);
   s.integer("prefetch", 4, "Batches prepared ahead of the trainer").at_least(1);
   s.integer("train_size", 0, "Training clips, declared for planning (--dry-run); 0: ask the dataset").at_least(0);
   table_param(s, "params", "The dataset plugin's parameters");

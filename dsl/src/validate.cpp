@@ -64,6 +64,7 @@ std::optional<RecipePlan> Validator::run() {
   for (const auto& [name, schema] : builtin_sections()) check_section(root, name, schema);
   check_run_name();
   read_config();
+  check_schedule_span();
   check_data();
   check_dist();
   check_plugins();

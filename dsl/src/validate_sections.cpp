@@ -4,6 +4,7 @@
 #include "validator.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "vexp/base/text.hpp"
 
@@ -49,6 +50,34 @@ void Validator::check_run_name() {
                                "; a run name is one folder name under runs/ (use --out or run.out to choose another "
                                "folder)");
     sections_["run"].ok = false;
+  }
+}
+
+// Warmup and step milestones are counted in epochs from the run's start: after
+// run.epochs is shortened (often with --set) they may fall at or past the last
+// step, where they change nothing, silently.
+void Validator::check_schedule_span() {
+  if (!sections_["run"].ok || !sections_["schedule"].ok) return;
+  const int64_t epochs = plan_.run.epochs;
+  const ScheduleConfig& s = plan_.schedule;
+  const std::string run_end = "the run's end (run.epochs = " + std::to_string(epochs) + ")";
+  if (s.warmup_epochs > 0 && s.warmup_epochs >= static_cast<double>(epochs)) {
+    std::ostringstream w;
+    w << s.warmup_epochs;
+    diags_.warning(loc_or_section("schedule", "warmup_epochs"),
+                   "schedule.warmup_epochs = " + w.str() + " reaches " + run_end +
+                       ": the whole run warms up and the learning rate never reaches optim.lr");
+  }
+  if (s.type != "step") return;
+  const Value* written = given("schedule", "milestones");
+  for (size_t i = 0; i < s.milestones.size(); ++i) {
+    if (s.milestones[i] < epochs) continue;
+    const Loc at = written && written->is_array() && i < written->as_array().size() &&
+                           written->as_array()[i].loc().known()
+                       ? written->as_array()[i].loc()
+                       : loc_or_section("schedule", "milestones");
+    diags_.warning(at, "schedule.milestones: epoch " + std::to_string(s.milestones[i]) + " is at or after " + run_end +
+                           ": the learning rate is never lowered there");
   }
 }
 

@@ -69,6 +69,7 @@ class Validator {
   void check_top_level(const Value& root);
   void check_section(const Value& root, const std::string& name, const Schema& schema);
   void check_run_name();
+  void check_schedule_span();
   const Value* given(const std::string& section, const std::string& key) const;
   Loc loc_or_section(const std::string& section, const std::string& key) const;
   void check_plugin_section(const std::string& section, const std::string& key, const std::string& kind, std::string& name_out, Params& params_out, const PluginDecl*& decl_out, bool& params_ok);

@@ -116,6 +116,18 @@ std::string latest_checkpoint(const std::string& dir) {
   return all.empty() ? "" : all.front();
 }
 
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written) {
+  std::vector<std::string> removed;
+  if (keep < 1) return removed;
+  const std::vector<std::string> all = checkpoints_newest_first(dir);
+  std::error_code ec;
+  for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) {
+    if (!written.empty() && fs::equivalent(all[i], written, ec)) continue;
+    if (fs::remove(all[i], ec)) removed.push_back(all[i]);
+  }
+  return removed;
+}
+
 void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
   write_bytes_atomic(path, content.data(), content.size(), mode);
 }

@@ -83,12 +83,29 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
   return s.plan.has_value() && !s.diags.has_errors();
 }
 
-DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile) {
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;
   if (train_size <= 0) {
     auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
     train_size = data->size(Split::Train);
+  } else if (size_note) {
+    // The run counts the clips its list holds, not the declared number: a dry
+    // run that can read the list plans what the run will do.
+    const std::string declared = "data.train_size = " + std::to_string(train_size);
+    try {
+      auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+      const int64_t real = data->size(Split::Train);
+      if (real > 0 && real != train_size) {
+        *size_note = "planning with the " + std::to_string(real) + " training clips the data holds, not the declared " +
+                     declared;
+        train_size = real;
+      }
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      *size_note = "planning with the declared " + declared + " (the data cannot be read: " +
+                   why.substr(0, why.find('\n')) + ")";
+    }
   }
   std::vector<int64_t> numels;
   {

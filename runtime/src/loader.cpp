@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -100,22 +101,35 @@ Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches,
   }
   opt_.prefetch = std::max<int64_t>(1, opt_.prefetch);
   pinned_ = opt_.pin_memory && at::globalContext().hasCUDA();
-  for (int64_t i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
+  try {
+    for (int64_t i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
+  } catch (const std::system_error& e) {
+    // The threads already started must be joined: a joinable std::thread destroyed
+    // by the unwinding would call std::terminate.
+    const size_t started = threads_.size();
+    stop_workers();
+    throw std::runtime_error("cannot start " + std::to_string(opt_.workers) + " loader threads (" +
+                             std::to_string(started) + " started: " + e.what() + "); use fewer (data.workers)");
+  }
 }
 
-uint64_t Loader::seed_of(size_t batch, size_t item) const {
-  return seeds_.empty() ? opt_.seed : seeds_[batch][item];
-}
-
-Loader::~Loader() {
+void Loader::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   room_.notify_all();
   ready_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
 }
+
+uint64_t Loader::seed_of(size_t batch, size_t item) const {
+  return seeds_.empty() ? opt_.seed : seeds_[batch][item];
+}
+
+Loader::~Loader() { stop_workers(); }
 
 // Picks the next sample to decode: the earliest open batch with work left, else
 // a new batch when fewer than `prefetch` are open. Called with mu_ held.

@@ -79,6 +79,24 @@ c10::Device resolve_device(const std::string& setting, const std::string& where)
   return c10::impl::VirtualGuardImpl(c10::kCUDA).getDevice();
 }
 
+c10::Device resolve_device_option(const std::string& setting, const std::string& where) {
+  const std::string prefix = "cuda:";
+  if (setting.compare(0, prefix.size(), prefix) != 0) return resolve_device(setting, where);
+  const std::string index = setting.substr(prefix.size());
+  if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
+    throw std::runtime_error(where + " '" + setting.substr(0, 40) + "': expected cpu, cuda, cuda:N or auto");
+  if (!at::globalContext().hasCUDA())
+    throw std::runtime_error(where + " '" + setting + "': this vexp was built without CUDA (linked with a CPU-only "
+                             "libtorch); use cpu");
+  const int n = std::stoi(index);
+  const int visible = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
+  if (n >= visible)
+    throw std::runtime_error(where + " '" + setting + "': " + std::to_string(visible) + " CUDA device" +
+                             (visible == 1 ? " is" : "s are") + " visible" +
+                             (visible > 0 ? " (cuda:0 to cuda:" + std::to_string(visible - 1) + ")" : std::string()));
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(n));
+}
+
 int64_t set_intra_op_threads(int64_t requested) {
   const int64_t threads = requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(threads));

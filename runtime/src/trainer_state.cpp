@@ -151,6 +151,8 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   }
   c.meta_json = meta.dump();
   save_checkpoint(path, c);
+  // Only after the new one is safely on disk: a crash in between leaves one more, never one fewer.
+  if (r.plan.run.keep_checkpoints > 0) prune_checkpoints(r.ckpt_dir.string(), r.plan.run.keep_checkpoints, path);
   return path;
 }
 

@@ -261,3 +261,25 @@ TEST(Cluster, BusyRanks) {
   EXPECT_EQ(c->profiles.at(0).busy_ranks, 2);
   EXPECT_EQ(c->profiles.at(0).threads, 1);
 }
+
+// Every number is bounded: inf was accepted where nan was refused, gpus_per_node = 1e9
+// planned "8e-09 decode threads", nodes = 2^63-1 overflowed nodes x gpus_per_node.
+TEST(Cluster, NumbersAreBoundedAndFinite) {
+  const std::string e = errors_of(replace(kValid, "forward_ms = 40.0", "forward_ms = inf"));
+  EXPECT_NE(e.find("/virtual/c.toml:16:1: error: 'forward_ms' in [[gpu.profile]]"), std::string::npos) << e;
+  const std::string e2 = errors_of(replace(kValid, "gpus_per_node = 4", "gpus_per_node = 1000000000"));
+  EXPECT_NE(e2.find("/virtual/c.toml:4:1: error: 'gpus_per_node' in [cluster]"), std::string::npos) << e2;
+  const std::string e3 = errors_of(replace(kValid, "nodes = 2", "nodes = 9223372036854775807"));
+  EXPECT_NE(e3.find("/virtual/c.toml:3:1: error: 'nodes' in [cluster]"), std::string::npos) << e3;
+  const std::string e4 = errors_of(replace(kValid, "read_GBps = 100", "read_GBps = inf"));
+  EXPECT_NE(e4.find("'read_GBps' in [storage]"), std::string::npos) << e4;
+  const std::string e5 = errors_of(replace(kValid, "latency_us = 50", "latency_us = inf"));
+  EXPECT_NE(e5.find("'latency_us' in [links.inter]"), std::string::npos) << e5;
+  // The largest machine allowed loads, and its GPU count fits easily.
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(
+      replace(replace(kValid, "nodes = 2", "nodes = 100000"), "gpus_per_node = 4", "gpus_per_node = 1024"),
+      "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(c->nodes * c->gpus_per_node, 102400000);
+}

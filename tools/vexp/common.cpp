@@ -48,6 +48,11 @@ void add_plugin_path_option(CLI::App* app, std::vector<std::string>& dirs) {
   app->add_option("--plugin-path", dirs,
                   "Load the plugins in DIR; recipes may then name it in [plugins] paths (repeatable)")
       ->type_name("DIR")
+      // One folder per occurrence: a vector option would otherwise also take the
+      // recipe that follows (`check --plugin-path DIR RECIPE`), then say "recipe is required".
+      ->allow_extra_args(false)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::ExistingPath);
 }
 

@@ -1,4 +1,5 @@
 // vexp: video training experiments from declarative recipes.
+#include <algorithm>
 #include <exception>
 #include <iostream>
 
@@ -7,6 +8,7 @@
 #include "common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/build_tag.hpp"
+#include "vexp/dsl/schema.hpp"
 #include "vexp/plugin_abi.h"
 #include "vexp/runtime/plugin_host.hpp"
 
@@ -44,6 +46,19 @@ int main(int argc, char** argv) {
   add_report(app);
   add_trust(app);
   add_plan(app);
+  // CLI11 would print the main help for `vexp submitt --help` and exit 0, so a
+  // typo in a script's command would pass: the first word must be a command.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      const std::string dym = vexp::dsl::did_you_mean(word, names);
+      std::cerr << "vexp: error: unknown command '" << vexp::base::printable(word, 64) << "'"
+                << (dym.empty() ? "" : " (did you mean '" + dym + "'?)") << "; `vexp --help` lists the commands\n";
+      return kExitInvalid;
+    }
+  }
   try {
     try {
       app.parse(argc, argv);

@@ -7,6 +7,8 @@
 // Start one process per rank the way the backend expects: mpirun for mpi (and an
 // MPI-built nccl), or RANK / WORLD_SIZE / LOCAL_RANK plus
 // --param rendezvous=FILE for nccl (tools/bench/gpu.sh does this).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,8 +75,23 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
     // After the backend chose this rank's GPU: "cuda" is that device.
     const c10::Device device = resolve_device(a.device, "--device");
     const int64_t numel = std::max<int64_t>(1, static_cast<int64_t>(a.mb * 1024 * 1024 / 4));
+    // On the CPU, a tensor larger than the memory is refused here: allocating it
+    // fails deep in libtorch (a 28-line backtrace), or succeeds on overcommit and
+    // the kernel kills the run.
+    const double bytes = static_cast<double>(numel) * 4;
+    const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+    if (device.is_cpu() && ram > 0 && bytes > ram / 2) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg, "--mb %g: a %.1f GiB tensor is more than half of this machine's %.1f GiB of "
+                    "memory; use --mb %lld or less", a.mb, bytes / 1073741824.0, ram / 1073741824.0,
+                    static_cast<long long>(ram / 2 / 1048576));
+      throw Exit{kExitInvalid, msg};
+    }
     x = at::ones({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
-  } catch (const std::exception& e) {
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    throw Exit{kExitFailure, "--mb " + std::to_string(a.mb) + " on " + a.device + ": " + why.substr(0, why.find('\n'))};
+  } catch (const std::runtime_error& e) {
     throw Exit{kExitFailure, e.what()};
   }
   const double bytes = static_cast<double>(x.numel()) * 4;

@@ -26,6 +26,9 @@ double cpu_seconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// data.workers' limit (dsl/src/sections.cpp): the loader starts one thread per count.
+constexpr int kMaxBenchThreads = 256;
+
 struct BenchDataArgs {
   RecipeArgs recipe;
   std::vector<int> threads{1};
@@ -86,14 +89,18 @@ void add_bench_data(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("data", "Decoded clips/s of a recipe's dataset through the loader, per thread count");
   auto a = std::make_shared<BenchDataArgs>();
   a->recipe.add_to(cmd);
-  cmd->add_option("--threads", a->threads, "Loader thread counts to measure (e.g. 1,2)")->delimiter(',');
+  cmd->add_option("--threads", a->threads, "Loader thread counts to measure (e.g. 1,2), each 1 to 256 (data.workers' limit)")
+      ->delimiter(',');
   cmd->add_option("--split", a->split, "Split to read")->check(CLI::IsMember({"train", "val"}));
-  cmd->add_option("--clips", a->clips, "Clips per measurement (0: the whole split)");
+  cmd->add_option("--clips", a->clips, "Clips per measurement (0: the whole split)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
   cmd->add_option("--repeat", a->repeat, "Passes over the clips")->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a] {
     for (int t : a->threads)
-      if (t < 1) throw Exit{kExitInvalid, "--threads values must be at least 1"};
+      if (t < 1 || t > kMaxBenchThreads)
+        throw Exit{kExitInvalid, "--threads " + std::to_string(t) + ": each thread count must be 1 to " +
+                                     std::to_string(kMaxBenchThreads) + " (the limit of data.workers)"};
     run_bench_data(*a);
   });
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "vexp/runtime/precision.hpp"
 #include "vexp/layer.hpp"
 
 namespace vexp::cli {
@@ -72,6 +73,14 @@ void run_bench_op(const BenchOpArgs& a) {
                                  " is not a multiple of --frames " + std::to_string(a.frames)};
   const at::ScalarType dtype = a.dtype == "half" ? at::kHalf : a.dtype == "bfloat16" ? at::kBFloat16
                                : a.dtype == "double" ? at::kDouble : at::kFloat;
+  // Checked here, in one line: libtorch's own refusal of a device this build or
+  // machine lacks is a 40-line dispatcher listing.
+  c10::Device device(c10::kCPU);
+  try {
+    device = resolve_device_option(a.device, "--device");
+  } catch (const std::exception& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
   Session s;
   load_plugins(s);
   report_plugin_problems(s);
@@ -89,9 +98,10 @@ void run_bench_op(const BenchOpArgs& a) {
   at::manual_seed(0);
   at::Tensor x;
   try {
-    x = at::randn(shape, at::TensorOptions().dtype(dtype)).to(at::Device(a.device)).contiguous(fmt);
+    x = at::randn(shape, at::TensorOptions().dtype(dtype)).to(device).contiguous(fmt);
   } catch (const c10::Error& e) {
-    throw Exit{kExitFailure, "--device " + a.device + ": " + e.what_without_backtrace()};
+    const std::string why = e.what_without_backtrace();
+    throw Exit{kExitFailure, "--shape " + a.shape + " on " + device.str() + ": " + why.substr(0, why.find('\n'))};
   }
   const bool on_device = !x.device().is_cpu();
   auto sync = [&] {

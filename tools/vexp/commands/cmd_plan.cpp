@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "vexp/base/text.hpp"
 #include "plan/measure_local.hpp"
 #include "plan/output.hpp"
 #include "plan/planner.hpp"
@@ -29,6 +30,8 @@ struct PlanArgs {
   MeasureLocalArgs measure;  // --measure-local and its options
 };
 
+constexpr long long kMaxGpus = 100000000;
+
 std::vector<int64_t> parse_gpus(const std::string& text) {
   std::vector<int64_t> out;
   size_t at = 0;
@@ -38,8 +41,13 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
     const std::string item = text.substr(at, end - at);
     char* stop = nullptr;
     const long long v = std::strtoll(item.c_str(), &stop, 10);
-    if (item.empty() || *stop != '\0' || v < 1 || v > 100000000)
-      throw Exit{kExitInvalid, "--gpus '" + text + "': expected GPU counts separated by commas, e.g. 8,64,512"};
+    if (item.empty() || *stop != '\0')
+      throw Exit{kExitInvalid, "--gpus '" + base::printable(text, 80) +
+                                   "': expected GPU counts separated by commas, e.g. 8,64,512"};
+    // A cluster file has at most 100,000 nodes x 1,024 GPUs (docs/planning.md).
+    if (v < 1 || v > kMaxGpus)
+      throw Exit{kExitInvalid, "--gpus '" + base::printable(text, 80) + "': '" + item + "' is out of range: a GPU count is 1 to " +
+                                   std::to_string(kMaxGpus)};
     out.push_back(v);
     at = end + 1;
   }

@@ -31,6 +31,7 @@ namespace {
 struct SweepArgs {
   std::string path, out;
   std::vector<std::string> plugin_paths;  // --plugin-path, passed on to every trial
+  std::vector<std::string> sets;          // --set, applied to every trial before the sweep's own values
   int jobs = 1, ranks = 1, gpus = -1;
   bool dry_run = false, retry_failed = false, no_report = false;
 };
@@ -55,7 +56,20 @@ std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session
   }
   std::vector<Trial> trials;
   s.require_data = !a.dry_run;  // listing trials needs no data; running them does
-  if (def) trials = expand(*def, s, d);
+  if (def) {
+    def->cli_sets = parse_sets(a.sets);
+    const std::string conflict = cli_set_conflict(*def);
+    if (!conflict.empty()) throw Exit{kExitInvalid, a.path + ": " + conflict};
+    // Counted before anything is expanded or validated, so that a sweep of 10^12
+    // trials is one line, not an exhausted memory.
+    const std::optional<int64_t> n = trial_count(*def);
+    if (!n || *n > kMaxTrials)
+      throw Exit{kExitInvalid, a.path + ": " + (n ? std::to_string(*n) : std::string("more than 2^63")) +
+                                   " trials (the grid and list axes multiplied, times [sweep.random] count); a "
+                                   "sweep may have at most " + std::to_string(kMaxTrials) +
+                                   ": narrow the axes or split the sweep"};
+    trials = expand(*def, s, d);
+  }
   for (const auto& diag : d.sorted()) std::cerr << diag.str() << "\n";
   if (d.has_errors()) {
     size_t n = d.error_count();
@@ -90,6 +104,12 @@ void add_sweep(CLI::App& app) {
   cmd->add_option("--gpus", a->gpus, "GPUs to split between trials (default: the /dev/nvidiaN devices present)")
       ->check(CLI::Range(0, 1024));
   cmd->add_flag("--dry-run", a->dry_run, "Validate every trial and print them; run nothing");
+  cmd->add_option("--set", a->sets,
+                  "Override a recipe value in every trial, as if the base recipe had it: --set run.epochs=2 "
+                  "(repeatable; a key the sweep itself sets is an error)")
+      ->allow_extra_args(false)  // one KEY=VALUE each time: never the sweep file after it
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");

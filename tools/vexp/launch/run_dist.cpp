@@ -54,7 +54,9 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;
   try {
-    p = plan_run(s, ranks);
+    std::string size_note;
+    p = plan_run(s, ranks, nullptr, &size_note);
+    if (!size_note.empty()) std::cerr << "vexp: note: " << size_note << "\n";
   } catch (const std::exception& e) {
     throw Exit{kExitInvalid, args.path + ": " + e.what()};
   }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "plan/link_fit.hpp"
 #include "plan/planner.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/dry_run.hpp"
@@ -214,39 +215,6 @@ std::string utc_date() {
   char b[32];
   std::strftime(b, sizeof b, "%Y-%m-%d %H:%M UTC", &tm);
   return b;
-}
-
-struct LinkFit {
-  double latency_us = 0, bandwidth_GBps = 0;
-  json points = json::array();
-};
-
-// t(S) = a + b S by least squares on the relative error (weights 1 / t^2: every
-// size counts alike, whatever its time, and one slow large size does not set the
-// latency); a ring allreduce of n ranks takes 2(n-1) latency + 2(n-1)/n S / bandwidth.
-LinkFit fit_ring(const std::vector<std::pair<double, double>>& bytes_s, int n) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (auto [x, y] : bytes_s) {
-    const double w = 1.0 / (y * y);
-    sw += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
-  }
-  const double den = sw * sxx - sx * sx;
-  if (bytes_s.size() < 2 || den <= 0) throw Exit{kExitInvalid, "--allreduce-mb: give two or more different sizes"};
-  const double b = (sw * sxy - sx * sy) / den, a = (sy - b * sx) / sw;
-  if (b <= 0) throw Exit{kExitFailure, "allreduce times do not grow with size; cannot fit a bandwidth (a busy machine?)"};
-  LinkFit f;
-  const double hops = 2.0 * (n - 1);
-  // A negative intercept is noise around a latency too small to resolve: the
-  // smallest size's time bounds it from above; half of it is kept.
-  double smallest = bytes_s.front().second;
-  for (auto [x, y] : bytes_s) smallest = std::min(smallest, y);
-  f.latency_us = (a > 0 ? a : 0.5 * smallest) / hops * 1e6;
-  f.bandwidth_GBps = hops / n / b / 1e9;
-  return f;
 }
 
 struct Storage {
@@ -560,10 +528,16 @@ void run_measure_local(const MeasureLocalArgs& a) {
     points.push_back({bytes, secs});
     ar.push_back(j);
   }
-  LinkFit link = fit_ring(points, ranks);
+  vexp::plan::LinkFit link;
+  try {
+    link = vexp::plan::fit_ring(points, ranks);
+  } catch (const std::invalid_argument& e) {
+    throw Exit{kExitInvalid, std::string("--allreduce-mb: ") + e.what()};
+  }
+  if (!link.fitted) std::fprintf(stderr, "vexp: warning: the intra-node link: %s\n", link.how.c_str());
   const std::string from_allreduce =
       save("allreduce.json", json{{"ranks", ranks},
-                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error"},
+                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how},
                                   {"latency_us", link.latency_us},
                                   {"bandwidth_GBps", link.bandwidth_GBps},
                                   {"results", ar}});
@@ -608,7 +582,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
          std::string s;
          for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + fmt(sizes[i]);
          return s;
-       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, least squares on the relative error; " + where)
+       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how + "; " + where)
     << "\n\n";
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "

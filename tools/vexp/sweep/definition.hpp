@@ -43,6 +43,8 @@ struct Definition {
   std::string direction = "max";
   bool linear_scaling = false;
   double reference_batch = 256;
+  // `vexp sweep --set`: applied to every trial first, as if the base recipe had them.
+  std::vector<dsl::Override> cli_sets;
   std::vector<dsl::Override> fixed;            // [sweep.set]
   std::vector<dsl::Loc> fixed_locs;
   std::map<std::string, double> vars;          // [sweep.vars]

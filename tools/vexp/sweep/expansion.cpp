@@ -91,7 +91,45 @@ bool check_trial(Session& s, const Definition& def, const std::vector<dsl::Overr
 
 }  // namespace
 
+std::optional<int64_t> trial_count(const Definition& def) {
+  int64_t n = 1;
+  for (const auto& ax : def.axes) {
+    if (ax.kind == Axis::Kind::Random) continue;
+    if (__builtin_mul_overflow(n, static_cast<int64_t>(ax.points.size()), &n)) return std::nullopt;
+  }
+  if (def.random_count > 0 && __builtin_mul_overflow(n, def.random_count, &n)) return std::nullopt;
+  return n;
+}
+
+std::string cli_set_conflict(const Definition& def) {
+  for (const auto& o : def.cli_sets) {
+    for (const auto& ax : def.axes)
+      for (const auto& k : ax.keys)
+        if (k == o.path) return "--set " + o.path + ": the sweep varies this key (axis at " + ax.loc.str() +
+                                "); drop the --set or the axis";
+    for (const auto& dv : def.derived)
+      if (dv.key == o.path)
+        return "--set " + o.path + ": the sweep derives this key (at " + dv.loc.str() + "); drop the --set or the "
+               "derived value";
+    for (size_t i = 0; i < def.fixed.size(); ++i)
+      if (def.fixed[i].path == o.path)
+        return "--set " + o.path + ": [sweep.set] sets this key for every trial (at " + def.fixed_locs[i].str() +
+               "); change it there";
+    if (o.path == "optim.lr" && def.linear_scaling)
+      return "--set optim.lr: linear_scaling sets optim.lr in every trial; set [sweep.vars] base_lr instead";
+  }
+  return "";
+}
+
 std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d) {
+  // Refused before anything is multiplied out: a few axes of 100 values are 10^12
+  // points, which would exhaust memory long before validation ends.
+  const std::optional<int64_t> count = trial_count(def);
+  if (!count || *count > kMaxTrials) {
+    d.error(Loc{def.file, 0, 0}, (count ? std::to_string(*count) : std::string("more than 2^63")) +
+                                     " trials; a sweep may have at most " + std::to_string(kMaxTrials));
+    return {};
+  }
   // Cartesian product of the grid and list axes, first axis outermost.
   std::vector<Point> points{Point{}};
   for (const auto& ax : def.axes) {
@@ -152,7 +190,8 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
     t.id = ++id;
     std::map<std::string, Loc> locs = fixed_locs;
     std::map<std::string, double> vars = def.vars;
-    t.overrides = def.fixed;
+    t.overrides = def.cli_sets;
+    t.overrides.insert(t.overrides.end(), def.fixed.begin(), def.fixed.end());
     for (const auto& [k, v] : p.values) {
       t.params[k] = to_json(v);
       locs[k] = p.locs.at(k);

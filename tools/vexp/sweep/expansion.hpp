@@ -37,6 +37,19 @@ struct RecipeFigures {
 // Nothing when the global batch does not fit in 64 bits (dist_plan's global_batch_of).
 std::optional<RecipeFigures> recipe_figures(const dsl::RecipePlan& plan);
 
+// The most trials one sweep may have (docs/sweeps.md). Every trial is a training
+// run, and all of them are expanded and validated in memory before the first starts.
+constexpr int64_t kMaxTrials = 100000;
+
+// How many trials `def` expands to (grid and list sizes times the random draws),
+// counted without expanding; nothing when the product does not fit in 64 bits.
+std::optional<int64_t> trial_count(const Definition& def);
+
+// The problem with `vexp sweep --set` keys against the sweep file: a key an axis,
+// a derived value or [sweep.set] also sets would be silently overridden in every
+// trial. "" when there is none.
+std::string cli_set_conflict(const Definition& def);
+
 // Expands the axes into trials and validates every trial's recipe (plugins must be
 // loaded into `session`). Problems go to `diags`, located in the sweep file where
 // the offending value was written.

@@ -7,11 +7,16 @@
 #include <stdexcept>
 #include <vector>
 
+#include "vexp/base/text.hpp"
 #include "vexp/dsl/schema.hpp"
 
 namespace vexp::sweep {
 
 namespace {
+
+// Deeper nesting than any hand-written formula: each level is a C++ stack frame,
+// and 50,000 '(' would overflow the stack (docs/sweeps.md).
+constexpr int kMaxDepth = 100;
 
 class Parser {
  public:
@@ -19,14 +24,24 @@ class Parser {
   double parse() {
     double v = sum();
     skip();
-    if (i_ != s_.size()) fail("unexpected '" + s_.substr(i_, 1) + "'");
+    if (i_ != s_.size()) fail("unexpected '" + base::printable(s_.substr(i_, 1)) + "'");
     return v;
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("in expression \"" + s_ + "\" at character " + std::to_string(i_ + 1) + ": " + what);
+    throw std::runtime_error("in expression \"" + base::printable(s_, 80) + "\" at character " + std::to_string(i_ + 1) + ": " + what);
   }
+  // Counts one level of nesting for the life of the scope: parentheses, function
+  // arguments, unary signs and exponents each recurse.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth)
+        p_.fail("nested more than " + std::to_string(kMaxDepth) + " levels deep (parentheses, signs, ^)");
+    }
+    ~Nest() { --p_.depth_; }
+    Parser& p_;
+  };
   void skip() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
   }
@@ -39,6 +54,7 @@ class Parser {
     return false;
   }
   double sum() {
+    Nest nest(*this);
     double v = product();
     for (;;) {
       if (take('+')) v += product();
@@ -58,6 +74,7 @@ class Parser {
     }
   }
   double unary() {
+    Nest nest(*this);
     if (take('-')) return -unary();
     if (take('+')) return unary();
     return power();
@@ -87,7 +104,7 @@ class Parser {
         std::vector<std::string> names;
         for (const auto& [k, v] : vars_) names.push_back(k);
         std::string dym = dsl::did_you_mean(name, names);
-        fail("unknown variable '" + name + "'" + (dym.empty() ? "" : " (did you mean '" + dym + "'?)"));
+        fail("unknown variable '" + base::printable(name, 64) + "'" + (dym.empty() ? "" : " (did you mean '" + dym + "'?)"));
       }
       i_ = close + 1;
       return it->second;
@@ -105,12 +122,12 @@ class Parser {
       while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '_')) ++j;
       const std::string fn = s_.substr(i_, j - i_);
       i_ = j;
-      if (!take('(')) fail("'" + fn + "' is not a function call (variables are written ${name})");
+      if (!take('(')) fail("'" + base::printable(fn, 64) + "' is not a function call (variables are written ${name})");
       std::vector<double> args{sum()};
       while (take(',')) args.push_back(sum());
-      if (!take(')')) fail("missing ')' after the arguments of " + fn);
+      if (!take(')')) fail("missing ')' after the arguments of " + base::printable(fn, 64));
       auto need = [&](size_t n) {
-        if (args.size() != n) fail(fn + " takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s"));
+        if (args.size() != n) fail(base::printable(fn, 64) + " takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s"));
       };
       if (fn == "min" || fn == "max") {
         double v = args[0];
@@ -127,21 +144,22 @@ class Parser {
       if (fn == "floor") return std::floor(args[0]);
       if (fn == "ceil") return std::ceil(args[0]);
       if (fn == "abs") return std::fabs(args[0]);
-      fail("unknown function '" + fn + "' (known: min, max, pow, sqrt, log, log2, exp, round, floor, ceil, abs)");
+      fail("unknown function '" + base::printable(fn, 64) + "' (known: min, max, pow, sqrt, log, log2, exp, round, floor, ceil, abs)");
     }
-    fail("unexpected '" + std::string(1, c) + "'");
+    fail("unexpected '" + base::printable(std::string(1, c)) + "'");
   }
 
   const std::string& s_;
   const std::map<std::string, double>& vars_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
 
 double eval_expr(const std::string& text, const std::map<std::string, double>& vars) {
   double v = Parser(text, vars).parse();
-  if (!std::isfinite(v)) throw std::runtime_error("expression \"" + text + "\" is not a finite number");
+  if (!std::isfinite(v)) throw std::runtime_error("expression \"" + base::printable(text, 80) + "\" is not a finite number");
   return v;
 }
 

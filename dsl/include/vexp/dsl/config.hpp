@@ -24,6 +24,7 @@ struct RunConfig {
   int64_t log_every = 0;         // run.log_every (steps)
   int64_t threads = 0;           // run.threads; 0: all cores
   int64_t checkpoint_every = 0;  // run.checkpoint_every; 0: only at the end
+  int64_t keep_checkpoints = 0;  // run.keep_checkpoints; 0: every one
   std::string progress;          // run.progress: auto | bar | plain | none
   std::string out;               // run.out; "": runs/<name>
   int64_t eval_batch = 0;        // run.eval_batch; 0: dist.batch_per_gpu

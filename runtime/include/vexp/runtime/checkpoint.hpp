@@ -41,6 +41,11 @@ std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step = 0);
 std::vector<std::string> checkpoints_newest_first(const std::string& dir);
 // The newest of them ("" when there is none).
 std::string latest_checkpoint(const std::string& dir);
+// Deletes the checkpoints of `dir` older than its newest `keep` (keep >= 1) and
+// returns their paths; `written` (the one just saved, which a resume starts from)
+// is never deleted, even where a newer-named one exists. NAME.corrupt files and
+// anything else that is not a checkpoint are left alone.
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written);
 
 // Writes `content` to `path` atomically (a temporary file of this process's own,
 // fsync, rename, fsync of the folder); `mode`: the permissions of the new file.

@@ -23,7 +23,10 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
 // buckets.hpp) and computes the plan. The training-set size is data.train_size
 // when given (> 0), else the dataset's (which builds it). With `profile`, the same
 // model's gradient profile (grad_profile.hpp: MACs per parameter) is filled too.
-DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr);
+// With `size_note` (vexp run --dry-run), a declared data.train_size is checked
+// against the dataset when it can be built: its real count wins, and the note
+// says which count was used (empty when they agree).
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr, std::string* size_note = nullptr);
 
 // The number of ranks the launcher started (launcher.hpp: detect_launcher), or 1.
 int64_t launched_ranks_from_env();

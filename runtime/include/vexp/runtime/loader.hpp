@@ -85,6 +85,8 @@ class Loader {
   struct Slot;
   void work();
   bool claim(std::shared_ptr<Slot>& slot, size_t& item);
+  // Tells the workers to stop and joins them (the destructor, and a failed start).
+  void stop_workers();
   void fail_locked(std::exception_ptr err);  // first error wins; wakes everyone (mu_ held)
 
   uint64_t seed_of(size_t batch, size_t item) const;

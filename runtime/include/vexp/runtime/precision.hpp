@@ -33,6 +33,10 @@ bool cuda_available();
 // `where` names the setting in errors ("recipe.toml:4:1: [run] device"); asking
 // for CUDA where there is none is a one-line std::runtime_error.
 c10::Device resolve_device(const std::string& setting, const std::string& where);
+// The same for command-line options, which also take "cuda:N": N must be a visible
+// GPU. One-line std::runtime_error ("WHERE 'cuda:99': ...") otherwise, never
+// libtorch's dispatcher listing.
+c10::Device resolve_device_option(const std::string& setting, const std::string& where);
 
 // Intra-op CPU threads ([run] threads): `requested`, or every core when it is 0
 // (Debian's libtorch starts with one). Sets them and returns the number.
