@@ -49,13 +49,15 @@ const char* memory_format_name(MemoryFormat f) {
   return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous";
 }
 
-void apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f) {
-  if (f == MemoryFormat::Contiguous) return;
+MemoryFormat apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f) {
+  if (f == MemoryFormat::Contiguous) return f;
   c10::NoGradGuard no_grad;
+  bool any = false;
   for (const at::Tensor& p : params) {
     at::Tensor t = p;  // shares the TensorImpl: set_data swaps the parameter's storage
-    if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+    if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast)), any = true;
   }
+  return any ? f : MemoryFormat::Contiguous;
 }
 
 bool cuda_available() {

@@ -101,7 +101,7 @@ void build(Run& r, Session& s) {
   // Parameters and buffers move in place (set_data), so tensors taken from the
   // model below are the device's; checkpoints hold CPU copies.
   if (!r.exec.device.is_cpu()) r.model->to(r.exec.device);
-  apply_memory_format(r.model->parameters(true), r.exec.memory_format);
+  r.exec.memory_format = apply_memory_format(r.model->parameters(true), r.exec.memory_format);
 
   // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
   const dsl::OptimConfig& o = plan.optim;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
 #include "seed.hpp"
@@ -138,6 +139,13 @@ class EpochLoop {
       if (step + 1 == epoch_end_ && m + 1 == micro && epoch + 1 < end_epoch_) upcoming_ = epoch_loader(epoch + 1, epoch_end_);
       auto t1 = Clock::now();
       at::Tensor loss;
+      // On a cluster every GPU's BatchNorm keeps running statistics of its own, and a
+      // rank's first GPU's are the ones its checkpoints and evaluations use. A rank
+      // that emulates several GPUs computes the others' micro-batches too (those after
+      // its first GPU's accum_steps): they leave the statistics as they found them, so
+      // that buffers, checkpoints and top-1 equal the real run's on any rank count.
+      const bool other_gpu = m >= dp_.accum;
+      if (other_gpu) keep_buffers();
       {
         AutocastScope autocast(r_.exec.device.type(), r_.exec.precision);
         at::Tensor logits = r_.model->forward(b.clips);
@@ -158,9 +166,27 @@ class EpochLoop {
       // allreduce (summed by the reducer, which then needs no averaging pass).
       const double loss_scale = 1.0 / static_cast<double>(micro * r_.ranks);
       r_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
+      // After the backward pass, which reads the statistics batch norm saved.
+      if (other_gpu) restore_buffers();
       compute_s += seconds_since(t1);
     }
     return loss_sum;
+  }
+
+  // The model's buffers (BatchNorm running statistics and counts) copied aside,
+  // into storage kept for the run, and put back.
+  void keep_buffers() {
+    c10::NoGradGuard no_grad;
+    if (buffers_.empty()) {
+      buffers_ = r_.model->buffers(true);
+      for (const at::Tensor& b : buffers_) kept_buffers_.push_back(b.clone());
+      return;
+    }
+    for (size_t i = 0; i < buffers_.size(); ++i) kept_buffers_[i].copy_(buffers_[i]);
+  }
+  void restore_buffers() {
+    c10::NoGradGuard no_grad;
+    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(kept_buffers_[i]);
   }
 
   // Global step `step` (from 0) of epoch `epoch`.
@@ -306,6 +332,7 @@ class EpochLoop {
   // The epoch under way: its global steps [epoch_first_, epoch_end_), the first
   // one this invocation trains.
   int64_t epoch_first_ = 0, epoch_end_ = 0, first_step_ = 0;
+  std::vector<at::Tensor> buffers_, kept_buffers_;  // keep_buffers / restore_buffers
   std::unique_ptr<Loader> loader_, upcoming_;
   std::unique_ptr<DeviceFeeder> feeder_;
   double fetch_s_ = 0, pending_data_s_ = 0;

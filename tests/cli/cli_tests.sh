@@ -621,6 +621,15 @@ TOML
   expect_out "smooth.toml:3:10: error: plugin folder"; expect_out "vexp trust $(dirname "$so")"
   expect_rc 0 -- "$tmp/prefix/bin/vexp" check --plugin-path "$(dirname "$so")" "$tmp/smooth.toml"
   expect_out "8 inserted operators"
+  # docs/writing-a-plugin.md shows what `vexp plugins --path` prints for the example: keep it current.
+  "$tmp/prefix/bin/vexp" plugins --path "$(dirname "$so")" >"$tmp/plugins.txt" 2>&1 || fail "vexp plugins --path failed"
+  n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    grep -qF "# $line" "$src/docs/writing-a-plugin.md" ||
+      fail "docs/writing-a-plugin.md does not show this line of 'vexp plugins --path' for the example: $line"
+  done < <(grep -A3 '^op temporal_smooth' "$tmp/plugins.txt" | tail -n +2)
+  [ "$n" -eq 3 ] || fail "expected 3 lines after 'op temporal_smooth' in: $(cat "$tmp/plugins.txt")"
   expect_rc 0 -- "$tmp/prefix/bin/vexp" trust "$(dirname "$so")"
   expect_rc 0 -- "$tmp/prefix/bin/vexp" graph "$tmp/smooth.toml"
   expect_out "+= temporal_smooth("

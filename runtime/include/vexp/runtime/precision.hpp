@@ -65,8 +65,10 @@ const char* memory_format_name(MemoryFormat f);
 // libtorch 1.13's CPU conv3d returns NCHW outputs whatever the weight, and
 // channels-last-3d through the I3D plugins has not run on a GPU yet. A no-op for
 // MemoryFormat::Contiguous. Values are unchanged; checkpoints hold contiguous
-// copies either way.
-void apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f);
+// copies either way. Returns the layout in effect: Contiguous when no weight was
+// re-laid out (an I3D model, whose weights are all 5-D), so that logs and summaries
+// say what the run computes with rather than what was asked.
+MemoryFormat apply_memory_format(const std::vector<at::Tensor>& params, MemoryFormat f);
 
 // Autocast for the enclosed forward pass (torch.autocast's C++ equivalent):
 // convolutions, matmuls and linear layers run in bf16 / fp16, precision-sensitive
