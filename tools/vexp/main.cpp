@@ -9,6 +9,12 @@
 #include "vexp/plugin_abi.h"
 #include "vexp/runtime/plugin_host.hpp"
 
+namespace vexp::cli {
+// cmd_submit.cpp: `vexp submit` and `vexp status` (declared here rather than in
+// common.hpp, which every command includes).
+void add_submit(CLI::App& app);
+}  // namespace vexp::cli
+
 int main(int argc, char** argv) {
   using namespace vexp::cli;
   // A plugin that dies of SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT (loading, registering,
@@ -34,6 +40,7 @@ int main(int argc, char** argv) {
   add_report(app);
   add_trust(app);
   add_plan(app);
+  add_submit(app);
   try {
     try {
       app.parse(argc, argv);
