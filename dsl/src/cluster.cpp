@@ -108,6 +108,7 @@ const Schema& scheduler_schema() {
     d.integer("cpus_per_node", 0, "CPUs per node, shared by its tasks (--cpus-per-task); 0: Slurm's default")
         .at_least(0);
     d.text_list("launcher", {"srun", "--mpi=pmix"}, "The words that start the ranks, before `vexp run`");
+    d.text("backend", "", "dist.backend of the job's ranks when the recipe's is local (nccl on GPUs, mpi)");
     d.text_list("sbatch", {}, "Extra #SBATCH options, one per element (\"--qos=high\")");
     d.text_list("setup", {}, "Shell lines the job runs before vexp (\"module load ...\")");
     d.integer("signal_lead_s", 120, "Seconds before the time limit at which the run is told to stop")
@@ -136,6 +137,10 @@ void load_scheduler(const Value& root, Cluster& c, Diagnostics& d) {
     if (!t->find(key)) continue;
     *out = q.str(key);
     if (auto why = slurm_name_problem(*out); !why.empty()) bad(key, why);
+  }
+  if (t->find("backend")) {
+    s.backend = q.str("backend");
+    if (auto why = slurm_name_problem(s.backend); !why.empty()) bad("backend", why);
   }
   if (t->find("time")) {
     s.time = q.str("time");

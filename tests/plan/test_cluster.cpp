@@ -274,7 +274,7 @@ TEST(ClusterScheduler, ValuesAndDefaults) {
   const std::string text = std::string(kValid) +
                            "\n[scheduler]\nkind = \"slurm\"\npartition = \"gpu-a100\"\naccount = \"proj.42\"\n"
                            "time = \"1-02:00:00\"\ncpus_per_node = 32\nsbatch = [\"--qos=high\"]\n"
-                           "setup = [\"module load openmpi\"]\n";
+                           "setup = [\"module load openmpi\"]\nbackend = \"nccl\"\n";
   Diagnostics d;
   auto c = vexp::dsl::load_cluster_text(text, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
@@ -289,6 +289,7 @@ TEST(ClusterScheduler, ValuesAndDefaults) {
   EXPECT_EQ(s.launcher, (std::vector<std::string>{"srun", "--mpi=pmix"}));
   EXPECT_EQ(s.sbatch, (std::vector<std::string>{"--qos=high"}));
   EXPECT_EQ(s.setup, (std::vector<std::string>{"module load openmpi"}));
+  EXPECT_EQ(s.backend, "nccl");
   EXPECT_EQ(s.signal_lead_s, 120);
   EXPECT_EQ(s.max_requeues, 3);
 }

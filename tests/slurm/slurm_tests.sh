@@ -184,6 +184,8 @@ submit_completes)
   expect_out "job $job: 1 start(s), 0 requeue(s) of at most 3, nodes n[1-2]"
   expect_out "last: the run is complete"
   expect_out "Slurm: job $job "
+  expect_rc 0 -- "$vexp" report "$tmp/job" --out "$tmp/report.html"
+  grep -qF "<td>$job</td>" "$tmp/report.html" || fail "job $job not in vexp report's Slurm jobs"
   no_crash
   ;;
 submit_requeue)
@@ -203,8 +205,12 @@ submit_requeue)
   echo "requeued after $((SECONDS - t0)) s"
   # A requeued job waits for its credentials to expire (120 s): start it now, and
   # with a limit long enough for the rest of the run (its start must not be cut again).
+  # (Only once its first start has left the nodes: a step started while the old one
+  # is still being killed fails to launch.)
   in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
   wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+  nodes_idle() { [ "$(sinfo -h -N -o %t | sort -u)" = idle ]; }
+  wait_until 30 "$tmp/job" "the nodes idle after the requeue" nodes_idle
   scontrol update JobId="$job" StartTime=now TimeLimit=4 || fail "scontrol update of job $job failed"
   wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
   echo "submitted job, with its requeue(s): $((SECONDS - t0)) s"

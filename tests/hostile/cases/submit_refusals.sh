@@ -66,6 +66,12 @@ grep -qF "dry run: 2 node(s) x 1 task(s) = 2 rank(s)" dry.err || { cat dry.err; 
 "$vexp" submit tiny.toml --set dist.backend=mpi --set dist.world_size=4 --nodes 2 --cluster "$C" --out job --dry-run \
   >/dev/null 2>dry.err || { cat dry.err; fail "--nodes 2 of a world of 4"; }
 grep -qF "each rank emulates 2 of them" dry.err || { cat dry.err; fail "emulation not said"; }
+# A cluster file's backend stands in for a recipe's local one.
+{ cat "$C"; printf 'backend = "mpi"\n'; } >mpi.toml
+"$vexp" submit tiny.toml --set dist.world_size=2 --cluster mpi.toml --out job --dry-run >script.sh 2>dry.err ||
+  { cat dry.err; fail "the cluster's backend was not used"; }
+grep -qF -- "--set dist.backend=mpi" script.sh || { cat script.sh; fail "no --set dist.backend=mpi in the script"; }
+grep -qF "dist.backend=mpi (the recipe's is local; mpi.toml's [scheduler] backend)" dry.err || { cat dry.err; fail "backend not said"; }
 # Submitted: the job id printed and recorded; the directory's lock is not held.
 expect_rc 0 -- "$vexp" submit tiny.toml "${TWO[@]}" --cluster "$C" --out job
 expect_out "submitted Slurm job 4242: $tmp/job (2 node(s) x 1 task(s)"

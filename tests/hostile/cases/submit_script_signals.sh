@@ -60,5 +60,10 @@ expect_out "the run is not complete"
 expect_out "job 4242: 3 start(s), 1 requeue(s) of at most 3, nodes n[1-2]"
 expect_out "last: cancelled"
 expect_out "Slurm: not reachable from here"
+# vexp report shows the same jobs.
+expect_rc 0 -- "$vexp" report job --out report.html
+grep -qF "<h2>Slurm jobs</h2>" report.html || fail "no Slurm jobs section in the report"
+grep -qF "<td>4242</td>" report.html || fail "job 4242 not in the report"
+grep -qF "cancelled (scancel" report.html || fail "the job's last state not in the report"
 no_crash
 exit 0

@@ -165,10 +165,16 @@ void run_submit(const SubmitArgs& a) {
                                    " (each rank emulates a whole number of GPUs); nothing submitted"};
   }
   const int64_t ranks = nodes * tpn;
-  if (ranks > 1 && plan.comm == "local")
-    throw Exit{kExitInvalid, a.recipe.path + ": dist.backend = \"local\" trains in one process, and the job has " +
-                                 std::to_string(ranks) +
-                                 " ranks; add --set dist.backend=mpi (or nccl on GPUs); nothing submitted"};
+  // A recipe written for one machine says dist.backend = "local"; the cluster file
+  // may say what spans its nodes.
+  std::string backend_set;
+  if (ranks > 1 && plan.comm == "local") {
+    if (sch.backend.empty())
+      throw Exit{kExitInvalid, a.recipe.path + ": dist.backend = \"local\" trains in one process, and the job has " +
+                                   std::to_string(ranks) + " ranks; add --set dist.backend=mpi (or nccl on GPUs), or " +
+                                   "backend in " + cf + "'s [scheduler]; nothing submitted"};
+    if (sch.backend != "local") backend_set = "dist.backend=" + sch.backend;
+  }
 
   const std::string time = a.time.empty() ? sch.time : a.time;
   if (!time.empty()) {
@@ -212,6 +218,7 @@ void run_submit(const SubmitArgs& a) {
   j.launcher = sch.launcher;
   j.vexp_argv = {exe, "run", recipe_abs};
   for (const auto& x : a.recipe.sets) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", x});
+  if (!backend_set.empty()) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", backend_set});
   for (const auto& x : a.recipe.plugin_path_argv()) j.vexp_argv.push_back(x);
   j.vexp_argv.insert(j.vexp_argv.end(), {"--out", dir, "--resume", "auto"});
   for (const auto& w : j.vexp_argv)
@@ -224,8 +231,9 @@ void run_submit(const SubmitArgs& a) {
   std::snprintf(shape, sizeof shape, "%lld node(s) x %lld task(s) = %lld rank(s) for dist.world_size = %lld",
                 (long long)nodes, (long long)tpn, (long long)ranks, (long long)world);
   std::string emulation;
+  if (!backend_set.empty()) emulation += "; " + backend_set + " (the recipe's is local; " + cf + "'s [scheduler] backend)";
   if (ranks < world)
-    emulation = "; fewer ranks than the recipe's " + std::to_string(world) + " GPUs: each rank emulates " +
+    emulation += "; fewer ranks than the recipe's " + std::to_string(world) + " GPUs: each rank emulates " +
                 std::to_string(world / ranks) + " of them, and the run trains exactly what " + std::to_string(world) +
                 " GPUs would (docs/distributed.md)";
   if (a.dry_run) {

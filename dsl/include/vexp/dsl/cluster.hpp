@@ -78,6 +78,7 @@ struct ClusterScheduler {
   int64_t gpus_per_node = 0;         // GPUs asked for per node (--gpus-per-node); 0: none (CPU ranks)
   int64_t cpus_per_node = 0;         // CPUs per node shared by its tasks (--cpus-per-task); 0: Slurm's default
   std::vector<std::string> launcher;  // argv words before `vexp run` (default srun --mpi=pmix)
+  std::string backend;               // dist.backend for a recipe whose is "local" ("" : refuse such a recipe)
   std::vector<std::string> sbatch;   // extra #SBATCH options, one each
   std::vector<std::string> setup;    // shell lines run before vexp (module load ...)
   int64_t signal_lead_s = 120;       // the stop signal comes this long before the time limit
