@@ -1,5 +1,6 @@
 #include "vexp/dsl/cluster.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/dsl/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
@@ -43,6 +45,7 @@ const ClusterSchemas& schemas() {
     sub_table(d.file, "links", "[links.intra] and [links.inter]");
     sub_table(d.file, "cpu", "Cores per node and decode rates per core");
     sub_table(d.file, "storage", "File-system read bandwidth and bytes per clip");
+    sub_table(d.file, "scheduler", "The batch system vexp submit uses (kind = \"slurm\")");
 
     d.cluster.text("name", "", "The machine's name").require();
     d.cluster.integer("nodes", 1, "Nodes the machine has").require().at_least(1).at_most(kMaxNodes);
@@ -96,6 +99,89 @@ const ClusterSchemas& schemas() {
     return d;
   }();
   return s;
+}
+
+const Value* table_of(const Value& t, const std::string& key);
+
+// [scheduler]: kept apart from the plan's schemas (vexp plan never reads it).
+const Schema& scheduler_schema() {
+  static const Schema s = [] {
+    Schema d;
+    d.text("kind", "", "The batch system: slurm").require().one_of({Value(std::string("slurm"))});
+    d.text("partition", "", "Partition (sbatch --partition); default: the cluster's");
+    d.text("account", "", "Account charged (sbatch --account)");
+    d.text("time", "", "Default time limit, Slurm syntax (MINUTES, HH:MM:SS, D-HH:MM:SS)");
+    d.integer("gpus_per_node", 0, "GPUs asked for per node (--gpus-per-node); 0: none").at_least(0);
+    d.integer("cpus_per_node", 0, "CPUs per node, shared by its tasks (--cpus-per-task); 0: Slurm's default")
+        .at_least(0);
+    d.text_list("launcher", {"srun", "--mpi=pmix"}, "The words that start the ranks, before `vexp run`");
+    d.text("backend", "", "dist.backend of the job's ranks when the recipe's is local (nccl on GPUs, mpi)");
+    d.text_list("sbatch", {}, "Extra #SBATCH options, one per element (\"--qos=high\")");
+    d.text_list("setup", {}, "Shell lines the job runs before vexp (\"module load ...\")");
+    d.integer("signal_lead_s", 120, "Seconds before the time limit at which the run is told to stop")
+        .at_least(10);
+    d.integer("max_requeues", 3, "Requeues at the time limit before the run ends").at_least(0);
+    return d;
+  }();
+  return s;
+}
+
+void load_scheduler(const Value& root, Cluster& c, Diagnostics& d) {
+  const Value* t = table_of(root, "scheduler");
+  if (!t) return;
+  const CheckedTable ct = check_table(scheduler_schema(), t, t->loc(), "[scheduler]", {}, d);
+  if (!ct.ok) return;
+  const Params& q = ct.params;
+  bool ok = true;
+  auto at = [&](const std::string& key) { const Value* v = t->find(key); return v ? v->loc() : t->loc(); };
+  auto bad = [&](const std::string& key, const std::string& why) {
+    d.error(at(key), "'" + key + "' in [scheduler] " + why);
+    ok = false;
+  };
+  ClusterScheduler& s = c.scheduler;
+  s.kind = q.str("kind");
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"partition", &s.partition}, {"account", &s.account}}) {
+    if (!t->find(key)) continue;
+    *out = q.str(key);
+    if (auto why = slurm_name_problem(*out); !why.empty()) bad(key, why);
+  }
+  if (t->find("backend")) {
+    s.backend = q.str("backend");
+    if (auto why = slurm_name_problem(s.backend); !why.empty()) bad("backend", why);
+  }
+  if (t->find("time")) {
+    s.time = q.str("time");
+    if (auto why = slurm_time_problem(s.time); !why.empty()) bad("time", why);
+  }
+  s.gpus_per_node = q.i64("gpus_per_node");
+  s.cpus_per_node = q.i64("cpus_per_node");
+  if (s.cpus_per_node > 0 && c.gpus_per_node > 0 && s.cpus_per_node < c.gpus_per_node)
+    bad("cpus_per_node", "is " + std::to_string(s.cpus_per_node) + ", fewer than the " +
+                             std::to_string(c.gpus_per_node) + " tasks per node ([cluster] gpus_per_node)");
+  s.launcher = q.str_list("launcher");
+  s.sbatch = q.str_list("sbatch");
+  s.setup = q.str_list("setup");
+  // These become lines of a shell script: one value, one line.
+  for (auto [key, list] : {std::pair<const char*, const std::vector<std::string>*>{"launcher", &s.launcher},
+                           {"sbatch", &s.sbatch},
+                           {"setup", &s.setup}})
+    for (const auto& v : *list)
+      if (base::has_control(v)) {
+        bad(key, "holds a newline or control character (\"" + base::printable(v, 60) + "\")");
+        break;
+      }
+  if (s.launcher.empty()) bad("launcher", "is empty (default: [\"srun\", \"--mpi=pmix\"])");
+  for (const auto& w : s.launcher)
+    if (w.empty()) bad("launcher", "has an empty word");
+  for (const auto& o : s.sbatch)
+    if (o.size() < 2 || o[0] != '-') {
+      bad("sbatch", "holds \"" + base::printable(o, 60) + "\", not an sbatch option (\"--qos=high\")");
+      break;
+    }
+  s.signal_lead_s = q.i64("signal_lead_s");
+  s.max_requeues = q.i64("max_requeues");
+  s.loc = t->loc();
+  s.given = ok;
 }
 
 const Value* table_of(const Value& t, const std::string& key) {
@@ -373,6 +459,7 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
       c.storage.source = ct.params.str("source");
     }
   }
+  load_scheduler(root, c, d);
   if (d.error_count() > errors_before) return std::nullopt;
   return c;
 }
@@ -385,6 +472,54 @@ LoadOptions literal_options() {
 }
 
 }  // namespace
+
+// Why `v` cannot be a Slurm name (partition, account), or "".
+std::string slurm_name_problem(const std::string& v) {
+  if (v.empty()) return "is empty";
+  for (unsigned char ch : v)
+    if (!std::isalnum(ch) && ch != '_' && ch != '-' && ch != '.')
+      return "holds '" + base::printable(std::string(1, static_cast<char>(ch))) +
+             "' (a name has only letters, digits and ._-)";
+  return "";
+}
+
+std::string slurm_time_problem(const std::string& v) {
+  return slurm_time_seconds(v) ? "" : "is not a Slurm time limit (MINUTES, MINUTES:SECONDS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)";
+}
+
+std::optional<int64_t> slurm_time_seconds(const std::string& v) {
+  // sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+  std::vector<int64_t> parts;
+  int64_t days = -1;
+  std::string cur;
+  auto take = [&](std::string& t) -> bool {
+    if (t.empty() || t.size() > 9) return false;
+    for (char ch : t)
+      if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+    parts.push_back(std::stoll(t));
+    t.clear();
+    return true;
+  };
+  for (char ch : v) {
+    if (ch == '-') {
+      if (days >= 0 || !parts.empty() || !take(cur)) return std::nullopt;
+      days = parts.back();
+      parts.clear();
+    } else if (ch == ':') {
+      if (!take(cur)) return std::nullopt;
+    } else {
+      cur += ch;
+    }
+  }
+  if (!take(cur) || parts.size() > 3) return std::nullopt;
+  if (days >= 0) {
+    int64_t h = parts[0], m = parts.size() > 1 ? parts[1] : 0, s = parts.size() > 2 ? parts[2] : 0;
+    return ((days * 24 + h) * 60 + m) * 60 + s;
+  }
+  if (parts.size() == 1) return parts[0] * 60;
+  if (parts.size() == 2) return parts[0] * 60 + parts[1];
+  return (parts[0] * 60 + parts[1]) * 60 + parts[2];
+}
 
 bool is_cluster_file(const std::string& path) {
   std::error_code ec;

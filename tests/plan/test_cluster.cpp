@@ -283,3 +283,78 @@ TEST(Cluster, NumbersAreBoundedAndFinite) {
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->nodes * c->gpus_per_node, 102400000);
 }
+
+// [scheduler] (vexp submit): optional for vexp plan; checked where it is written.
+TEST(ClusterScheduler, AbsentIsNotGiven) {
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_FALSE(c->scheduler.given);
+}
+
+TEST(ClusterScheduler, ValuesAndDefaults) {
+  const std::string text = std::string(kValid) +
+                           "\n[scheduler]\nkind = \"slurm\"\npartition = \"gpu-a100\"\naccount = \"proj.42\"\n"
+                           "time = \"1-02:00:00\"\ncpus_per_node = 32\nsbatch = [\"--qos=high\"]\n"
+                           "setup = [\"module load openmpi\"]\nbackend = \"nccl\"\n";
+  Diagnostics d;
+  auto c = vexp::dsl::load_cluster_text(text, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  const auto& s = c->scheduler;
+  EXPECT_TRUE(s.given);
+  EXPECT_EQ(s.kind, "slurm");
+  EXPECT_EQ(s.partition, "gpu-a100");
+  EXPECT_EQ(s.account, "proj.42");
+  EXPECT_EQ(s.time, "1-02:00:00");
+  EXPECT_EQ(s.cpus_per_node, 32);
+  EXPECT_EQ(s.gpus_per_node, 0);
+  EXPECT_EQ(s.launcher, (std::vector<std::string>{"srun", "--mpi=pmix"}));
+  EXPECT_EQ(s.sbatch, (std::vector<std::string>{"--qos=high"}));
+  EXPECT_EQ(s.setup, (std::vector<std::string>{"module load openmpi"}));
+  EXPECT_EQ(s.backend, "nccl");
+  EXPECT_EQ(s.signal_lead_s, 120);
+  EXPECT_EQ(s.max_requeues, 3);
+}
+
+TEST(ClusterScheduler, ProblemsAtTheirValues) {
+  const std::string base = std::string(kValid) + "\n[scheduler]\nkind = \"slurm\"\n";  // [scheduler] on line 47
+  auto with = [&](const std::string& extra) { return errors_of(base + extra); };
+  std::string e = with("partitoin = \"x\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: unknown key 'partitoin' in [scheduler] (did you mean 'partition'?)"),
+            std::string::npos) << e;
+  e = errors_of(std::string(kValid) + "\n[scheduler]\nkind = \"lsf\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:48:1: error: 'kind' in [scheduler]"), std::string::npos) << e;
+  e = with("partition = \"gpu; rm -rf ~\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'partition' in [scheduler] holds ';'"), std::string::npos) << e;
+  e = with("time = \"two hours\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'time' in [scheduler] is not a Slurm time limit"), std::string::npos)
+      << e;
+  e = with("setup = [\"module load a\\nexport X=1\"]\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'setup' in [scheduler] holds a newline or control character"),
+            std::string::npos) << e;
+  e = with("sbatch = [\"qos=high\"]\n");
+  EXPECT_NE(e.find("'sbatch' in [scheduler] holds \"qos=high\", not an sbatch option"), std::string::npos) << e;
+  e = with("launcher = []\n");
+  EXPECT_NE(e.find("'launcher' in [scheduler] is empty"), std::string::npos) << e;
+  e = with("signal_lead_s = 0\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'signal_lead_s' in [scheduler]"), std::string::npos) << e;
+  e = with("cpus_per_node = 2\n");  // 4 tasks per node
+  EXPECT_NE(e.find("'cpus_per_node' in [scheduler] is 2, fewer than the 4 tasks per node"), std::string::npos) << e;
+  e = errors_of(std::string(kValid) + "\n[scheduler]\npartition = \"debug\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:47:1: error: [scheduler] needs 'kind'"), std::string::npos) << e;
+}
+
+TEST(ClusterScheduler, SlurmTimes) {
+  using vexp::dsl::slurm_time_seconds;
+  EXPECT_EQ(slurm_time_seconds("1"), 60);
+  EXPECT_EQ(slurm_time_seconds("2:30"), 150);
+  EXPECT_EQ(slurm_time_seconds("01:00:05"), 3605);
+  EXPECT_EQ(slurm_time_seconds("1-2"), 26 * 3600);
+  EXPECT_EQ(slurm_time_seconds("1-0:30"), 24 * 3600 + 1800);
+  EXPECT_EQ(slurm_time_seconds("1-0:0:1"), 24 * 3600 + 1);
+  for (const char* bad : {"", "1:", ":1", "1-", "a", "1:2:3:4", "1-2-3", "-1", "1 h", "1-1:1:1:1"})
+    EXPECT_FALSE(slurm_time_seconds(bad).has_value()) << bad;
+  EXPECT_EQ(vexp::dsl::slurm_name_problem("debug"), "");
+  EXPECT_NE(vexp::dsl::slurm_name_problem("a b"), "");
+  EXPECT_NE(vexp::dsl::slurm_name_problem(""), "");
+}

@@ -29,6 +29,51 @@ gone() {  # gone PID...: each ends (or is a zombie) within 5 s
   done
 }
 
+# vexp submit (cluster file with [scheduler]: one task per node, one-minute jobs,
+# SIGUSR1 45 s before the limit).
+C=$here/data/fixture_cluster.toml
+TWO=(--set dist.backend=mpi --set dist.world_size=2)
+# job_event DIR EVENT STATE: jobs.jsonl holds that event.
+job_event() { grep -q "\"event\":\"$2\".*\"state\":\"$3\"" "$1/jobs.jsonl" 2>/dev/null; }
+show_job() {  # what a failed wait shows
+  echo "--- jobs.jsonl"; cat "$1/jobs.jsonl" 2>/dev/null
+  echo "--- Slurm output (last lines)"; tail -n 40 "$1"/slurm-*.out 2>/dev/null
+  echo "--- squeue"; squeue 2>&1
+} >&2
+# wait_until LIMIT_S DIR WHAT COMMAND...: polls COMMAND every 0.5 s.
+wait_until() {
+  local limit=$1 dir=$2 what=$3 t0=$SECONDS
+  shift 3
+  until "$@"; do
+    [ $((SECONDS - t0)) -lt "$limit" ] || { show_job "$dir"; fail "$what: not within $limit s"; }
+    sleep 0.5
+  done
+}
+job_id_of() { sed -n 's/.*"event":"submitted","job":"\([0-9]*\)".*/\1/p' "$1/jobs.jsonl" | tail -n 1; }
+# same_state A B: the last checkpoints of two runs hold bit-identical parameters,
+# buffers and optimizer state, and their summaries the same top-1 and top-5.
+same_state() {
+  $PY - "$1" "$2" <<'PY' || fail "runs $1 and $2 differ"
+import glob, json, sys, torch
+a, b = sys.argv[1], sys.argv[2]
+def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
+ca, cb = last(a), last(b)
+for part in ("model", "optimizer"):
+    ta, tb = ca[part], cb[part]
+    assert set(ta) == set(tb) and ta, f"{part}: names differ"
+    for k in ta:
+        xa, xb = ta[k], tb[k]
+        pairs = [(xa[j], xb[j]) for j in xa] if isinstance(xa, dict) else [(xa, xb)]
+        for u, v in pairs:
+            if isinstance(u, torch.Tensor):
+                assert torch.equal(u, v), f"{part} {k} differs"
+    print(f"{part}: {len(ta)} entries bit-identical")
+sa, sb = (json.load(open(d + "/summary.json")) for d in (a, b))
+print("top-1", sa["top1"], sb["top1"], "top-5", sa["top5"], sb["top5"])
+assert sa["top1"] == sb["top1"] and sa["top5"] == sb["top5"]
+PY
+}
+
 start_cluster() {
   local t0=$SECONDS
   slurm_start
@@ -115,6 +160,121 @@ srun_local_refused)
   [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] || fail "batch job $job still queued or running after 60 s"
   echo "batch job: $((SECONDS - t0)) s"
   grep -qF "(ranks launched: 1)" "$tmp/job.out" || { cat "$tmp/job.out"; fail "the batch shell planned more than one rank"; }
+  ;;
+submit_completes)
+  # vexp submit -> the job runs the 2-rank run to its end, with the summary and
+  # weights of the same run started locally (mpirun).
+  E=(--set run.epochs=2)
+  t0=$SECONDS
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$R" "${TWO[@]}" "${E[@]}" --out "$tmp/local"
+  echo "local mpirun -np 2 run: $((SECONDS - t0)) s"
+  start_cluster
+  t0=$SECONDS
+  expect_rc 0 -- "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --time 3 --out "$tmp/job"
+  expect_out "submitted Slurm job "
+  expect_out "(2 node(s) x 1 task(s) = 2 rank(s) for dist.world_size = 2)"
+  job=$(job_id_of "$tmp/job")
+  [ -n "$job" ] || fail "no job id recorded in $tmp/job/jobs.jsonl"
+  grep -q '^#SBATCH --signal=B:USR1@45$' "$tmp/job/job.sbatch" || fail "the script does not ask for the signal"
+  wait_until 150 "$tmp/job" "job $job's end" job_event "$tmp/job" end completed
+  echo "submitted job: $((SECONDS - t0)) s"
+  same_state "$tmp/local" "$tmp/job"
+  expect_rc 0 -- "$vexp" status "$tmp/job"
+  expect_out "the run is complete (summary.json)"
+  expect_out "job $job: 1 start(s), 0 requeue(s) of at most 3, nodes n[1-2]"
+  expect_out "last: the run is complete"
+  expect_out "Slurm: job $job "
+  expect_rc 0 -- "$vexp" report "$tmp/job" --out "$tmp/report.html"
+  grep -qF "<td>$job</td>" "$tmp/report.html" || fail "job $job not in vexp report's Slurm jobs"
+  no_crash
+  ;;
+submit_requeue)
+  # A one-minute limit cuts the run: SIGUSR1 -> every rank stops after the same
+  # step, rank 0 writes a checkpoint -> the job requeues itself -> the next start
+  # resumes (--resume auto) -> the final weights are bit-identical to an
+  # uninterrupted run's.
+  E=(--set run.epochs=${SUBMIT_EPOCHS:-50})
+  t0=$SECONDS
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$R" "${TWO[@]}" "${E[@]}" --out "$tmp/whole"
+  echo "uninterrupted mpirun -np 2 run: $((SECONDS - t0)) s"
+  start_cluster
+  t0=$SECONDS
+  expect_rc 0 -- "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
+  job=$(job_id_of "$tmp/job")
+  wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
+  echo "requeued after $((SECONDS - t0)) s"
+  # A requeued job waits for its credentials to expire (120 s): start it now, and
+  # with a limit long enough for the rest of the run (its start must not be cut again).
+  # (Only once its first start has left the nodes: a step started while the old one
+  # is still being killed fails to launch.)
+  in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
+  wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+  nodes_idle() { [ "$(sinfo -h -N -o %t | sort -u)" = idle ]; }
+  wait_until 30 "$tmp/job" "the nodes idle after the requeue" nodes_idle
+  scontrol update JobId="$job" StartTime=now TimeLimit=4 || fail "scontrol update of job $job failed"
+  wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
+  echo "submitted job, with its requeue(s): $((SECONDS - t0)) s"
+  same_state "$tmp/whole" "$tmp/job"
+  out=$(cat "$tmp/job/slurm-$job.out")
+  for want in "SIGUSR1: the time limit is near" "interrupted: stopped after step" \
+    "requeueing (1 of 3)" "start 2 on" "holds a run: continuing it" "the run is complete"; do
+    grep -qF -- "$want" <<<"$out" || { show_job "$tmp/job"; fail "the job's output lacks: $want"; }
+  done
+  expect_rc 0 -- "$vexp" status "$tmp/job"
+  expect_out "the run is complete (summary.json)"
+  expect_out "job $job: 2 start(s), 1 requeue(s) of at most 3, nodes n[1-2]"
+  echo "--- timeline (jobs.jsonl and the job's own lines)"
+  cat "$tmp/job/jobs.jsonl"
+  grep -E "^vexp job|interrupted|resum|--resume auto" "$tmp/job/slurm-$job.out"
+  no_crash
+  ;;
+submit_scancel)
+  # scancel mid-run: the run says cancelled; `vexp run ... --resume auto` continues it.
+  E=(--set run.epochs=${SUBMIT_CANCEL_EPOCHS:-20})
+  start_cluster
+  expect_rc 0 -- "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --time 5 --out "$tmp/job"
+  job=$(job_id_of "$tmp/job")
+  has_checkpoint() { compgen -G "$tmp/job/checkpoints/epoch_*.pt" >/dev/null; }
+  wait_until 90 "$tmp/job" "job $job's first checkpoint" has_checkpoint
+  t0=$SECONDS
+  scancel "$job" || fail "scancel $job failed"
+  wait_until 60 "$tmp/job" "job $job's end after scancel" job_event "$tmp/job" end cancelled
+  echo "cancelled job ended after $((SECONDS - t0)) s"
+  job_gone() { [ -z "$(squeue -h -j "$job" 2>/dev/null)" ]; }
+  wait_until 30 "$tmp/job" "job $job gone from squeue" job_gone
+  expect_rc 0 -- "$vexp" status "$tmp/job"
+  expect_out "the run is not complete"
+  expect_out "last: cancelled"
+  t0=$SECONDS
+  expect_rc 0 -- "${SRUN[@]}" -N 2 -n 2 "$vexp" run "$R" "${TWO[@]}" "${E[@]}" --out "$tmp/job" --resume auto
+  echo "resumed run: $((SECONDS - t0)) s"
+  expect_out "holds a run: continuing it"
+  expect_out "$tmp/job: top-1"
+  no_crash
+  ;;
+submit_refused)
+  # Bad input: one line each, nothing written, nothing submitted.
+  start_cluster
+  nothing_submitted() {
+    [ ! -e "$tmp/job" ] || fail "a refused submit left $tmp/job"
+    [ -z "$(squeue -h 2>/dev/null)" ] || fail "a refused submit queued a job: $(squeue)"
+  }
+  one_line() { [ "$(grep -c . "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "not one line"; }; }
+  mkdir -p "$tmp/bin"   # a PATH without Slurm's commands
+  expect_rc 1 -- env PATH="$tmp/bin" "$vexp" submit "$R" "${TWO[@]}" --cluster "$C" --out "$tmp/job"
+  expect_out "vexp: error: sbatch is not on PATH"; expect_out "nothing submitted"; one_line; nothing_submitted
+  t0=$SECONDS
+  expect_rc 1 -- "$vexp" submit "$R" "${TWO[@]}" --cluster "$C" --partition nope --out "$tmp/job"
+  echo "refused by sbatch: $((SECONDS - t0)) s"
+  expect_out "vexp: error: sbatch refused the job (exit code 1): "
+  expect_out "nvalid partition"; expect_out "nothing submitted"; one_line; nothing_submitted
+  expect_rc 2 -- "$vexp" submit "$R" --set dist.backend=mpi --set dist.world_size=4 --cluster "$C" --out "$tmp/job"
+  expect_out "vexp: error: dist.world_size = 4 needs 4 nodes of 1 GPU(s), and $C has 2; --nodes 2 emulates that world exactly; nothing submitted"
+  one_line; nothing_submitted
+  expect_rc 2 -- "$vexp" submit "$R" "${TWO[@]}" --cluster "$src/clusters/local.toml" --out "$tmp/job"
+  expect_out "vexp: error: $src/clusters/local.toml: no [scheduler] table: vexp submit needs one"
+  one_line; nothing_submitted
+  no_crash
   ;;
 *) fail "unknown test $name" ;;
 esac

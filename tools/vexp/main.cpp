@@ -20,6 +20,11 @@ namespace {
 std::string one_line(const std::string& message) { return vexp::base::printable(message, 4096); }
 
 }  // namespace
+namespace vexp::cli {
+// cmd_submit.cpp: `vexp submit` and `vexp status` (declared here rather than in
+// common.hpp, which every command includes).
+void add_submit(CLI::App& app);
+}  // namespace vexp::cli
 
 int main(int argc, char** argv) {
   using namespace vexp::cli;
@@ -46,6 +51,7 @@ int main(int argc, char** argv) {
   add_report(app);
   add_trust(app);
   add_plan(app);
+  add_submit(app);
   // CLI11 would print the main help for `vexp submitt --help` and exit 0, so a
   // typo in a script's command would pass: the first word must be a command.
   if (argc > 1 && argv[1][0] != '-') {

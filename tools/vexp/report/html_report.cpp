@@ -13,6 +13,7 @@
 
 #include "common.hpp"
 #include "report/gnuplot.hpp"
+#include "launch/slurm_job.hpp"
 #include "report/palette.hpp"
 #include "report/run_data.hpp"
 #include "report/sweep_grid.hpp"
@@ -264,6 +265,31 @@ void message_box(Page& p, const RunData& r) {
   p.body += "<div class=\"warn\"><b>" + esc(r.status) + "</b>: " + esc(r.message) + "</div>\n";
 }
 
+// The run's Slurm jobs (vexp submit's record, RUN_DIR/jobs.jsonl), when it has any.
+void jobs_section(Page& p, const RunData& r) {
+  cli::slurm::JobRecord rec;
+  try {
+    rec = cli::slurm::read_jobs(r.dir.string());
+  } catch (const std::exception& e) {
+    p.h2("Slurm jobs");
+    p.body += "<p>" + esc(e.what()) + "</p>\n";
+    return;
+  }
+  if (rec.jobs.empty()) return;
+  p.h2("Slurm jobs");
+  p.body += "<div class=\"scroll\"><table>\n<tr><th>job</th><th>submitted</th><th>starts</th><th>requeues</th>"
+            "<th>nodes</th><th>last state</th><th>at</th></tr>\n";
+  for (const auto& j : rec.jobs)
+    p.body += "<tr><td>" + esc(j.job) + "</td><td>" + esc(j.submitted) + "</td><td>" + std::to_string(j.starts) +
+              "</td><td>" + std::to_string(j.requeues) +
+              (j.max_requeues >= 0 ? " of at most " + std::to_string(j.max_requeues) : std::string()) + "</td><td>" +
+              esc(j.nodes) + "</td><td>" + esc(cli::slurm::state_text(j)) + "</td><td>" + esc(j.last_time) +
+              "</td></tr>\n";
+  p.body += "</table></div>\n";
+  if (rec.bad_lines > 0)
+    p.body += "<p>" + std::to_string(rec.bad_lines) + " line(s) of jobs.jsonl are not job events (skipped).</p>\n";
+}
+
 void run_report(Page& p, const RunData& r) {
   message_box(p, r);
   const json& s = r.summary;
@@ -299,6 +325,7 @@ void run_report(Page& p, const RunData& r) {
   if (r.unreadable_lines) row("skipped metrics.jsonl lines (not JSON, or of the wrong types)", std::to_string(r.unreadable_lines));
   row("directory", esc(r.dir.string()));
   p.body += "</table></div>\n";
+  jobs_section(p, r);
   p.h2("Curves");
   run_charts(p, {&r}, {r.name}, "");
   p.h2("Recipe");

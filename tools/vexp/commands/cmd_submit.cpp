@@ -1,0 +1,396 @@
+// vexp submit RECIPE [--set k=v]... --cluster clusters/NAME.toml [--nodes N] [--time T] [--partition P]
+//   [--account A] [--out DIR] [--dry-run]
+// vexp status RUN_DIR
+// Slurm is driven through its commands with argv (sbatch, scontrol), never a shell
+// string; the batch script is a file written here with every value quoted.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "launch/slurm_job.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/lock.hpp"
+#include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
+#include "vexp/dsl/cluster.hpp"
+#include "vexp/runtime/dry_run.hpp"
+
+namespace vexp::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using base::printable;
+
+struct SubmitArgs {
+  RecipeArgs recipe;
+  std::string cluster, out, time, partition, account;
+  int64_t nodes = 0;
+  bool dry_run = false;
+};
+
+dsl::Cluster open_submit_cluster(const std::string& path) {
+  dsl::Diagnostics d;
+  std::optional<dsl::Cluster> c;
+  try {
+    c = dsl::load_cluster(path, d);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
+  }
+  for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
+  if (!c) throw Exit{kExitInvalid, ""};
+  if (!c->scheduler.given)
+    throw Exit{kExitInvalid, path + ": no [scheduler] table: vexp submit needs one (kind = \"slurm\", partition, "
+                                    "time, ...; docs/clusters.md); nothing submitted"};
+  return *c;
+}
+
+std::string job_name_of(const std::string& name) {
+  std::string n;
+  for (char ch : name) n += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' ? ch : '_';
+  if (n.size() > 64) n.resize(64);
+  return n.empty() ? "vexp" : n;
+}
+
+// The submit as the user would type it again (the script's header).
+std::string submit_line(const SubmitArgs& a) {
+  std::string s = "vexp submit " + shell_quote(a.recipe.path);
+  for (const auto& x : a.recipe.sets) s += " --set " + shell_quote(x);
+  s += " --cluster " + shell_quote(a.cluster);
+  if (a.nodes > 0) s += " --nodes " + std::to_string(a.nodes);
+  if (!a.time.empty()) s += " --time " + shell_quote(a.time);
+  if (!a.partition.empty()) s += " --partition " + shell_quote(a.partition);
+  if (!a.account.empty()) s += " --account " + shell_quote(a.account);
+  if (!a.out.empty()) s += " --out " + shell_quote(a.out);
+  return s;
+}
+
+void append_line(const std::string& file, const std::string& line) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw Exit{kExitFailure, "cannot append to '" + printable(file) + "'"};
+  const std::string l = line + "\n";
+  const bool ok = ::write(fd, l.data(), l.size()) == static_cast<ssize_t>(l.size());
+  ::close(fd);
+  if (!ok) throw Exit{kExitFailure, "cannot append to '" + printable(file) + "'"};
+}
+
+// The first line of sbatch's answer that says what is wrong.
+std::string sbatch_error(const std::string& out) {
+  std::string first, line;
+  std::istringstream in(out);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.find("error") != std::string::npos) return printable(line, 300);
+  }
+  return first.empty() ? std::string("no message") : printable(first, 300);
+}
+
+void run_submit(const SubmitArgs& a) {
+  if (a.cluster.empty()) throw Exit{kExitInvalid, "vexp submit needs --cluster FILE (a cluster file with [scheduler])"};
+  for (const auto& [name, v] : {std::pair<const char*, const std::string*>{"--partition", &a.partition},
+                                {"--account", &a.account}})
+    if (!v->empty())
+      if (auto why = dsl::slurm_name_problem(*v); !why.empty())
+        throw Exit{kExitInvalid, std::string(name) + " '" + printable(*v, 60) + "' " + why};
+  if (!a.time.empty())
+    if (auto why = dsl::slurm_time_problem(a.time); !why.empty())
+      throw Exit{kExitInvalid, "--time '" + printable(a.time, 60) + "' " + why};
+  for (const auto& x : a.recipe.sets)
+    if (base::has_control(x))
+      throw Exit{kExitInvalid, "--set '" + printable(x, 60) + "' holds a newline or control character"};
+
+  const dsl::Cluster c = open_submit_cluster(a.cluster);
+  const dsl::ClusterScheduler& sch = c.scheduler;
+
+  // sbatch first: without it nothing else is worth doing.
+  if (!a.dry_run && !base::find_program("sbatch"))
+    throw Exit{kExitFailure, "sbatch is not on PATH: vexp submit runs where Slurm's commands are (a login node); "
+                             "nothing submitted (--dry-run prints the script)"};
+
+  Session s;
+  auto overrides = parse_sets(a.recipe.sets);
+  load_session_plugins(s, a.recipe.plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, a.recipe.path, overrides, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  if (!print_recipe_diagnostics(s, a.recipe.path, ok)) throw Exit{kExitInvalid, ""};
+  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  const dsl::RecipePlan& plan = *s.plan;
+
+  // Nodes and tasks: one task per GPU of the recipe's world, [cluster] gpus_per_node
+  // to a node; fewer nodes emulate the world exactly (each rank runs several GPUs'
+  // micro-batches), so the ranks must divide it.
+  const int64_t world = std::max<int64_t>(plan.dist.world_size, 1);
+  const int64_t tpn = std::min(c.gpus_per_node, world);
+  const std::string cf = a.cluster;
+  int64_t nodes = a.nodes;
+  if (nodes <= 0) {
+    if (world % tpn != 0)
+      throw Exit{kExitInvalid, "dist.world_size = " + std::to_string(world) + " is not a multiple of the " +
+                                   std::to_string(tpn) + " GPUs per node of " + cf +
+                                   ": no whole number of nodes holds it; nothing submitted"};
+    nodes = world / tpn;
+    if (nodes > c.nodes) {
+      int64_t fit = c.nodes;
+      while (fit > 1 && (world % (fit * tpn)) != 0) --fit;
+      throw Exit{kExitInvalid, "dist.world_size = " + std::to_string(world) + " needs " + std::to_string(nodes) +
+                                   " nodes of " + std::to_string(tpn) + " GPU(s), and " + cf + " has " +
+                                   std::to_string(c.nodes) + "; --nodes " + std::to_string(fit) +
+                                   " emulates that world exactly; nothing submitted"};
+    }
+  } else {
+    if (nodes > c.nodes)
+      throw Exit{kExitInvalid, "--nodes " + std::to_string(nodes) + ": " + cf + " has " + std::to_string(c.nodes) +
+                                   " node(s); nothing submitted"};
+    if (world % (nodes * tpn) != 0)
+      throw Exit{kExitInvalid, "--nodes " + std::to_string(nodes) + " x " + std::to_string(tpn) +
+                                   " task(s) per node = " + std::to_string(nodes * tpn) +
+                                   " ranks, which do not divide dist.world_size = " + std::to_string(world) +
+                                   " (each rank emulates a whole number of GPUs); nothing submitted"};
+  }
+  const int64_t ranks = nodes * tpn;
+  // A recipe written for one machine says dist.backend = "local"; the cluster file
+  // may say what spans its nodes.
+  std::string backend_set;
+  if (ranks > 1 && plan.comm == "local") {
+    if (sch.backend.empty())
+      throw Exit{kExitInvalid, a.recipe.path + ": dist.backend = \"local\" trains in one process, and the job has " +
+                                   std::to_string(ranks) + " ranks; add --set dist.backend=mpi (or nccl on GPUs), or " +
+                                   "backend in " + cf + "'s [scheduler]; nothing submitted"};
+    if (sch.backend != "local") backend_set = "dist.backend=" + sch.backend;
+  }
+
+  const std::string time = a.time.empty() ? sch.time : a.time;
+  if (!time.empty()) {
+    const int64_t limit = *dsl::slurm_time_seconds(time);
+    if (sch.signal_lead_s >= limit)
+      throw Exit{kExitInvalid, "the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
+                                   cf + "'s signal_lead_s = " + std::to_string(sch.signal_lead_s) +
+                                   " (the run is told to stop that long before the limit); nothing submitted"};
+  }
+
+  // The run directory: as vexp run would choose it, made absolute (every start of
+  // the job, on any node, continues the same one).
+  std::string dir = !a.out.empty() ? a.out : !plan.run.out.empty() ? plan.run.out
+                                            : (fs::path("runs") / (plan.run.name.empty()
+                                                                       ? fs::path(a.recipe.path).stem().string()
+                                                                       : plan.run.name)).string();
+  dir = fs::absolute(dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (auto why = slurm::run_dir_problem(dir); !why.empty())
+    throw Exit{kExitInvalid, "run directory '" + printable(dir) + "' " + why +
+                                 ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted"};
+  std::error_code ec;
+  const std::string recipe_abs = fs::absolute(a.recipe.path, ec).lexically_normal().string();
+  const std::string exe = exe_path();
+  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe)"};
+
+  slurm::JobSpec j;
+  j.run_dir = dir;
+  j.job_name = job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
+  j.nodes = nodes;
+  j.tasks_per_node = tpn;
+  if (sch.cpus_per_node > 0) j.cpus_per_task = std::max<int64_t>(sch.cpus_per_node / tpn, 1);
+  j.gpus_per_node = sch.gpus_per_node;
+  j.time = time;
+  j.partition = a.partition.empty() ? sch.partition : a.partition;
+  j.account = a.account.empty() ? sch.account : a.account;
+  j.signal_lead_s = sch.signal_lead_s;
+  j.max_requeues = sch.max_requeues;
+  j.sbatch_extra = sch.sbatch;
+  j.setup = sch.setup;
+  j.launcher = sch.launcher;
+  j.vexp_argv = {exe, "run", recipe_abs};
+  for (const auto& x : a.recipe.sets) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", x});
+  if (!backend_set.empty()) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", backend_set});
+  for (const auto& x : a.recipe.plugin_path_argv()) j.vexp_argv.push_back(x);
+  j.vexp_argv.insert(j.vexp_argv.end(), {"--out", dir, "--resume", "auto"});
+  for (const auto& w : j.vexp_argv)
+    if (base::has_control(w)) throw Exit{kExitInvalid, "'" + printable(w, 60) + "' holds a control character"};
+  j.cluster_file = a.cluster;
+  j.submit_command = submit_line(a);
+  const std::string script = slurm::batch_script(j);
+
+  char shape[256];
+  std::snprintf(shape, sizeof shape, "%lld node(s) x %lld task(s) = %lld rank(s) for dist.world_size = %lld",
+                (long long)nodes, (long long)tpn, (long long)ranks, (long long)world);
+  std::string emulation;
+  if (!backend_set.empty()) emulation += "; " + backend_set + " (the recipe's is local; " + cf + "'s [scheduler] backend)";
+  if (ranks < world)
+    emulation += "; fewer ranks than the recipe's " + std::to_string(world) + " GPUs: each rank emulates " +
+                std::to_string(world / ranks) + " of them, and the run trains exactly what " + std::to_string(world) +
+                " GPUs would (docs/distributed.md)";
+  if (a.dry_run) {
+    std::cout << script;
+    std::cerr << "vexp: dry run: " << shape << emulation << "; it would be written to " << printable(dir)
+              << "/job.sbatch and submitted with sbatch; nothing written, nothing submitted\n";
+    return;
+  }
+
+  // The run's lock only while these files are written: the job's vexp run takes it.
+  const bool existed = fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) throw Exit{kExitFailure, "cannot create the run directory '" + printable(dir) + "': " + ec.message()};
+  const std::string script_path = dir + "/job.sbatch";
+  std::string job;
+  {
+    std::unique_ptr<base::DirLock> lock;
+    try {
+      lock = std::make_unique<base::DirLock>(dir, "vexp submit");
+    } catch (const base::Error& e) {
+      throw Exit{kExitFailure, std::string(e.what()) + "; nothing submitted"};
+    }
+    auto undo = [&] {
+      std::error_code ig;
+      fs::remove(script_path, ig);
+      lock.reset();
+      if (!existed) {
+        fs::remove(dir + "/.vexp.lock", ig);
+        fs::remove(dir, ig);  // only when empty
+      }
+    };
+    try {
+      base::write_file_atomic(script_path, script, 0755);
+    } catch (const base::Error& e) {
+      undo();
+      throw Exit{kExitFailure, e.what()};
+    }
+    base::Captured r;
+    try {
+      r = base::run_capture({"sbatch", "--parsable", script_path}, true, 1 << 16);
+    } catch (const base::Error& e) {
+      undo();
+      throw Exit{kExitFailure, std::string("cannot run sbatch: ") + e.what() + "; nothing submitted"};
+    }
+    std::string out = r.out;
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+    const size_t nl = out.rfind('\n');
+    std::string last = nl == std::string::npos ? out : out.substr(nl + 1);
+    job = last.substr(0, last.find(';'));
+    const bool numeric = !job.empty() && job.find_first_not_of("0123456789") == std::string::npos;
+    if (!r.status.ok() || !numeric) {
+      undo();
+      throw Exit{kExitFailure, "sbatch refused the job (" + r.status.describe() + "): " + sbatch_error(r.out) +
+                                   "; nothing submitted"};
+    }
+    nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", slurm::utc_now()},
+                       {"nodes", nodes},        {"tasks_per_node", tpn}, {"world_size", world},
+                       {"time_limit", time},    {"partition", j.partition}, {"cluster", c.name},
+                       {"max_requeues", sch.max_requeues}, {"script", "job.sbatch"}};
+    append_line(slurm::jobs_file(dir), rec.dump());
+  }
+  std::cout << "submitted Slurm job " << job << ": " << printable(dir) << " (" << shape << emulation << ")\n";
+  std::cerr << "vexp: follow it with: vexp status " << shell_quote(dir) << "   (log: " << printable(dir) << "/slurm-"
+            << job << ".out)\n";
+}
+
+// scontrol's one-line answer as KEY=VALUE pairs (values without spaces are enough here).
+std::map<std::string, std::string> scontrol_fields(const std::string& out) {
+  std::map<std::string, std::string> f;
+  std::istringstream in(out);
+  std::string w;
+  while (in >> w) {
+    const size_t eq = w.find('=');
+    if (eq != std::string::npos && eq > 0) f.emplace(w.substr(0, eq), w.substr(eq + 1));
+  }
+  return f;
+}
+
+void run_status(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Exit{kExitFailure, "'" + printable(dir) + "' is not a directory"};
+  slurm::JobRecord rec;
+  try {
+    rec = slurm::read_jobs(dir);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  const bool done = fs::exists(fs::path(dir) / "summary.json", ec);
+  std::cout << printable(dir) << ": " << (done ? "the run is complete (summary.json)" : "the run is not complete")
+            << "\n";
+  if (rec.jobs.empty()) {
+    std::cout << "no Slurm job recorded (" << slurm::jobs_file(dir) << " is missing or empty)\n";
+    return;
+  }
+  if (rec.bad_lines > 0)
+    std::cerr << "vexp: warning: " << slurm::jobs_file(dir) << ": " << rec.bad_lines
+              << " line(s) that are not job events were skipped\n";
+  for (const auto& j : rec.jobs) {
+    std::cout << "job " << printable(j.job, 40) << ": " << j.starts << " start(s), " << j.requeues << " requeue(s)";
+    if (j.max_requeues >= 0) std::cout << " of at most " << j.max_requeues;
+    if (!j.nodes.empty()) std::cout << ", nodes " << printable(j.nodes, 80);
+    if (!j.submitted.empty()) std::cout << ", submitted " << printable(j.submitted, 40);
+    std::cout << "\n  last: " << slurm::state_text(j);
+    if (!j.last_time.empty()) std::cout << " (" << printable(j.last_time, 40) << ")";
+    std::cout << "\n";
+  }
+  // Slurm's own word on the newest job: one call.
+  const std::string& last = rec.jobs.back().job;
+  if (last.find_first_not_of("0123456789") != std::string::npos) return;
+  if (!base::find_program("scontrol")) {
+    std::cout << "Slurm: not reachable from here (scontrol is not on PATH); the states above are the job's own record\n";
+    return;
+  }
+  base::Captured r;
+  try {
+    r = base::run_capture({"scontrol", "--oneliner", "show", "job", last}, true, 1 << 16);
+  } catch (const base::Error& e) {
+    std::cout << "Slurm: not reachable from here (" << e.what() << ")\n";
+    return;
+  }
+  if (!r.status.ok()) {
+    if (r.out.find("Invalid job id") != std::string::npos)
+      std::cout << "Slurm: job " << last << " is no longer known (it ended more than MinJobAge ago)\n";
+    else
+      std::cout << "Slurm: not reachable from here (scontrol: " << printable(r.out.substr(0, r.out.find('\n')), 200)
+                << ")\n";
+    return;
+  }
+  auto f = scontrol_fields(r.out);
+  std::cout << "Slurm: job " << last << " " << printable(f["JobState"], 40);
+  if (!f["Reason"].empty() && f["Reason"] != "None") std::cout << " (" << printable(f["Reason"], 60) << ")";
+  std::cout << ", restarts " << printable(f["Restarts"], 20) << ", run time " << printable(f["RunTime"], 20)
+            << " of " << printable(f["TimeLimit"], 20);
+  if (!f["NodeList"].empty() && f["NodeList"] != "(null)") std::cout << ", nodes " << printable(f["NodeList"], 80);
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_submit(CLI::App& app) {
+  auto* cmd = app.add_subcommand("submit", "Submit a recipe's run as a Slurm job that survives time limits");
+  auto a = std::make_shared<SubmitArgs>();
+  a->recipe.add_to(cmd);
+  cmd->add_option("--cluster", a->cluster, "Cluster file with a [scheduler] table (docs/clusters.md)")->required();
+  cmd->add_option("--nodes", a->nodes, "Nodes to ask for (fewer than the world needs: emulated exactly)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--time", a->time, "Time limit (Slurm syntax; default: the cluster file's)");
+  cmd->add_option("--partition", a->partition, "Partition (default: the cluster file's)");
+  cmd->add_option("--account", a->account, "Account (default: the cluster file's)");
+  cmd->add_option("--out", a->out, "Run directory on the shared filesystem (default: as vexp run)");
+  cmd->add_flag("--dry-run", a->dry_run, "Print the batch script; write and submit nothing");
+  cmd->callback([a] { run_submit(*a); });
+
+  auto* st = app.add_subcommand("status", "A run's Slurm jobs: ids, states, requeues (and Slurm's live state)");
+  auto dir = std::make_shared<std::string>();
+  st->add_option("run_dir", *dir, "The run directory")->required();
+  st->callback([dir] { run_status(*dir); });
+}
+
+}  // namespace vexp::cli

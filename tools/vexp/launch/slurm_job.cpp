@@ -1,0 +1,209 @@
+#include "launch/slurm_job.hpp"
+
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
+
+namespace vexp::cli::slurm {
+
+namespace fs = std::filesystem;
+
+std::string run_dir_problem(const std::string& dir) {
+  if (base::has_control(dir)) return "holds a control character";
+  for (char ch : dir) {
+    if (ch == ' ' || ch == '\t') return "holds a space";
+    // '%' is a pattern in sbatch --output (%j: the job id); quotes and '\' are read by
+    // the #SBATCH parser.
+    if (ch == '%' || ch == '"' || ch == '\'' || ch == '\\')
+      return std::string("holds '") + ch + "'";
+  }
+  return "";
+}
+
+std::string jobs_file(const std::string& run_dir) { return (fs::path(run_dir) / "jobs.jsonl").string(); }
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string batch_script(const JobSpec& j) {
+  std::ostringstream o;
+  const std::string q_dir = shell_quote(j.run_dir);
+  o << "#!/bin/bash\n";
+  o << "#SBATCH --job-name=" << j.job_name << "\n";
+  o << "#SBATCH --nodes=" << j.nodes << "\n";
+  o << "#SBATCH --ntasks-per-node=" << j.tasks_per_node << "\n";
+  if (j.cpus_per_task > 0) o << "#SBATCH --cpus-per-task=" << j.cpus_per_task << "\n";
+  if (j.gpus_per_node > 0) o << "#SBATCH --gpus-per-node=" << j.gpus_per_node << "\n";
+  if (!j.time.empty()) o << "#SBATCH --time=" << j.time << "\n";
+  if (!j.partition.empty()) o << "#SBATCH --partition=" << j.partition << "\n";
+  if (!j.account.empty()) o << "#SBATCH --account=" << j.account << "\n";
+  // B: the batch shell gets the signal (it forwards it to the step, below), so it
+  // knows that the stop came from the time limit and requeues.
+  o << "#SBATCH --signal=B:USR1@" << j.signal_lead_s << "\n";
+  o << "#SBATCH --requeue\n";
+  o << "#SBATCH --open-mode=append\n";
+  o << "#SBATCH --output=" << j.run_dir << "/slurm-%j.out\n";
+  for (const auto& x : j.sbatch_extra) o << "#SBATCH " << x << "\n";
+  o << "#\n# Written by vexp submit (docs/clusters.md):\n#   " << j.submit_command << "\n";
+  o << "# Every start (the first and each requeue) continues the run in its directory\n"
+       "# (vexp run --resume auto). SIGUSR1, "
+    << j.signal_lead_s
+    << " s before the time limit, makes every rank stop\n"
+       "# after the same step and rank 0 write a checkpoint; the job then requeues\n"
+       "# itself, at most "
+    << j.max_requeues
+    << " time(s). Each start and end is appended to jobs.jsonl in the run\n"
+       "# directory (vexp status DIR shows them).\n\n";
+  o << "run_dir=" << q_dir << "\n";
+  o << "max_requeues=" << j.max_requeues << "\n";
+  o << "job=$(printf %s \"${SLURM_JOB_ID:-}\" | tr -cd 0-9)\n";
+  o << "restart=$(printf %s \"${SLURM_RESTART_COUNT:-0}\" | tr -cd 0-9)\n";
+  o << "restart=${restart:-0}\n\n";
+  o << "vexp_record() {  # EVENT STATE [EXIT]\n"
+       "  printf '{\"event\":\"%s\",\"job\":\"%s\",\"restart\":%s,\"state\":\"%s\",\"exit\":%s,\"nodes\":\"%s\",\"time\":\"%s\"}\\n' \\\n"
+       "    \"$1\" \"$job\" \"$restart\" \"$2\" \"${3:--1}\" \\\n"
+       "    \"$(printf %s \"${SLURM_JOB_NODELIST:-}\" | tr -cd 'A-Za-z0-9,._[]-')\" \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \\\n"
+       "    >>\"$run_dir/jobs.jsonl\"\n"
+       "}\n"
+       "say() { echo \"vexp job $job [$(date -u +%H:%M:%S)]: $*\"; }\n\n";
+  o << "# USR1: the time limit is near. TERM: scancel, or the limit itself (Slurm signals\n"
+       "# the step's tasks too). The first one counts.\n"
+       "signalled=\n"
+       "step=\n"
+       "trap 'signalled=${signalled:-USR1}; say \"SIGUSR1: the time limit is near; asking every rank to stop\"; "
+       "[ -z \"$step\" ] || kill -USR1 \"$step\" 2>/dev/null' USR1\n"
+       "trap 'signalled=${signalled:-TERM}; say \"SIGTERM\"' TERM\n\n";
+  if (!j.setup.empty()) {
+    o << "# [scheduler] setup of " << j.cluster_file << "\n";
+    for (const auto& l : j.setup) o << l << "\n";
+    o << "\n";
+  }
+  o << "say \"start $((restart + 1)) on ${SLURM_JOB_NODELIST:-?} (requeues so far: $restart of $max_requeues)\"\n";
+  o << "vexp_record start running\n";
+  std::string cmd;
+  for (const auto& w : j.launcher) cmd += shell_quote(w) + " ";
+  for (size_t i = 0; i < j.vexp_argv.size(); ++i) {
+    if (i > 0 && j.vexp_argv[i].rfind("--", 0) == 0) cmd += "\\\n  ";
+    cmd += (j.vexp_argv[i] == j.run_dir ? "\"$run_dir\"" : shell_quote(j.vexp_argv[i])) + " ";
+  }
+  o << cmd << "&\n";
+  o << "step=$!\n"
+       "[ \"$signalled\" != USR1 ] || kill -USR1 \"$step\" 2>/dev/null\n"
+       "# wait returns early for each trapped signal: wait again until the step ends.\n"
+       "while :; do\n"
+       "  wait \"$step\"; rc=$?\n"
+       "  kill -0 \"$step\" 2>/dev/null || break\n"
+       "done\n"
+       "if [ \"$rc\" -gt 128 ]; then wait \"$step\" 2>/dev/null; r=$?; [ \"$r\" -eq 127 ] || rc=$r; fi\n\n";
+  o << "if [ \"$rc\" -eq 0 ]; then\n"
+       "  vexp_record end completed 0\n"
+       "  say \"the run is complete\"\n"
+       "  exit 0\n"
+       "fi\n"
+       "if [ \"$signalled\" = USR1 ] && [ \"$rc\" -eq 130 ]; then\n"
+       "  if [ \"$restart\" -lt \"$max_requeues\" ]; then\n"
+       "    vexp_record end requeued \"$rc\"\n"
+       "    say \"stopped with a checkpoint before the time limit; requeueing ($((restart + 1)) of $max_requeues)\"\n"
+       "    scontrol requeue \"$job\" && exit 0\n"
+       "    vexp_record end requeue_failed \"$rc\"\n"
+       "    say \"scontrol requeue failed; continue with: sbatch $run_dir/job.sbatch\"\n"
+       "    exit \"$rc\"\n"
+       "  fi\n"
+       "  vexp_record end requeue_limit \"$rc\"\n"
+       "  say \"stopped with a checkpoint before the time limit, not requeued: $restart requeue(s), the cluster's "
+       "max_requeues; continue with: sbatch $run_dir/job.sbatch\"\n"
+       "  exit \"$rc\"\n"
+       "fi\n"
+       "if [ \"$signalled\" = TERM ]; then\n"
+       "  vexp_record end cancelled \"$rc\"\n"
+       "  say \"cancelled (vexp run exit $rc)\"\n"
+       "  exit \"$rc\"\n"
+       "fi\n"
+       "vexp_record end failed \"$rc\"\n"
+       "say \"vexp run failed (exit $rc)\"\n"
+       "exit \"$rc\"\n";
+  return o.str();
+}
+
+JobRecord read_jobs(const std::string& run_dir) {
+  JobRecord r;
+  const std::string file = jobs_file(run_dir);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) return r;
+  const std::string text = base::read_file_bounded(file, base::kMaxLogFileBytes);
+  std::map<std::string, size_t> index;
+  auto job_of = [&](const std::string& id) -> JobHistory& {
+    auto it = index.find(id);
+    if (it != index.end()) return r.jobs[it->second];
+    index[id] = r.jobs.size();
+    r.jobs.push_back(JobHistory{});
+    r.jobs.back().job = id;
+    return r.jobs.back();
+  };
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || !e.contains("event") || !e["event"].is_string() || !e.contains("job") ||
+        !e["job"].is_string() || e["job"].get<std::string>().empty()) {
+      ++r.bad_lines;
+      continue;
+    }
+    const std::string ev = e["event"].get<std::string>();
+    auto str = [&](const char* k) { return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : std::string(); };
+    auto num = [&](const char* k, int64_t def) {
+      return e.contains(k) && e[k].is_number_integer() ? e[k].get<int64_t>() : def;
+    };
+    if (ev != "submitted" && ev != "start" && ev != "end") {
+      ++r.bad_lines;
+      continue;
+    }
+    JobHistory& j = job_of(e["job"].get<std::string>());
+    j.last_time = str("time");
+    if (ev == "submitted") {
+      j.submitted = str("time");
+      j.max_requeues = num("max_requeues", -1);
+      j.state = "submitted";
+    } else if (ev == "start") {
+      ++j.starts;
+      j.nodes = str("nodes");
+      j.state = "running";
+    } else {
+      j.state = str("state").empty() ? "ended" : str("state");
+      j.exit_code = num("exit", -1);
+      if (j.state == "requeued") ++j.requeues;
+    }
+  }
+  return r;
+}
+
+std::string state_text(const JobHistory& j) {
+  const std::string& s = j.state;
+  if (s == "submitted") return "submitted, not started yet";
+  if (s == "running") return "running (or ended without a word: killed)";
+  if (s == "requeued") return "stopped at the time limit with a checkpoint and requeued";
+  if (s == "completed") return "the run is complete";
+  if (s == "requeue_limit")
+    return "stopped at the time limit with a checkpoint, not requeued: the cluster's limit of " +
+           (j.max_requeues >= 0 ? std::to_string(j.max_requeues) : std::string("?")) + " requeue(s) was reached";
+  if (s == "requeue_failed") return "stopped at the time limit with a checkpoint; scontrol requeue failed";
+  if (s == "cancelled") return "cancelled (scancel or the time limit); continue with vexp run --resume auto or sbatch";
+  if (s == "failed") return "vexp run failed (exit " + std::to_string(j.exit_code) + ")";
+  return base::printable(s, 40);
+}
+
+}  // namespace vexp::cli::slurm

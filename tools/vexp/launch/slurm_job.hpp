@@ -1,0 +1,72 @@
+// `vexp submit` / `vexp status`: the Slurm batch script vexp writes, and the job
+// record (RUN_DIR/jobs.jsonl) that the submit and the script append to.
+// docs/clusters.md has the behaviour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vexp/dsl/cluster.hpp"
+
+namespace vexp::cli::slurm {
+
+// Everything the batch script says; every value already checked (no newline or
+// control character, Slurm names and times valid).
+struct JobSpec {
+  std::string run_dir;      // absolute
+  std::string job_name;
+  int64_t nodes = 1;
+  int64_t tasks_per_node = 1;
+  int64_t cpus_per_task = 0;  // 0: not asked for
+  int64_t gpus_per_node = 0;  // 0: not asked for
+  std::string time, partition, account;
+  int64_t signal_lead_s = 120;
+  int64_t max_requeues = 3;
+  std::vector<std::string> sbatch_extra;  // extra #SBATCH options
+  std::vector<std::string> setup;         // shell lines before vexp
+  std::vector<std::string> launcher;      // argv words before vexp
+  std::vector<std::string> vexp_argv;     // vexp run ... --out RUN_DIR --resume auto
+  std::string cluster_file;
+  std::string submit_command;  // for the script's header comment
+};
+
+// The batch script (bash).
+std::string batch_script(const JobSpec& j);
+
+// Why `dir` cannot be a run directory named in an #SBATCH line (whitespace, quotes,
+// '%', control characters), or "".
+std::string run_dir_problem(const std::string& dir);
+
+// The file a run directory's job record is kept in.
+std::string jobs_file(const std::string& run_dir);
+
+// One Slurm job of a run, from its record.
+struct JobHistory {
+  std::string job;
+  std::string submitted;        // time of the submit ("" when not recorded)
+  int64_t starts = 0;           // times the batch script started (first start + requeues)
+  int64_t requeues = 0;         // ends with state "requeued"
+  int64_t max_requeues = -1;    // the cluster's limit at submit time (-1: unknown)
+  std::string state = "submitted";  // the last event's: submitted, running, requeued, completed, requeue_limit, cancelled, failed, interrupted
+  int64_t exit_code = -1;       // of `vexp run` at the last end (-1: none)
+  std::string nodes;            // node list of the last start
+  std::string last_time;        // time of the last event
+};
+
+struct JobRecord {
+  std::vector<JobHistory> jobs;  // in submit order
+  int64_t bad_lines = 0;         // lines that are not a job event (skipped)
+};
+
+// Reads RUN_DIR/jobs.jsonl (bounded); no file: no jobs. Throws vexp::base::Error
+// when it exists and cannot be read.
+JobRecord read_jobs(const std::string& run_dir);
+
+// What a state means, in a few words ("stopped at the time limit and requeued").
+std::string state_text(const JobHistory& j);
+
+// UTC now, ISO 8601 with seconds ("2026-12-03T14:05:09Z").
+std::string utc_now();
+
+}  // namespace vexp::cli::slurm
