@@ -12,7 +12,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -246,6 +248,7 @@ class EpochLoop {
     const auto step_start = Clock::now();
     double data_s = 0, compute_s = 0, comm_s = 0;
     double loss_sum = forward_backward(epoch, step, data_s, compute_s);
+    if (const int64_t ms = r_.faults.step_sleep_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     if (r_.faults.hit("sigint", st_.global_step + 1, r_.rank)) ::raise(SIGINT);
     bool stop = stop_requested();
     int64_t buckets = 0, overlapped = 0;

@@ -73,6 +73,13 @@ struct Faults {
   static Faults from_env();
   // Whether fault `kind` fires at `at` (for grow_loss: at or after) on `rank`.
   bool hit(const std::string& kind, int64_t at, int rank) const;
+  // slow_step@ms=N: every step sleeps N ms more, so that a run lasts long enough for a
+  // test of a scheduler's time limit on a machine of any speed (values are unchanged).
+  int64_t step_sleep_ms() const {
+    for (const auto& f : list)
+      if (f.kind == "slow_step") return f.at;
+    return 0;
+  }
 };
 
 // ---- the run being trained ----

@@ -83,7 +83,7 @@ Faults Faults::from_env() {
   for (std::string item; std::getline(ss, item, ',');) {
     if (item.empty()) continue;
     static const std::map<std::string, std::string> keys{
-        {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}};
+        {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}, {"slow_step", "ms"}};
     const size_t at = item.find('@');
     Fault x;
     x.kind = item.substr(0, at);
@@ -101,7 +101,7 @@ Faults Faults::from_env() {
     if (!ok)
       throw std::runtime_error("VEXP_TEST_FAULT: cannot read '" + item +
                                "' (test-only; expected nan_loss@step=N, grow_loss@step=N, nan_val@epoch=N or "
-                               "sigint@step=N, each optionally followed by @rank=R)");
+                               "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N)");
     x.at = n;
     x.rank = static_cast<int>(r);
     f.list.push_back(x);

@@ -408,8 +408,9 @@ bench_op)
   expect_rc 2 -- "$vexp" bench op temporal_shift --shape 4x8x4
   expect_out "expected four sizes"
   expect_rc 2 -- "$vexp" bench op conv
-  expect_rc 1 -- "$vexp" bench op temporal_shift --shape 8x16x8x8 --frames 4 --device nosuch
-  no_crash; expect_out "--device nosuch"
+  # A device that is not one is a usage error (exit 2), named as written.
+  expect_rc 2 -- "$vexp" bench op temporal_shift --shape 8x16x8x8 --frames 4 --device nosuch
+  no_crash; expect_out '--device = "nosuch": expected cpu, cuda or auto'
   ;;
 bench_data)
   "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8 >/dev/null 2>&1 || fail "make-synthetic"

@@ -660,7 +660,7 @@ TEST(BuiltinSections, KeepTheNamesTheTrainerReads) {
   EXPECT_EQ(names, (std::vector<std::string>{"run", "data", "dist", "optim", "schedule", "plugins", "model"}));
   const Schema& run = builtin_sections()[0].second;
   EXPECT_EQ(run.names(), (std::vector<std::string>{"name", "seed", "epochs", "eval_every", "log_every", "threads",
-                                                   "checkpoint_every", "progress", "out", "eval_batch", "device",
+                                                   "checkpoint_every", "keep_checkpoints", "progress", "out", "eval_batch", "device",
                                                    "precision", "memory_format", "divergence_factor"}));
   const Schema& optim = builtin_sections()[3].second;
   EXPECT_EQ(optim.find("weight_decay")->default_value, Value(1e-4));

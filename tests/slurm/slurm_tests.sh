@@ -199,7 +199,12 @@ submit_requeue)
   echo "uninterrupted mpirun -np 2 run: $((SECONDS - t0)) s"
   start_cluster
   t0=$SECONDS
-  expect_rc 0 -- "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
+  # The job's steps sleep 300 ms more (test-only fault; the values are unchanged), so that
+  # its 150 steps outlast the signal ~30 s into the one-minute limit on any machine
+  # (unslowed, a quiet 2-core machine trains all 50 epochs in 5 s). sbatch passes the
+  # environment on, to the requeued start too.
+  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=${SUBMIT_STEP_MS:-300}" \
+    "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
   job=$(job_id_of "$tmp/job")
   wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
   echo "requeued after $((SECONDS - t0)) s"

@@ -26,7 +26,11 @@ expect_rc 2 -- "$vexp" plan "$r" --cluster bw.toml
 expect_out "bw.toml:$(line_of '^bandwidth_GBps' bw.toml):"
 # The largest cluster a file may describe plans without overflow.
 sed 's/^nodes = 4/nodes = 100000/; s/^gpus_per_node = 2/gpus_per_node = 1024/' "$c" >max.toml
-expect_rc 0 -- "$vexp" plan "$r" --cluster max.toml --gpus 8,100000000
+# (10^8 GPUs x 32 clips: a global batch of 3.2e9, computed without overflow, which the
+# 4,000 training clips of the recipe cannot fill: one line, exit 2.)
+expect_rc 2 -- "$vexp" plan "$r" --cluster max.toml --gpus 8,100000000
+expect_out "fewer than one global batch of 3200000000"
+expect_rc 0 -- "$vexp" plan "$r" --cluster max.toml --gpus 8,64
 expect_no_out " -"
 expect_rc 2 -- "$vexp" plan "$r" --cluster "$c" --gpus 1000000000
 expect_out "--gpus '1000000000': '1000000000' is out of range: a GPU count is 1 to 100000000"
