@@ -42,7 +42,7 @@ FUZZ_BUILD ?= $(BUILD)-fuzz
 fuzz:
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DVEXP_FUZZ=ON \
 	  -DVEXP_BUILD_TESTS=ON -DVEXP_WERROR=OFF >/dev/null
-	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS cmake --build $(FUZZ_BUILD) -j$(JOBS) --target vexp_fuzz_recipe vexp_fuzz_sweep_expr
+	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS cmake --build $(FUZZ_BUILD) -j$(JOBS) --target vexp_fuzz_recipe vexp_fuzz_sweep_expr vexp_fuzz_kinetics_csv mutate_kinetics_csv
 	@env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS ctest --test-dir $(FUZZ_BUILD) -L fuzz --output-on-failure
 
 install: build
