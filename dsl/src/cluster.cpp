@@ -11,7 +11,7 @@
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/dsl/recipe.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
 
 namespace vexp::dsl {

@@ -19,7 +19,7 @@
 #include <toml++/toml.h>
 
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 
 namespace vexp::dsl {
 

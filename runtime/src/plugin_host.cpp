@@ -18,7 +18,7 @@
 #include <filesystem>
 
 #include "vexp/build_tag.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/nn/module.h>
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp {
 namespace {

@@ -1,5 +1,5 @@
-// The plugin declaration types (vexp/dsl/catalog.hpp): what the SDK compiles.
-#include "vexp/dsl/catalog.hpp"
+// The plugin declaration types (vexp/schema/catalog.hpp): what the SDK compiles.
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp::dsl {
 

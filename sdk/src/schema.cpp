@@ -1,5 +1,5 @@
 // Parameter schemas: declaration helpers, value checks and suggestions.
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // Value tree, locations and the typed parameter view.
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/value.hpp"
 
 #include <cctype>
 #include <cmath>

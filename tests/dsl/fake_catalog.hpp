@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp::dsl::testing {
 

@@ -1,8 +1,8 @@
 // Value trees, typed parameter views and schema checks.
 #include <gtest/gtest.h>
 
-#include "vexp/dsl/schema.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/schema.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp::dsl {
 namespace {

@@ -8,7 +8,7 @@
 #include "common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/build_tag.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 #include "vexp/plugin_abi.h"
 #include "vexp/runtime/plugin_host.hpp"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/catalog.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/catalog.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp_resnet_layout {
 

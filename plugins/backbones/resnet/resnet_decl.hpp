@@ -4,7 +4,7 @@
 // contract. The hooks compute from resnet_plan.hpp, as the module does.
 #pragma once
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp_resnet {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../common/resnet_layout.hpp"
-#include "vexp/dsl/catalog.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/catalog.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp_resnet {
 

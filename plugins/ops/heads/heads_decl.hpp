@@ -3,7 +3,7 @@
 // recipes against them (tests/dsl/fake_catalog.cpp), so both see one contract.
 #pragma once
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp_heads {
 

@@ -22,7 +22,7 @@
 #include <utility>
 
 #include "vexp/build_tag.hpp"
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 #include "vexp/kinds.hpp"
 #include "vexp/plugin_abi.h"
 

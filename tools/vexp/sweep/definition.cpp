@@ -5,7 +5,7 @@
 #include <set>
 
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
 #include "vexp/dsl/validate.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/dsl/recipe.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp::sweep {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/schema.hpp"
+#include "vexp/schema/schema.hpp"
 
 namespace vexp::sweep {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp::dsl {
 

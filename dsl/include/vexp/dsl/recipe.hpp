@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "vexp/dsl/diagnostics.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp::dsl {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "vexp/dsl/diagnostics.hpp"
-#include "vexp/dsl/schema.hpp"
-#include "vexp/dsl/value.hpp"
+#include "vexp/schema/schema.hpp"
+#include "vexp/schema/value.hpp"
 
 namespace vexp::dsl {
 

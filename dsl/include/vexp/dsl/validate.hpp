@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 #include "vexp/dsl/config.hpp"
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/dsl/recipe.hpp"

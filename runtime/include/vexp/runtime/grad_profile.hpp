@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 
 namespace vexp {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/catalog.hpp"
+#include "vexp/schema/catalog.hpp"
 #include "vexp/registrar.hpp"
 
 namespace vexp {
