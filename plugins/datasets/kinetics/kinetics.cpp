@@ -1,7 +1,8 @@
 // kinetics: Kinetics-style datasets from real files. Videos (mp4/webm/mkv/avi,
 // FFmpeg) or extracted frame folders (img_00001.jpg ..., libjpeg-turbo), listed in
 // the official TSM format (`path num_frames label`), mmaction2's (`path label`) or
-// the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`).
+// the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`), all read
+// by vexp::kinetics (libs/kinetics), the rules `vexp data` follows too.
 //
 // A sample is a pure function of (split, index, seed): sampling and augmentation
 // draw from a stream keyed by them, so any number of loader threads, in any
@@ -13,12 +14,9 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +25,9 @@
 
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/kinetics/annotations.hpp"
+#include "vexp/kinetics/label_map.hpp"
+#include "vexp/kinetics/video_list.hpp"
 #include "vexp/media/media.hpp"
 #include "sampling.hpp"
 #include "vexp/dataset.hpp"
@@ -55,11 +56,6 @@ struct Config {
   double max_bad_fraction;
   std::vector<double> mean, std;
 };
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
 
 fs::path under_root(const Config& c, const std::string& p) {
   fs::path q(p);
@@ -128,36 +124,20 @@ void require_paths(const Config& c) {
     throw std::invalid_argument("label map '" + under_root(c, c.label_map).string() + "' does not exist; " + kDocs);
 }
 
-std::vector<std::string> read_label_map(const Config& c) {
-  std::vector<std::string> names;
-  if (c.label_map.empty()) return names;
-  std::istringstream in(vexp::base::read_file_bounded(under_root(c, c.label_map).string()));
-  std::string line;
-  for (bool first = true; std::getline(in, line); first = false) {
-    if (first) vexp::base::strip_utf8_bom(line);
-    line = trim(line);
-    if (!line.empty()) names.push_back(line);
-  }
-  return names;
-}
-
-// Splits a CSV line (double quotes allowed around fields).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) out.emplace_back();
-    else out.back() += ch;
-  }
-  for (auto& f : out) f = trim(f);
-  return out;
+// The class names that number a CSV's labels: the label map when there is one (read by
+// vexp::kinetics, the rules of every Kinetics file in vexp).
+vexp::kinetics::LabelMap read_label_map(const Config& c) {
+  if (c.label_map.empty()) return {};
+  return vexp::kinetics::read_label_map(under_root(c, c.label_map).string());
 }
 
 // `prefix`: the folder under root that the list's paths are relative to (mmaction2's
-// data_prefix, e.g. videos_train); "" for root itself.
+// data_prefix, e.g. videos_train); "" for root itself. `numbering`: the label map, or
+// empty, when the first CSV read sets it to its names sorted (as `vexp data prepare`,
+// TSM and mmaction2 number them); `numbered_by` says where it came from.
 std::vector<Entry> read_list(const Config& c, const std::string& list, const std::string& prefix,
-                             std::vector<std::string>& names) {
+                             vexp::kinetics::LabelMap& numbering, std::string& numbered_by) {
+  namespace k = vexp::kinetics;
   const fs::path path = under_root(c, list);
   auto media_path = [&](const std::string& rel) {
     return (prefix.empty() || fs::path(rel).is_absolute() ? under_root(c, rel) : under_root(c, prefix) / rel).string();
@@ -168,90 +148,34 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   } catch (const vexp::base::Error& e) {
     throw std::runtime_error(std::string("list file: ") + e.what() + "; " + kDocs);
   }
-  std::istringstream in(text);
-  std::string format = c.format;
-  if (format == "auto") format = path.extension() == ".csv" ? "csv" : "";
+  auto bad = [&](int64_t line, const std::string& why) {
+    throw std::runtime_error(path.string() + ":" + std::to_string(line) + ": " + why);
+  };
+  const std::string format = c.format == "auto" && path.extension() == ".csv" ? "csv" : c.format;
   std::vector<Entry> out;
-  std::map<std::string, int64_t> by_name;
-  for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = static_cast<int64_t>(i);
-  std::string line;
-  int64_t lineno = 0;
-  auto bad = [&](const std::string& why) {
-    throw std::runtime_error(path.string() + ":" + std::to_string(lineno) + ": " + why);
-  };
-  auto number = [&](const std::string& s, const char* what) -> int64_t {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(s, &used);
-      if (used != s.size() || v < 0) throw std::invalid_argument(s);
-      return v;
-    } catch (const std::exception&) {
-      bad(std::string("expected a non-negative integer ") + what + ", got '" + s + "'");
+  std::vector<int64_t> lines;
+  if (format == "csv") {
+    const std::vector<k::Clip> clips = k::parse_annotations(text, path.string());
+    if (numbering.empty()) {
+      numbering = k::LabelMap(k::sorted_class_names(clips), path.string());
+      numbered_by = "a class of the CSV '" + path.string() + "'";
     }
-    return 0;
-  };
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (lineno == 1) vexp::base::strip_utf8_bom(line);
-    line = trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    Entry e;
-    if (format == "csv") {
-      auto f = csv_fields(line);
-      if (f.size() < 4) bad("expected label,youtube_id,time_start,time_end[,split]");
-      if (f[0] == "label" && f[1] == "youtube_id") continue;  // header
-      // Fields that become parts of the video's path: one component each, so that
-      // an entry cannot reach outside root nor split the path at a NUL.
-      const char* const kPart[] = {"label", "youtube_id", "time_start", "time_end", "split"};
-      for (size_t k = 0; k < std::min<size_t>(f.size(), 5); ++k) {
-        if (k == 4 && f[k].empty()) continue;
-        const std::string why = vexp::base::path_component_problem(f[k]);
-        if (!why.empty()) bad(std::string(kPart[k]) + " '" + vexp::base::printable(f[k]) + "' cannot be part of a path: " + why);
-      }
-      auto it = by_name.find(f[0]);
-      if (it == by_name.end()) {
-        if (!c.label_map.empty()) bad("label '" + vexp::base::printable(f[0]) + "' is not in the label map '" + c.label_map + "'");
-        it = by_name.emplace(f[0], static_cast<int64_t>(names.size())).first;
-        names.push_back(f[0]);
-      }
-      std::string rel = c.csv_path;
-      auto put = [&rel](const std::string& key, const std::string& v) {
-        for (size_t at; (at = rel.find(key)) != std::string::npos;) rel.replace(at, key.size(), v);
-      };
-      char start[32], end[32];
-      std::snprintf(start, sizeof start, "%06lld", static_cast<long long>(number(f[2], "time_start")));
-      std::snprintf(end, sizeof end, "%06lld", static_cast<long long>(number(f[3], "time_end")));
-      put("{label}", f[0]);
-      put("{id}", f[1]);
-      put("{start}", start);
-      put("{end}", end);
-      put("{split}", f.size() > 4 ? f[4] : "");
-      e.path = media_path(rel);
-      e.label = it->second;
-    } else {
-      std::vector<std::string> tok;
-      std::istringstream ss(line);
-      for (std::string t; ss >> t;) tok.push_back(t);
-      // auto: TSM when the last two tokens are numbers (a path may hold spaces).
-      const bool two_numbers = tok.size() >= 3 && tok[tok.size() - 2].find_first_not_of("0123456789") == std::string::npos;
-      std::string fmt = format.empty() ? (two_numbers ? "tsm" : "mmaction") : format;
-      const size_t need = fmt == "tsm" ? 3 : 2;
-      if (tok.size() < need)
-        bad(fmt == "tsm" ? "expected 'path num_frames label'" : "expected 'path label'");
-      // The path may hold spaces: the numbers are the last tokens.
-      e.label = number(tok.back(), "label");
-      if (fmt == "tsm") e.frames = number(tok[tok.size() - 2], "frame count");
-      std::string p = line.substr(0, line.size());
-      for (size_t k = 0; k < need - 1; ++k) p = trim(p.substr(0, p.find_last_of(" \t")));
-      if (vexp::base::has_control(p))
-        bad("the path '" + vexp::base::printable(p) + "' holds a control character (TAB, NUL, ...)");
-      e.path = media_path(p);
+    for (const k::Clip& clip : clips) {
+      const int64_t label = numbering.find(clip.label);
+      if (label < 0) bad(clip.line, "label '" + vexp::base::printable(clip.label) + "' is not " + numbered_by);
+      out.push_back({media_path(k::expand_clip_path(c.csv_path, clip)), -1, label});
+      lines.push_back(clip.line);
     }
-    if (e.label >= c.classes)
-      bad("label " + std::to_string(e.label) + " is outside [0, " + std::to_string(c.classes) +
-          "); set data.params.classes");
-    out.push_back(std::move(e));
+  } else {
+    for (const k::ListEntry& e : k::parse_video_list(text, path.string(), k::list_format(format))) {
+      out.push_back({media_path(e.path), e.frames, e.label});
+      lines.push_back(e.line);
+    }
   }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].label >= c.classes)
+      bad(lines[i], "label " + std::to_string(out[i].label) + " is outside [0, " + std::to_string(c.classes) +
+                        "); set data.params.classes");
   if (out.empty()) throw std::runtime_error("list file '" + path.string() + "' has no entries");
   return out;
 }
@@ -260,9 +184,11 @@ class Kinetics final : public vexp::Dataset {
  public:
   explicit Kinetics(const vexp::Params& p) : c_(read_config(p)) {
     require_paths(c_);
-    names_ = read_label_map(c_);
-    train_ = read_list(c_, c_.train_list, c_.train_prefix, names_);
-    val_ = read_list(c_, c_.val_list, c_.val_prefix, names_);
+    vexp::kinetics::LabelMap numbering = read_label_map(c_);
+    std::string numbered_by = "in the label map '" + c_.label_map + "'";
+    train_ = read_list(c_, c_.train_list, c_.train_prefix, numbering, numbered_by);
+    val_ = read_list(c_, c_.val_list, c_.val_prefix, numbering, numbered_by);
+    names_ = numbering.names();
     vexp::media::quiet_ffmpeg_logs();
   }
 
@@ -488,7 +414,7 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.text("val_prefix", "", "Folder under root the validation list's paths are relative to (e.g. videos_val); \"\": root");
   s.text("format", "auto", "List format: tsm (path num_frames label), mmaction (path label), csv (Kinetics CSV); auto: by extension and column count")
       .one_of({"auto", "tsm", "mmaction", "csv"});
-  s.text("label_map", "", "Class names, one per line (line k is label k); needed to number CSV labels as others do");
+  s.text("label_map", "", "Class names, one per line (line k is label k); numbers CSV labels (without it: the train CSV's names sorted)");
   s.text("csv_path", "{label}/{id}_{start}_{end}.mp4",
          "CSV layout: a video's path under root from {label}, {id} (youtube_id), {start}, {end} (6 digits), {split}");
   s.text("layout", "auto", "video files, frame folders, or auto (a folder is a frame folder)")

@@ -392,6 +392,36 @@ TEST(KineticsDataset, ListFormatsAgree) {
   EXPECT_FALSE(at::equal(multi->get_view(Split::Val, 2, 5, 0).clip, multi->get(Split::Val, 2, 0).clip));
 }
 
+TEST(KineticsDataset, CsvFollowsTheRulesOfVexpData) {
+  // #26: this plugin refused a time of 59.0 and dropped the doubled quotes of a label,
+  // both of which `vexp data prepare` read. One reader now (vexp::kinetics).
+  Fixture f = video_fixture();
+  std::ofstream(f.root / "q.csv") << "label,youtube_id,time_start,time_end,split\n"
+                                     "\"say \"\"hi\"\"\",c0,59.0,69.0,vid\nzero,c1,0,10,vid\n";
+  std::ofstream(f.root / "qmap.txt") << "zero\nsay \"hi\"\n";
+  auto p = base(f, "q.csv");
+  p["label_map"] = "qmap.txt";
+  p["csv_path"] = "{split}/{id}.mp4";
+  auto mapped = kinetics(p);
+  EXPECT_EQ(mapped->class_names(), (std::vector<std::string>{"zero", "say \"hi\""}));
+  EXPECT_EQ(mapped->inspect(Split::Train, 0).label, 1);
+  EXPECT_EQ(mapped->inspect(Split::Train, 0).error, "");
+  // Without a map: the train CSV's names sorted, as `vexp data prepare` numbers them.
+  p["label_map"] = "";
+  auto sorted = kinetics(p);
+  EXPECT_EQ(sorted->class_names(), (std::vector<std::string>{"say \"hi\"", "zero"}));
+  EXPECT_EQ(sorted->inspect(Split::Train, 0).label, 0);
+  // 59.5 names no downloaded clip: refused at its line, in `vexp data`'s words.
+  std::ofstream(f.root / "q.csv") << "label,youtube_id,time_start,time_end,split\nzero,c0,59.5,69,vid\n";
+  try {
+    kinetics(p);
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("q.csv:2: time_start '59.5' is not a number of seconds"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(KineticsDataset, TrainClipsAreDeterministicAcrossThreadsAndSeedDependent) {
   Fixture f = video_fixture();
   auto d = kinetics(base(f, "mm.txt"));

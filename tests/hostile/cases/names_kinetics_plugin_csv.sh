@@ -20,7 +20,7 @@ expect_rc 0 -- "$vexp" data check k.toml   # the BOM of val.csv is no field
 expect_out "data ok"
 printf 'label,youtube_id,time_start,time_end,split\nabseiling,aaaaaaaaaaa,0,10,train\n"../../outside",aaaaaaaaaaa,0,10,train\n' >k400/train.csv
 expect_rc 1 -- "$vexp" data check k.toml
-expect_out "k400/train.csv:3: label '../../outside' cannot be part of a path: it holds a '/'"
+expect_out "k400/train.csv:3: label '../../outside' cannot be a folder name: it holds a '/'"
 printf 'label,youtube_id,time_start,time_end,split\nabseiling,"aa\taa",0,10,train\n' >k400/train.csv
 expect_rc 1 -- "$vexp" data check k.toml
 expect_out "k400/train.csv:2: youtube_id 'aa\\taa' cannot be part of a path: it holds a control character"

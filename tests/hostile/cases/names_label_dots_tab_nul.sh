@@ -23,6 +23,6 @@ expect_out "train.csv:2: label 'ab\\x00cd' cannot be a folder name: it holds a N
 # A youtube_id becomes the clip's file name: the same rule.
 printf 'label,youtube_id,time_start,time_end,split\nabseiling,"aa\tbb",0,10,train\n' >train.csv
 expect_rc 1 -- "$vexp" data prepare kinetics400 --train-csv train.csv --val-csv val.csv --videos vids --out prep
-expect_out "train.csv:2: bad youtube_id 'aa\\tbb'"
+expect_out "train.csv:2: youtube_id 'aa\\tbb' cannot be part of a path: it holds a control character"
 no_crash
 exit 0

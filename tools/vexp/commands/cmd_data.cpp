@@ -23,6 +23,8 @@
 #include "vexp/media/media.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/validate.hpp"
+#include "vexp/kinetics/error.hpp"
+#include "vexp/kinetics/video_list.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -104,8 +106,8 @@ void run_check(RecipeArgs args, int workers, const std::string& json_out) {
 
 // ------------------------------------------------------------------ extract-frames
 struct ListItem {
-  std::string rel;    // path as listed
-  std::string label;  // empty when the list has none
+  std::string rel;     // path as listed
+  int64_t label = -1;  // -1 when the list has none
   int64_t line = 0;
 };
 
@@ -130,31 +132,24 @@ fs::path frame_folder(const std::string& listed, std::string* problem) {
   return rel;
 }
 
+// The list, read by vexp::kinetics (the rules of the lists the kinetics dataset reads;
+// a line of one column is a video without a label), each entry's frame folder checked.
 std::vector<ListItem> read_video_list(const std::string& path) {
-  std::string text;
+  std::vector<kinetics::ListEntry> entries;
   try {
-    text = base::read_file_bounded(path, base::kMaxTextFileBytes);
+    entries = kinetics::read_video_list(path, kinetics::ListFormat::Auto, /*labels_optional=*/true);
   } catch (const base::Error& e) {
     throw Exit{kExitFailure, std::string("video list: ") + e.what()};
+  } catch (const kinetics::Error& e) {
+    throw Exit{kExitFailure, e.what()};
   }
   std::vector<ListItem> out;
-  std::istringstream in(text);
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (n == 1) base::strip_utf8_bom(line);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::istringstream ss(line);
-    std::vector<std::string> tok;
-    for (std::string t; ss >> t;) tok.push_back(t);
-    if (tok.empty() || tok[0][0] == '#') continue;
-    const std::string where = path + ":" + std::to_string(n);
+  for (const auto& e : entries) {
     std::string why;
-    if (line.find('\0') != std::string::npos) why = "it holds a NUL byte";
-    else frame_folder(tok[0], &why);
-    if (!why.empty()) throw Exit{kExitFailure, where + ": '" + base::printable(tok[0]) + "': " + why};
-    if (tok.size() >= 2 && base::has_control(tok.back()))
-      throw Exit{kExitFailure, where + ": label '" + base::printable(tok.back()) + "' holds a control character"};
-    out.push_back({tok[0], tok.size() >= 2 ? tok.back() : "", n});
+    frame_folder(e.path, &why);
+    if (!why.empty())
+      throw Exit{kExitFailure, path + ":" + std::to_string(e.line) + ": '" + base::printable(e.path) + "': " + why};
+    out.push_back({e.path, e.label, e.line});
   }
   return out;
 }
@@ -212,8 +207,7 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
       continue;
     }
     std::string unused;
-    o << frame_folder(items[i].rel, &unused).string() << " " << counts[i] << " "
-      << (items[i].label.empty() ? "0" : items[i].label) << "\n";
+    o << kinetics::tsm_line(frame_folder(items[i].rel, &unused).string(), counts[i], std::max<int64_t>(items[i].label, 0));
   }
   try {
     base::write_file_atomic(frame_list.string(), o.str());
@@ -246,7 +240,7 @@ void add_data(CLI::App& app) {
   auto root = std::make_shared<std::string>();
   auto ex_workers = std::make_shared<int>(default_workers());
   auto ex_jpeg = std::make_shared<data::JpegOptions>();
-  ex->add_option("VIDEO_LIST", *list, "List of videos (path [num_frames] label per line)")->required();
+  ex->add_option("VIDEO_LIST", *list, "List of videos (path [[num_frames] label] per line, TSM or mmaction2)")->required();
   ex->add_option("--out", *out, "Output folder")->required();
   ex->add_option("--root", *root, "Folder the list's paths are relative to (default: the list's folder)");
   ex->add_option("--workers", *ex_workers, "Threads")->check(CLI::Range(1, 1024));

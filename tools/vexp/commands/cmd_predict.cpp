@@ -15,6 +15,8 @@
 
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/kinetics/error.hpp"
+#include "vexp/kinetics/label_map.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "model_session.hpp"
 #include "vexp/runtime/precision.hpp"
@@ -35,17 +37,16 @@ bool has_ext(const std::string& path, std::initializer_list<const char*> exts) {
   return false;
 }
 
-// Class names, one per line: line k (empty lines skipped, spaces trimmed) is class
-// k, as the kinetics dataset reads its label_map.
+// Class names, one per line (line k is class k): read by vexp::kinetics, the one
+// reader of label maps, as the kinetics dataset reads its label_map.
 std::vector<std::string> read_labels(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Exit{kExitFailure, "cannot read the label file '" + path + "'"};
-  std::vector<std::string> names;
-  for (std::string line; std::getline(in, line);) {
-    const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
-    if (a != std::string::npos) names.push_back(line.substr(a, b - a + 1));
+  try {
+    return kinetics::read_label_map(path).names();
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, "cannot read the label file '" + path + "': " + e.what()};
+  } catch (const kinetics::Error& e) {
+    throw Exit{kExitFailure, e.what()};
   }
-  return names;
 }
 
 // A string parameter of the recipe's dataset ("" when it has none).

@@ -14,14 +14,20 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "data/csv.hpp"
 #include "data/parallel.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/kinetics/annotations.hpp"
+#include "vexp/kinetics/label_map.hpp"
+#include "vexp/kinetics/names.hpp"
+#include "vexp/kinetics/video_list.hpp"
 #include "vexp/media/media.hpp"
 
 namespace vexp::data {
 namespace fs = std::filesystem;
+using kinetics::clip_name;
+using kinetics::mmaction_name;
+using kinetics::tsm_name;
 
 // ---------------------------------------------------------------- prepare
 namespace {
@@ -110,7 +116,7 @@ const fs::path* pick_video(const std::vector<fs::path>& candidates, const fs::pa
 
 struct Item {
   bool train = true;
-  const KineticsRow* row = nullptr;
+  const kinetics::Clip* row = nullptr;
   std::string csv;            // the CSV it came from
   int64_t label = 0;
   fs::path source;            // empty: missing
@@ -225,40 +231,19 @@ int prepare_kinetics400(const PrepareOptions& o) {
       if (!input.empty() && base::same_file(fs::path(o.out) / name, input))
         throw std::runtime_error("the output '" + (fs::path(o.out) / name).string() + "' would replace the input '" +
                                  input + "'; give another --out");
-  const auto train_rows = read_kinetics_csv(train_csv);
-  const auto val_rows = read_kinetics_csv(val_csv);
+  const auto train_rows = kinetics::read_annotations(train_csv);
+  const auto val_rows = kinetics::read_annotations(val_csv);
 
   // ---- classes: the label map's order, else the train CSV's names sorted
-  std::vector<std::string> classes;
-  std::map<std::string, int64_t> label_of, label_of_key;
-  if (!o.label_map.empty()) {
-    const std::string text = base::read_file_bounded(o.label_map, base::kMaxTextFileBytes);
-    std::istringstream in(text);
-    std::string line;
-    for (int64_t n = 1; std::getline(in, line); ++n) {
-      if (n == 1) base::strip_utf8_bom(line);
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.empty()) continue;
-      if (label_of.count(line))
-        throw std::runtime_error(o.label_map + ":" + std::to_string(n) + ": '" + base::printable(line) +
-                                 "' is listed twice");
-      label_of[line] = static_cast<int64_t>(classes.size());
-      label_of_key[tsm_name(line)] = static_cast<int64_t>(classes.size());
-      classes.push_back(line);
-    }
-    if (classes.empty()) throw std::runtime_error("the label map '" + o.label_map + "' has no names");
-  } else {
-    classes = sorted_class_names(train_rows);
-    for (size_t i = 0; i < classes.size(); ++i) label_of[classes[i]] = static_cast<int64_t>(i);
-  }
-  auto number = [&](const KineticsRow& r, const std::string& csv) -> int64_t {
-    auto it = label_of.find(r.label);
-    if (it != label_of.end()) return it->second;
-    if (!o.label_map.empty()) {  // the map may write names as mmaction2 or TSM folders do
-      auto k = label_of_key.find(tsm_name(r.label));
-      if (k != label_of_key.end()) return k->second;
+  const kinetics::LabelMap numbering =
+      o.label_map.empty() ? kinetics::LabelMap(kinetics::sorted_class_names(train_rows), train_csv)
+                          : kinetics::read_label_map(o.label_map);
+  const std::vector<std::string>& classes = numbering.names();
+  auto number = [&](const kinetics::Clip& r, const std::string& csv) -> int64_t {
+    const int64_t label = numbering.find(r.label);  // the map may write names as mmaction2 or TSM folders do
+    if (label >= 0) return label;
+    if (!o.label_map.empty())
       bad_input(csv + ":" + std::to_string(r.line), "label '" + base::printable(r.label) + "' is not in the label map '" + o.label_map + "'");
-    }
     bad_input(csv + ":" + std::to_string(r.line),
               "label '" + base::printable(r.label) + "' is not a class of the train CSV '" + train_csv + "'");
   };
@@ -423,8 +408,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
   }
 
   // ---- lists, classes, report
-  std::string classes_txt;
-  for (const auto& c : classes) classes_txt += c + "\n";
+  const std::string classes_txt = kinetics::label_map_text(classes);
   std::string tsm[2], mm[2], report_body;
   int64_t listed[2] = {0, 0}, missing[2] = {0, 0}, bad[2] = {0, 0}, total[2] = {0, 0};
   for (const Item& it : items) {
@@ -445,9 +429,10 @@ int prepare_kinetics400(const PrepareOptions& o) {
       continue;
     }
     ++listed[s];
-    const std::string n = std::to_string(it.frames), label = std::to_string(it.label);
-    tsm[s] += it.out_rel + " " + n + " " + label + "\n";
-    mm[s] += it.out_rel + (o.mode == PrepareMode::Frames ? " " + n : std::string()) + " " + label + "\n";
+    tsm[s] += kinetics::tsm_line(it.out_rel, it.frames, it.label);
+    // mmaction2's frame lists have TSM's columns; its video lists have no frame count.
+    mm[s] += o.mode == PrepareMode::Frames ? kinetics::tsm_line(it.out_rel, it.frames, it.label)
+                                           : kinetics::mmaction_line(it.out_rel, it.label);
   }
   for (const auto& d : duplicates) report_body += "duplicate\t" + d + "\n";
   std::string summary, report = "# vexp data prepare kinetics400: the clips of the CSVs that are not in the lists\n";

@@ -14,16 +14,22 @@
 #include <ATen/ATen.h>
 
 #include "common.hpp"
-#include "data/csv.hpp"
 #include "data/kinetics400.hpp"
 #include "data/parallel.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/validate.hpp"
+#include "vexp/kinetics/annotations.hpp"
+#include "vexp/kinetics/label_map.hpp"
+#include "vexp/kinetics/names.hpp"
+#include "vexp/kinetics/video_list.hpp"
 #include "vexp/media/media.hpp"
 
 namespace vexp::data {
 namespace fs = std::filesystem;
 using cli::Exit;
+using kinetics::clip_name;
+using kinetics::mmaction_name;
+using kinetics::tsm_name;
 
 namespace {
 
@@ -108,7 +114,7 @@ void make_synthetic_motion(const SynthArgs& a) {
   fs::create_directories(root);
   {
     std::ofstream o(root / "classes.txt");
-    for (auto& n : names) o << n << "\n";
+    o << kinetics::label_map_text(names);
   }
   for (Split split : {Split::Train, Split::Val}) {
     const std::string sp = split_name(split);
@@ -133,11 +139,17 @@ void make_synthetic_motion(const SynthArgs& a) {
       labels[static_cast<size_t>(i)] = label;
     });
     std::ofstream tsm(root / (sp + "_list.txt")), mm(root / (sp + "_list_mmaction.txt")), csv(root / (sp + ".csv"));
-    csv << "label,youtube_id,time_start,time_end,split\n";
+    csv << kinetics::annotation_header(false);
     for (int64_t i = 0; i < n; ++i) {
-      tsm << rel[i] << " " << a.frames << " " << labels[i] << "\n";
-      mm << rel[i] << " " << labels[i] << "\n";
-      csv << names[static_cast<size_t>(labels[i])] << "," << ids[i] << ",0," << a.frames << "," << sp << "\n";
+      tsm << kinetics::tsm_line(rel[i], a.frames, labels[i]);
+      mm << kinetics::mmaction_line(rel[i], labels[i]);
+      kinetics::Clip clip;
+      clip.label = names[static_cast<size_t>(labels[i])];
+      clip.youtube_id = ids[i];
+      clip.start = 0;
+      clip.end = a.frames;
+      clip.split = sp;
+      csv << kinetics::annotation_row(clip, false);
     }
   }
   std::cout << "wrote " << a.train_clips << " train and " << a.val_clips << " val clips (" << a.frames << " frames of "
@@ -196,11 +208,17 @@ std::vector<uint8_t> widen(const std::vector<uint8_t>& sq) {
 }
 
 std::string kinetics_csv(const std::vector<Row>& rows, Split split) {
-  std::string out = "label,youtube_id,time_start,time_end,split,is_cc\n";
-  for (const Row& r : rows)
-    if (r.split == split)
-      out += csv_field(r.label, true) + "," + csv_field(r.id) + "," + std::to_string(r.start) + "," +
-             std::to_string(r.end) + "," + split_name(split) + ",0\n";
+  std::string out = kinetics::annotation_header(true);
+  for (const Row& r : rows) {
+    if (r.split != split) continue;
+    kinetics::Clip clip;
+    clip.label = r.label;
+    clip.youtube_id = r.id;
+    clip.start = r.start;
+    clip.end = r.end;
+    clip.split = split_name(split);
+    out += kinetics::annotation_row(clip, true);
+  }
   return out;
 }
 
@@ -304,16 +322,16 @@ void make_kinetics400_fixture(const SynthArgs& a) {
         tsm_lines.push_back(tsm_name(r.label) + "/" + r.id + "_" + std::to_string(r.start) + " " +
                             std::to_string(kFrames) + " " + label);
       if (r.kind != Kind::Missing)  // mmaction2 lists every video file found, broken or not
-        mm_list += mmaction_name(r.label) + "/" + clip_name(r.id, r.start, r.end) + ".mp4 " + label + "\n";
+        mm_list += kinetics::mmaction_line(mmaction_name(r.label) + "/" + clip_name(r.id, r.start, r.end) + ".mp4",
+                                           label_of(r.label));
     }
     std::string tsm_list;  // gen_label_kinetics.py joins with '\n': no newline at the end
     for (size_t i = 0; i < tsm_lines.size(); ++i) tsm_list += (i ? "\n" : "") + tsm_lines[i];
     write_text(tsm / "labels" / (sp + "_videofolder.txt"), tsm_list);
     write_text(mm / ("kinetics400_" + sp + "_list_videos.txt"), mm_list);
   }
-  std::string label_map;  // TSM's tools/kinetics_label_map.txt: the names, alphabetical
-  for (const auto& n : classes) label_map += n + "\n";
-  write_text(tsm / "labels/kinetics_label_map.txt", label_map);
+  // TSM's tools/kinetics_label_map.txt: the names, alphabetical
+  write_text(tsm / "labels/kinetics_label_map.txt", kinetics::label_map_text(classes));
 
   std::cout << "wrote a miniature Kinetics-400 to " << root.string() << ": " << kClasses << " classes, "
             << good_train << " train and " << good_val << " val videos (" << kFrames << " frames of " << kW << "x" << kH
