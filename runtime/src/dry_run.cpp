@@ -11,81 +11,25 @@
 #include "vexp/runtime/buckets.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/dataset.hpp"
-#include "vexp/registrar.hpp"
 
 namespace vexp {
 
-namespace {
-
-dsl::ParamType type_of(const dsl::Value& v) {
-  using K = dsl::Value::Kind;
-  switch (v.kind()) {
-    case K::Bool: return dsl::ParamType::Bool;
-    case K::Int: return dsl::ParamType::Int;
-    case K::Float: return dsl::ParamType::Float;
-    case K::Table: return dsl::ParamType::Table;
-    case K::Array: {
-      const auto& a = v.as_array();
-      if (!a.empty() && a[0].is_int()) return dsl::ParamType::IntList;
-      if (!a.empty() && a[0].is_float()) return dsl::ParamType::FloatList;
-      return dsl::ParamType::StringList;
-    }
-    default: return dsl::ParamType::String;
-  }
-}
-
-int64_t first_int(const dsl::Params& p, std::initializer_list<const char*> names, int64_t fallback) {
-  for (const char* n : names)
-    if (p.has(n) && p.get(n).is_int()) return p.i64(n);
-  return fallback;
-}
-
-}  // namespace
-
 bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
                               std::string& note) {
-  if (!load_recipe_and_plugins(s, path, overrides)) return false;
-  const dsl::Value* data = s.recipe->root.is_table() ? s.recipe->root.find("data") : nullptr;
-  const dsl::Value* dataset = data && data->is_table() ? data->find("dataset") : nullptr;
-  if (dataset && dataset->is_string() && !s.host.find("dataset", dataset->as_string())) {
-    const std::string name = dataset->as_string();
-    PluginDecl d;
-    d.name = name;
-    d.doc = "planning stand-in for the dataset plugin '" + name + "', which is not installed";
-    const dsl::Value* params = data->find("params");
-    if (params && params->is_table()) {
-      for (const auto& [key, v] : params->as_table()) {
-        dsl::ParamSpec spec;
-        spec.name = key;
-        spec.type = type_of(v);
-        spec.default_value = v;
-        spec.doc = "as written in the recipe";
-        d.schema.add(std::move(spec));
-      }
-    }
-    d.dataset_facts = [](const dsl::Params& p) {
-      dsl::DatasetFacts f;
-      const int64_t size = first_int(p, {"size", "crop_size", "crop"}, 224);
-      f.clip = {first_int(p, {"frames", "num_segments", "segments"}, 8), 3, size, size};
-      f.classes = first_int(p, {"classes", "num_classes"}, 400);
-      return f;
-    };
-    s.host.builtin_registrar("<planning stand-in>")
-        .add_dataset(std::move(d), [name](const Params&) -> std::shared_ptr<Dataset> {
-          throw std::runtime_error("dataset plugin '" + name + "' is not installed (only planned with --dry-run)");
-        });
-    note = "dataset plugin '" + name +
-           "' is not installed: planning from the recipe's declared numbers (data.train_size, data.params frames/size)";
-  }
-  dsl::ValidateOptions vo;
-  vo.require_data = false;  // planning needs the numbers, not the files
-  s.plan = dsl::validate(*s.recipe, s.host, s.diags, vo);
-  return s.plan.has_value() && !s.diags.has_errors();
+  OpenOptions o = planning_options(overrides);
+  o.load_plugins = false;  // the planner loaded them (load_plugins)
+  const bool ok = open_recipe(s, path, o);
+  note = s.stand_in_note;
+  return ok;
 }
 
 DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;
+  if (train_size <= 0 && !s.host.find("dataset", plan.dataset))
+    throw std::runtime_error("dataset plugin '" + plan.dataset +
+                             "' is not installed and data.train_size is not declared: the number of training clips "
+                             "is unknown (declare data.train_size to plan without the plugin)");
   if (train_size <= 0) {
     auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
     train_size = data->size(Split::Train);

@@ -17,13 +17,12 @@
 #include <thread>
 
 #include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
-#include "seed.hpp"
 #include "trainer_parts.hpp"
 #include "vexp/log.hpp"
 #include "vexp/runtime/tensorboard.hpp"
+#include "vexp/runtime/train_step.hpp"
 
 namespace vexp::trainer {
 
@@ -100,6 +99,16 @@ class MetricsLog {
   bool tb_failed_ = false;
 };
 
+StepOptions step_options(const Run& r) {
+  StepOptions o;
+  o.rank = r.rank;
+  o.seed = static_cast<uint64_t>(r.plan.run.seed);
+  o.clip_grad_norm = r.plan.optim.clip_grad_norm;
+  o.device = r.exec.device;
+  o.precision = r.exec.precision;
+  return o;
+}
+
 class EpochLoop {
  public:
   explicit EpochLoop(Run& r)
@@ -107,7 +116,8 @@ class EpochLoop {
         dp_(r.dp),
         st_(r.state),
         seed_(static_cast<uint64_t>(r.plan.run.seed)),
-        sampler_(dp_.train_size, r.rank, r.ranks, dp_.per_gpu, dp_.micro, seed_),
+        step_(StepParts{r.model.get(), r.sgd.get(), r.scaler.get(), &r.all_params, r.reducer.get(), r.comm.get()},
+              TrainStep::options_of(dp_, step_options(r))),
         metrics_(r.out, r.writer, r.metrics_lines_lost),
         // The growth rule: a logged training-loss window mean above divergence_factor
         // times max(the first step's loss, ln(classes)) is divergence.
@@ -139,11 +149,8 @@ class EpochLoop {
   // and emulated runs draw alike, and a clip of the next epoch's shuffle taken
   // by a boundary step is not augmented as it was in this epoch.
   std::unique_ptr<Loader> epoch_loader(int64_t epoch, int64_t first) {
-    DistributedSampler::Batches b = sampler_.steps(first, dp_.stream.first_step(epoch + 1));
-    std::vector<std::vector<uint64_t>> seeds(b.epochs.size());
-    for (size_t i = 0; i < b.epochs.size(); ++i)
-      for (int64_t e : b.epochs[i]) seeds[i].push_back(mix_seed(seed_, static_cast<uint64_t>(e)));
-    return std::make_unique<Loader>(*r_.data, std::move(b.indices), std::move(seeds), r_.loader_opts);
+    return stream_loader(*r_.data, dp_, r_.rank, r_.ranks, seed_, first, dp_.stream.first_step(epoch + 1),
+                         r_.loader_opts);
   }
 
   // One batch ahead: on a GPU its host->device copy overlaps the step before it.
@@ -174,38 +181,20 @@ class EpochLoop {
     loader_.reset();
   }
 
-  // The micro-batches of global step `step` (from 0), forward and backward;
-  // returns the sum of their losses.
+  // The micro-batches of global step `step` (from 0), forward and backward
+  // (train_step.hpp); returns the sum of their losses.
   double forward_backward(int64_t epoch, int64_t step, double& data_s, double& compute_s) {
     const int64_t micro = dp_.micro;
-    double loss_sum = 0;
-    for (int64_t m = 0; m < micro; ++m) {
-      // Dropout and other randomness: a function of (seed, step, GPU) only, so a
-      // resumed run draws exactly what an uninterrupted one would, and GPU g of
-      // an emulated world draws what rank g of a real one does.
-      const uint64_t gpu = static_cast<uint64_t>(r_.comm->rank() * micro + m);
-      at::manual_seed(mix_seed(mix_seed(seed_ ^ 0x5eedULL, static_cast<uint64_t>(st_.global_step)), gpu));
+    auto next = [&](int64_t m) {
       if (feeder_->empty()) throw std::logic_error("loader ran out of batches");
       Batch b = feeder_->take();
       fetch_next();  // the next micro-batch is on its way while this one computes
       data_s += pending_data_s_;
       pending_data_s_ = fetch_s_;
       if (step + 1 == epoch_end_ && m + 1 == micro && epoch + 1 < end_epoch_) upcoming_ = epoch_loader(epoch + 1, epoch_end_);
-      auto t1 = Clock::now();
-      at::Tensor loss;
-      // On a cluster every GPU's BatchNorm keeps running statistics of its own, and a
-      // rank's first GPU's are the ones its checkpoints and evaluations use. A rank
-      // that emulates several GPUs computes the others' micro-batches too (those after
-      // its first GPU's accum_steps): they leave the statistics as they found them, so
-      // that buffers, checkpoints and top-1 equal the real run's on any rank count.
-      const bool other_gpu = m >= dp_.accum;
-      if (other_gpu) keep_buffers();
-      {
-        AutocastScope autocast(r_.exec.device.type(), r_.exec.precision);
-        at::Tensor logits = r_.model->forward(b.clips);
-        loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
-      }
-      double lv = loss.item<double>();
+      return b;
+    };
+    auto check = [&](int64_t, double lv) {
       if (r_.faults.hit("nan_loss", st_.global_step + 1, r_.rank)) lv = std::numeric_limits<double>::quiet_NaN();
       if (r_.faults.hit("grow_loss", st_.global_step + 1, r_.rank)) lv *= 1e6;
       if (!std::isfinite(lv)) {
@@ -214,33 +203,11 @@ class EpochLoop {
                             std::to_string(epoch + 1) + ", step " + std::to_string(st_.global_step + 1) +
                             last_good_checkpoint(r_.ckpt_dir) + kDivergenceAdvice);
       }
-      loss_sum += lv;
-      if (r_.reducer) r_.reducer->prepare(m == micro - 1);  // only the last backward communicates
-      // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
-      // allreduce (summed by the reducer, which then needs no averaging pass).
-      const double loss_scale = 1.0 / static_cast<double>(micro * r_.ranks);
-      r_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
-      // After the backward pass, which reads the statistics batch norm saved.
-      if (other_gpu) restore_buffers();
-      compute_s += seconds_since(t1);
-    }
+      return lv;
+    };
+    const double loss_sum = step_.forward_backward(st_.global_step, next, check);
+    compute_s += step_.times().forward + step_.times().backward;
     return loss_sum;
-  }
-
-  // The model's buffers (BatchNorm running statistics and counts) copied aside,
-  // into storage kept for the run, and put back.
-  void keep_buffers() {
-    c10::NoGradGuard no_grad;
-    if (buffers_.empty()) {
-      buffers_ = r_.model->buffers(true);
-      for (const at::Tensor& b : buffers_) kept_buffers_.push_back(b.clone());
-      return;
-    }
-    for (size_t i = 0; i < buffers_.size(); ++i) kept_buffers_[i].copy_(buffers_[i]);
-  }
-  void restore_buffers() {
-    c10::NoGradGuard no_grad;
-    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(kept_buffers_[i]);
   }
 
   // Global step `step` (from 0) of epoch `epoch`.
@@ -253,32 +220,15 @@ class EpochLoop {
     bool stop = stop_requested();
     int64_t buckets = 0, overlapped = 0;
     if (r_.reducer) {
-      auto t2 = Clock::now();
-      r_.reducer->finish();
-      comm_s = seconds_since(t2);
+      // The logged loss becomes the mean over all GPUs; the stop flag rides along.
+      step_.reduce(loss_sum, stop);
+      comm_s = step_.times().comm;
       buckets = r_.reducer->last_step().buckets;
       overlapped = r_.reducer->last_step().launched_in_backward;
-      // The logged loss is the mean over all GPUs; the stop flag rides along
-      // (non-zero when any rank was asked to stop).
-      at::Tensor l = at::empty({2}, at::kDouble);
-      l.data_ptr<double>()[0] = loss_sum;
-      l.data_ptr<double>()[1] = stop ? 1.0 : 0.0;
-      r_.comm->allreduce(l, ReduceOp::Avg);
-      loss_sum = l.data_ptr<double>()[0];
-      stop = l.data_ptr<double>()[1] > 0;
     }
-    auto t3 = Clock::now();
-    // fp16: gradients back to their true size; a step with an inf / NaN among
-    // them is skipped and the loss scale backs off (every rank sees the same
-    // reduced gradients, so every rank decides alike).
-    const bool finite = r_.scaler->unscale(r_.all_params);
-    const double clip = r_.plan.optim.clip_grad_norm;
-    if (finite && clip > 0) clip_grad_norm(r_.all_params, clip);
     const double lr = dp_.schedule.at(st_.global_step);
-    if (finite) r_.sgd->step(lr);
-    r_.scaler->update(finite);
-    r_.sgd->zero_grad();
-    compute_s += seconds_since(t3);
+    step_.update(lr);
+    compute_s += step_.times().optimizer;
     ++st_.global_step;
     const double step_s = seconds_since(step_start);
     st_.train_time += step_s;
@@ -379,7 +329,7 @@ class EpochLoop {
   const DistPlan& dp_;
   TrainState& st_;
   const uint64_t seed_;
-  DistributedSampler sampler_;
+  TrainStep step_;  // the one training step (train_step.hpp)
   MetricsLog metrics_;
   const double chance_loss_;
   int64_t end_epoch_ = 0;
@@ -387,7 +337,6 @@ class EpochLoop {
   // The epoch under way: its global steps [epoch_first_, epoch_end_), the first
   // one this invocation trains.
   int64_t epoch_first_ = 0, epoch_end_ = 0, first_step_ = 0;
-  std::vector<at::Tensor> buffers_, kept_buffers_;  // keep_buffers / restore_buffers
   std::unique_ptr<Loader> loader_, upcoming_;
   std::unique_ptr<DeviceFeeder> feeder_;
   double fetch_s_ = 0, pending_data_s_ = 0;

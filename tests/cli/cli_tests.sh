@@ -421,6 +421,69 @@ bench_data)
   $PY -c "import json; r=json.load(open('$tmp/b.json')); assert r['results'][0]['clips']==8 and r['results'][0]['clips_per_s']>0 and r['results'][0]['cpu_seconds']>0, r" || fail "bench json"
   expect_rc 2 -- "$vexp" bench
   ;;
+bench_train_matches_run)
+  # `vexp bench train` takes `vexp run`'s training step (the runtime's TrainStep): N
+  # steps of each leave the same weights, bit for bit. The recipe clips its gradients,
+  # scales its lr from base_lr / base_batch, warms up, accumulates two micro-batches
+  # and emulates two GPUs on one rank (four micro-batches per step; the other GPU's
+  # leave BatchNorm's statistics alone): 48 clips / global batch 16 = 3 steps per epoch.
+  sets=(--set run.epochs=1 --set optim.clip_grad_norm=0.05 --set optim.base_lr=0.05 --set optim.base_batch=4
+        --set dist.world_size=2 --set dist.batch_per_gpu=4 --set dist.accum_steps=2)
+  expect_rc 0 -- "$vexp" run data/tiny.toml "${sets[@]}" --out "$tmp/run"
+  [ -f "$tmp/run/checkpoints/epoch_0001.pt" ] || fail "the run wrote no epoch_0001.pt"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml "${sets[@]}" --steps 2 --warmup 1 --save-weights "$tmp/bench3.pt"
+  no_crash; expect_out "4 micro-batch(es) per step (global batch 16)"; expect_out "weights after 3 steps written to"
+  expect_out "scheduled lr"
+  "$vexp" bench train data/tiny.toml "${sets[@]}" --steps 3 --warmup 0 --json >"$tmp/b3.json" \
+    || fail "bench train --steps 3 --json"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml "${sets[@]}" --steps 2 --warmup 0 --save-weights "$tmp/bench2.pt"
+  $PY - "$tmp/run/checkpoints/epoch_0001.pt" "$tmp/bench3.pt" "$tmp/bench2.pt" "$tmp/b3.json" "$tmp/run/metrics.jsonl" <<'PY' \
+    || fail "bench train's weights differ from vexp run's"
+import json, sys, torch
+run, b3, b2 = (torch.load(f, weights_only=True) for f in sys.argv[1:4])
+j = json.load(open(sys.argv[4]))
+assert j["micro_batches"] == 4 and j["global_batch"] == 16 and j["clips_per_step"] == 16, j
+# The lr the run logged at its third step is the bench's (0.05 x 16 / 4 = 0.2, warmed up, cosine).
+steps = [json.loads(l) for l in open(sys.argv[5])]
+last = [l for l in steps if l["type"] == "step" and l["global_step"] == 3]
+assert last and last[0]["lr"] == j["lr_last"] and j["lr_last"] > 0, (last, j)
+rm, bm = run["model"], b3["model"]
+assert set(rm) == set(bm), set(rm) ^ set(bm)
+assert any("running_mean" in k for k in rm), list(rm)
+bad = [k for k in rm if not torch.equal(rm[k], bm[k])]
+assert not bad, "3 steps of bench train and of vexp run differ in " + ", ".join(bad[:5])
+assert set(run["optimizer"]) == set(b3["optimizer"]) and all(
+    torch.equal(run["optimizer"][k], b3["optimizer"][k]) for k in run["optimizer"]), "momentum differs"
+# Not equal by accident: 2 steps leave other weights than 3.
+assert any(not torch.equal(rm[k], b2["model"][k]) for k in rm if rm[k].is_floating_point()), "2 steps = 3 steps?"
+PY
+  expect_rc 2 -- "$vexp" bench train data/tiny.toml --save-weights data/tiny.toml --steps 1 --warmup 0
+  expect_out "--save-weights 'data/tiny.toml' is"
+  ;;
+open_recipe_stand_in)
+  # One way to open a recipe (runtime open_recipe): a dataset plugin that is not
+  # installed is stood in for by planning commands (run --dry-run, bench train
+  # --synthetic) and, given both --input and --classes, by model-only ones (info);
+  # a command that reads the data refuses it.
+  ds=(--set 'data.dataset="imaginary"' --set data.params.channels=1)
+  expect_rc 0 -- "$vexp" run data/tiny.toml "${ds[@]}" --set data.train_size=48 --dry-run
+  no_crash; expect_out "dataset plugin 'imaginary' is not installed: planning from the recipe's declared numbers"
+  expect_out "global batch"
+  expect_rc 2 -- "$vexp" run data/tiny.toml "${ds[@]}" --dry-run
+  expect_out "dataset plugin 'imaginary' is not installed and data.train_size is not declared"
+  expect_rc 2 -- "$vexp" run data/tiny.toml "${ds[@]}" --set data.train_size=48
+  expect_out "imaginary"; expect_out "1 error"
+  expect_rc 0 -- "$vexp" info data/tiny.toml "${ds[@]}" --input 4x1x16x16 --classes 4 --json
+  expect_out "dataset plugin 'imaginary' is not installed: using the given input shape and classes"
+  expect_out '"classes": 4'
+  expect_rc 2 -- "$vexp" info data/tiny.toml "${ds[@]}" --input 4x1x16x16
+  expect_out "dataset 'imaginary' is not loaded: give both --input TxCxHxW and --classes N"
+  # Given facts replace an installed dataset's too.
+  expect_rc 0 -- "$vexp" info data/tiny.toml --input 2x1x16x16 --classes 3 --json
+  expect_out '"classes": 3'; expect_no_out "not installed"
+  expect_rc 0 -- "$vexp" bench train data/tiny.toml "${ds[@]}" --synthetic --steps 1 --warmup 0
+  no_crash; expect_out "8 clips x [4, 1, 16, 16] per micro-batch"; expect_out "synthetic data"
+  ;;
 run_tiny)
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run"
   no_crash

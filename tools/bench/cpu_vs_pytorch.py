@@ -163,7 +163,9 @@ def vexp_train(a, name, env_extra=None, extra_args=()):
     steps, warmup = (a.i3d_steps, 1) if i3d else (a.steps, a.warmup)
     cmd = [a.vexp, "bench", "train", RECIPES[name], "--synthetic", "--json", "--steps", str(steps),
            "--warmup", str(warmup), "--set", "run.threads=%d" % a.threads,
-           "--set", "dist.batch_per_gpu=%d" % a.clips, "--set", "data.params.input_size=%d" % a.size]
+           "--set", "dist.batch_per_gpu=%d" % a.clips, "--set", "data.params.input_size=%d" % a.size,
+           # one GPU's step (the recipes' world_size = 8 would be 8 emulated micro-batches per step)
+           "--set", "dist.world_size=1"]
     if frames:
         cmd += ["--set", "data.params.frames=%d" % frames]
     cmd += list(extra_args)

@@ -109,16 +109,29 @@ std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets) {
 }
 
 bool open_session(Session& s, const RecipeArgs& args) {
-  const std::vector<dsl::Override> overrides = parse_sets(args.sets);
-  load_session_plugins(s, args.plugin_paths);
+  OpenOptions o;
+  o.require_data = args.require_data;
+  return open_session(s, args, std::move(o));
+}
+
+bool open_session(Session& s, const RecipeArgs& args, OpenOptions o) {
+  for (auto& ov : parse_sets(args.sets)) o.overrides.push_back(std::move(ov));
+  o.plugin_dirs = canonical_plugin_paths(args.plugin_paths);
+  const bool loaded_before = s.plugins_loaded;
   bool ok = false;
   try {
-    ok = open_recipe(s, args.path, overrides, args.require_data);
+    ok = open_recipe(s, args.path, o);
   } catch (const dsl::RecipeError& e) {
+    if (!loaded_before) report_plugin_problems(s);
     throw Exit{kExitInvalid, e.what()};
   }
-  return print_recipe_diagnostics(s, args.path, ok);
+  if (!loaded_before) report_plugin_problems(s);
+  const bool valid = print_recipe_diagnostics(s, args.path, ok);
+  if (valid && !s.stand_in_note.empty()) std::cerr << "vexp: note: " << s.stand_in_note << "\n";
+  return valid;
 }
+
+bool open_session_for_planning(Session& s, const RecipeArgs& args) { return open_session(s, args, planning_options()); }
 
 bool print_recipe_diagnostics(const Session& s, const std::string& path, bool valid) {
   for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";

@@ -81,9 +81,17 @@ std::string shipped_recipe(const std::string& rel);
 // valid. Returns `valid`.
 bool print_recipe_diagnostics(const Session& s, const std::string& path, bool valid);
 
-// Loads plugins and the recipe; prints diagnostics to stderr. Returns true when
-// valid. Plugin folders that failed to load are printed as warnings.
+// Opens args.path through the runtime's one way (open_recipe, session.hpp): plugins
+// (default folders, --plugin-path), the recipe with its --set overrides and
+// args.require_data. Prints plugin folders that failed to load as warnings, the
+// recipe's diagnostics, the stand-in note and "PATH: N errors"; a file that cannot be
+// read is Exit (invalid). Returns true when valid.
 bool open_session(Session& s, const RecipeArgs& args);
+// The same with `options` (require_data, stand-in, dataset facts; its overrides come
+// before --set's, its plugin folders are replaced by --plugin-path's).
+bool open_session(Session& s, const RecipeArgs& args, OpenOptions options);
+// For planning (vexp run --dry-run, submit, bench --synthetic): planning_options().
+bool open_session_for_planning(Session& s, const RecipeArgs& args);
 
 // Prints the plugin problems of the default folders (as warnings).
 void report_plugin_problems(const Session& s);

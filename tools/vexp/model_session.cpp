@@ -8,47 +8,6 @@
 #include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp::cli {
-namespace {
-
-// The host's catalog with the recipe's dataset replaced by one whose facts are given.
-class FactsCatalog : public dsl::PluginCatalog {
- public:
-  FactsCatalog(const dsl::PluginCatalog& base, const std::string& dataset, const ModelArgs& m) : base_(base) {
-    dataset_ = dataset;
-    const dsl::PluginDecl* real = base.find("dataset", dataset);
-    if (real) decl_ = *real;
-    decl_.kind = "dataset";
-    decl_.name = dataset;
-    auto inner = decl_.dataset_facts;
-    const ModelArgs given = m;
-    decl_.dataset_facts = [inner, given](const dsl::Params& p) {
-      dsl::DatasetFacts f;
-      if (inner) {
-        try {
-          f = inner(p);
-        } catch (const std::exception&) {
-          if (!given.clip || given.classes <= 0) throw;
-        }
-      }
-      if (given.clip) f.clip = *given.clip;
-      if (given.classes > 0) f.classes = given.classes;
-      return f;
-    };
-  }
-  bool has_real() const { return base_.find("dataset", dataset_) != nullptr; }
-  const dsl::PluginDecl* find(const std::string& kind, const std::string& name) const override {
-    if (kind == "dataset" && name == dataset_) return &decl_;
-    return base_.find(kind, name);
-  }
-  std::vector<std::string> names(const std::string& kind) const override { return base_.names(kind); }
-
- private:
-  const dsl::PluginCatalog& base_;
-  std::string dataset_;
-  dsl::PluginDecl decl_;
-};
-
-}  // namespace
 
 dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
   return parse_four_sizes(text, option, "T x C x H x W", "8x3x224x224");
@@ -56,38 +15,22 @@ dsl::Shape parse_clip_shape(const std::string& text, const char* option) {
 
 bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) {
   if (!m.clip && m.classes <= 0) return open_session(s, args);
-  const std::vector<dsl::Override> overrides = parse_sets(args.sets);
-  load_session_plugins(s, args.plugin_paths);
-  try {
-    if (load_recipe_and_plugins(s, args.path, overrides)) {
-      std::string dataset;
-      if (dsl::Value* data = s.recipe->root.find("data")) {
-        if (const dsl::Value* d = data->find("dataset"); d && d->is_string()) dataset = d->as_string();
-        FactsCatalog probe(s.host, dataset, m);
-        if (!dataset.empty() && !probe.has_real()) {
-          // The dataset plugin is not loaded: its parameters cannot be checked.
-          std::cerr << "vexp: warning: dataset '" << dataset << "' is not loaded; using the given input shape and "
-                    << "classes, its parameters are not checked\n";
-          if (!m.clip || m.classes <= 0)
-            throw Exit{kExitInvalid, "dataset '" + dataset + "' is not loaded: give both --input TxCxHxW and --classes N"};
-          data->erase("params");
-        }
-      }
-      FactsCatalog catalog(s.host, dataset, m);
-      dsl::ValidateOptions vo;
-      vo.require_data = false;  // the model needs shapes, not the data files
-      s.plan = dsl::validate(*s.recipe, catalog, s.diags, vo);
-    }
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
+  // Given facts replace the dataset's; a dataset plugin that is not loaded is stood
+  // in for (its parameters unchecked) when both are given, as the model needs both.
+  const bool both = m.clip && m.classes > 0;
+  OpenOptions o;
+  o.require_data = false;  // the model needs shapes, not the data files
+  o.clip = m.clip;
+  o.classes = m.classes;
+  o.stand_in = both;
+  if (open_session(s, args, std::move(o))) return true;
+  if (!both && s.recipe) {
+    const dsl::Value* data = s.recipe->root.is_table() ? s.recipe->root.find("data") : nullptr;
+    const dsl::Value* d = data && data->is_table() ? data->find("dataset") : nullptr;
+    if (d && d->is_string() && !s.host.find("dataset", d->as_string()))
+      throw Exit{kExitInvalid, "dataset '" + d->as_string() + "' is not loaded: give both --input TxCxHxW and --classes N"};
   }
-  const bool ok = s.plan.has_value() && !s.diags.has_errors();
-  for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
-  if (!ok) {
-    size_t n = s.diags.error_count();
-    std::cerr << args.path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
-  }
-  return ok;
+  return false;
 }
 
 dsl::Shape clip_shape(const Session& s) { return s.plan->data_facts.clip; }

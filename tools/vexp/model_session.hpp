@@ -1,7 +1,8 @@
-// Opening a recipe for model-only commands (info, predict, export): like
-// open_session, but the clip shape and class count may be given explicitly, so
-// the model can be built when the dataset plugin cannot give those facts (or is
-// not installed: its parameters are then not checked).
+// Opening a recipe for model-only commands (info, predict, export): open_session
+// with the clip shape and class count given explicitly (the runtime's OpenOptions
+// clip / classes), so the model can be built when the dataset plugin cannot give
+// those facts, or is not installed (given both, its stand-in then takes its place
+// and its parameters are not checked).
 #pragma once
 
 #include <memory>

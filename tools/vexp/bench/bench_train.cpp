@@ -5,18 +5,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <set>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
 
+#include "vexp/runtime/checkpoint.hpp"
+#include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/runtime/loader.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/train_step.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
 
@@ -35,6 +40,22 @@ double PhaseTimes::median() const {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Dataset* data, int64_t steps,
+                         int64_t grad_numel) {
+  int64_t train_size = 0;
+  if (data) {
+    train_size = data->size(Split::Train);
+  } else if (plan.data.train_size > 0) {
+    train_size = plan.data.train_size;
+  } else {
+    const std::optional<int64_t> gb = global_batch_of(plan.dist);
+    if (!gb || *gb > std::numeric_limits<int64_t>::max() / std::max<int64_t>(1, steps))
+      throw std::runtime_error("the global batch times the steps does not fit in 64 bits");
+    train_size = *gb * std::max<int64_t>(1, steps);
+  }
+  return make_dist_plan(plan, ranks, train_size, grad_numel);
+}
+
 BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (opt.steps < 1) throw std::invalid_argument("bench train: --steps must be >= 1");
   if (opt.warmup < 0) throw std::invalid_argument("bench train: --warmup must be >= 0");
@@ -46,10 +67,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (clip.size() != 4) throw std::runtime_error("bench train: the dataset does not give a clip shape [T, C, H, W]");
   r.clip = clip;
   r.frames_per_clip = clip[0];
-  const int64_t per_gpu = plan.dist.batch_per_gpu;
-  r.clips_per_step = per_gpu;
   const uint64_t seed = static_cast<uint64_t>(plan.run.seed);
-  at::manual_seed(seed);
 
   auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
   r.ranks = comm->size();
@@ -66,23 +84,37 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
                   precision_from_cli ? "--precision" : run_setting_where(plan.run, plan.run.precision_loc, "precision", ""));
   r.device = device.str();
   r.precision = precision_name(precision);
-  GradScaler scaler(precision == Precision::Fp16);
-  auto model = std::make_shared<ModelGraph>(plan, s.host);
-  model->train();
-  if (!device.is_cpu()) model->to(device);
   MemoryFormat memory_format;
   try {
     memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.memory_format : opt.memory_format);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
-  r.memory_format = memory_format_name(memory_format);
-  apply_memory_format(model->parameters(true), memory_format);
+  GradScaler scaler(precision == Precision::Fp16);
+  const int64_t total = opt.warmup + opt.steps;
+
+  // In the trainer's order (trainer.cpp, build), from the same seed: the dataset,
+  // the model (on its device, in its layout), the optimizer, then the plan.
+  at::manual_seed(seed);
+  std::shared_ptr<Dataset> data;
+  if (!opt.synthetic) data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  auto model = std::make_shared<ModelGraph>(plan, s.host);
+  model->train();
+  if (!device.is_cpu()) model->to(device);
+  r.memory_format = memory_format_name(apply_memory_format(model->parameters(true), memory_format));
   r.params = model->parameter_count();
   std::vector<at::Tensor> all;
   Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.momentum, plan.optim.nesterov);
   if (plan.optim.lars) sgd.set_lars(plan.optim.lars_eta);
-  const double lr = plan.optim.lr;
+  int64_t grad_numel = 0;
+  for (const auto& p : all) grad_numel += p.numel();
+  if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
+  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, grad_numel);
+  r.micro = dp.micro;
+  r.clips_per_step = dp.per_gpu * dp.micro;
+  r.global_batch = dp.global_batch;
+  r.lr_first = dp.schedule.at(0);
+  r.lr_last = dp.schedule.at(total - 1);
 
   std::unique_ptr<Reducer> reducer;
   if (r.ranks > 1) {
@@ -92,15 +124,23 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     ro.prescaled = true;  // as in the trainer: the loss carries 1/ranks
     reducer = std::make_unique<Reducer>(all, comm, ro);
   }
+  StepOptions so;
+  so.rank = comm->rank();
+  so.seed = seed;
+  so.clip_grad_norm = plan.optim.clip_grad_norm;
+  so.device = device;
+  so.precision = precision;
+  so.sync_phases = true;  // each phase is charged its own GPU time
+  TrainStep step({model.get(), &sgd, &scaler, &all, reducer.get(), comm.get()}, TrainStep::options_of(dp, so));
 
-  const int64_t total = opt.warmup + opt.steps;
-  // Data: random clips made up front (two, used in turn), or the dataset's
-  // training split through the loader, as many batches as the steps need.
-  std::shared_ptr<Dataset> data;
+  // Data: random clips made up front (two, used in turn), or the batches `vexp run`
+  // takes in its first steps (its sample stream, through the loader).
+  const int64_t micro_batches = total * dp.micro;
   std::unique_ptr<Loader> loader;
   std::vector<Batch> fake;
   if (opt.synthetic) {
     const int64_t classes = std::max<int64_t>(2, plan.data_facts.classes);
+    const int64_t per_gpu = dp.per_gpu;
     // Made on the host (pinned for a GPU) and copied every step, as real batches are.
     for (int i = 0; i < 2; ++i) {
       Batch b{at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]}), at::randint(0, classes, {per_gpu}, at::kLong)};
@@ -108,29 +148,19 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
       fake.push_back(b);
     }
   } else {
-    data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
-    const int64_t n = data->size(Split::Train);
-    if (n < 1) throw std::runtime_error("bench train: the training split is empty");
-    std::vector<std::vector<int64_t>> batches;
-    for (int64_t b = 0; b < total; ++b) {
-      batches.emplace_back();
-      for (int64_t i = 0; i < per_gpu; ++i) batches.back().push_back((b * per_gpu + i) % n);
-    }
     LoaderOptions lo;
-    lo.seed = seed;
     lo.workers = plan.data.workers;
     lo.prefetch = plan.data.prefetch;
     lo.pin_memory = device.is_cuda();
-    loader = std::make_unique<Loader>(*data, std::move(batches), lo);
+    loader = stream_loader(*data, dp, comm->rank(), r.ranks, seed, 0, total, lo);
   }
 
   // As in the trainer: the next batch is put to the device (its copy in flight)
-  // before the current one computes. Phases end with a device sync, so that
-  // each is charged its own GPU time.
+  // before the current one computes.
   DeviceFeeder feeder(device);
   int64_t fetched = 0;
   auto fetch_next = [&] {
-    if (fetched >= total) return;
+    if (fetched >= micro_batches) return;
     Batch b;
     if (opt.synthetic) {
       b = fake[static_cast<size_t>(fetched % 2)];
@@ -140,56 +170,50 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     ++fetched;
     feeder.put(std::move(b));
   };
-  fetch_next();
-  for (int64_t i = 0; i < total; ++i) {
-    const bool timed = i >= opt.warmup;
-    const auto t_step = Clock::now();
+  auto next = [&](int64_t) {
     Batch b = feeder.take();
     fetch_next();
-    const double t_data = since(t_step);
-    auto t0 = Clock::now();
-    at::Tensor loss;
-    {
-      AutocastScope autocast(device.type(), precision);
-      loss = at::cross_entropy_loss(model->forward(b.clips).to(at::kFloat), b.labels);
-    }
-    const double lv = loss.item<double>();
-    const double t_fwd = since(t0);
+    return b;
+  };
+  auto check = [](int64_t, double lv) {
     if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
-    t0 = Clock::now();
-    if (reducer) reducer->prepare(true);
-    scaler.scale_loss(reducer ? loss * (1.0 / static_cast<double>(r.ranks)) : loss).backward();
-    device_sync(device);
-    const double t_bwd = since(t0);
-    t0 = Clock::now();
-    if (reducer) reducer->finish();
-    device_sync(device);
-    const double t_comm = since(t0);
-    t0 = Clock::now();
-    const bool finite = scaler.unscale(all);
-    if (finite) sgd.step(lr);
-    scaler.update(finite);
-    sgd.zero_grad();
-    device_sync(device);
-    const double t_opt = since(t0);
+    return lv;
+  };
+  fetch_next();
+  for (int64_t i = 0; i < total; ++i) {
+    const auto t_step = Clock::now();
+    double loss_sum = step.forward_backward(i, next, check);
+    bool stop = false;
+    step.reduce(loss_sum, stop);
+    step.update(dp.schedule.at(i));
     const double t_all = since(t_step);
-    r.final_loss = lv;
-    if (!timed) continue;
+    r.final_loss = loss_sum / static_cast<double>(dp.micro);
+    if (i < opt.warmup) continue;
+    const StepTimes& t = step.times();
     r.step.samples.push_back(t_all);
-    r.data.samples.push_back(t_data);
-    r.forward.samples.push_back(t_fwd);
-    r.backward.samples.push_back(t_bwd);
-    r.comm.samples.push_back(t_comm);
-    r.optimizer.samples.push_back(t_opt);
+    r.data.samples.push_back(t.data);
+    r.forward.samples.push_back(t.forward);
+    r.backward.samples.push_back(t.backward);
+    r.comm.samples.push_back(t.comm);
+    r.optimizer.samples.push_back(t.optimizer);
   }
-  const double step = r.step.median();
-  r.clips_per_s = step > 0 ? static_cast<double>(per_gpu * r.ranks) / step : 0;
+  const double step_s = r.step.median();
+  r.clips_per_s = step_s > 0 ? static_cast<double>(r.clips_per_step * r.ranks) / step_s : 0;
   r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
   r.loss_scale = scaler.enabled() ? scaler.scale() : 0;
   r.skipped_steps = scaler.skipped_steps();
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   r.peak_rss_kb = ru.ru_maxrss;
+  if (!opt.save_weights.empty() && comm->rank() == 0) {
+    Checkpoint c;
+    for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
+    for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
+    c.optimizer = sgd.state();
+    c.meta_json = nlohmann::json{{"written_by", "vexp bench train"}, {"global_step", total},
+                                 {"synthetic", opt.synthetic}}.dump();
+    save_checkpoint(opt.save_weights, c);
+  }
   return r;
 }
 

@@ -1,16 +1,23 @@
 // `vexp bench train`: the throughput of the recipe's training step, split into
-// data, forward, backward, optimizer and communication time. Built from the
-// trainer's pieces (ModelGraph, Sgd, Loader, Reducer) without its bookkeeping
-// (no run directory, checkpoints, evaluation or schedule: the lr is optim.lr).
+// data, forward, backward, optimizer and communication time. The step is the
+// runtime's TrainStep (train_step.hpp), the one `vexp run` takes: the recipe's
+// micro-batches (accum_steps, emulated GPUs), clip_grad_norm, the scheduled lr after
+// scaling, on the batches `vexp run` draws (its sample stream and augmentation
+// seeds); the model, optimizer and data are built in the trainer's order from the
+// same seed. Without the trainer's bookkeeping: no run directory, checkpoints or
+// evaluation.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/session.hpp"
 
 namespace vexp {
+
+class Dataset;
 
 struct BenchTrainOptions {
   int64_t steps = 10;      // timed steps (the median is reported)
@@ -19,6 +26,7 @@ struct BenchTrainOptions {
   std::string memory_format;   // auto | channels_last | contiguous; empty: the recipe's run.memory_format
   std::string device;          // cpu | cuda | auto; empty: the recipe's run.device
   std::string precision;       // fp32 | bf16 | fp16; empty: the recipe's run.precision
+  std::string save_weights;    // non-empty: rank 0 writes the weights after every step here (a vexp checkpoint)
 };
 
 // One phase's times over the timed steps (seconds).
@@ -28,17 +36,27 @@ struct PhaseTimes {
 };
 
 struct BenchTrainResult {
-  int64_t threads = 0, ranks = 1, clips_per_step = 0, frames_per_clip = 0;
+  int64_t threads = 0, ranks = 1, frames_per_clip = 0;
+  int64_t clips_per_step = 0;  // clips one rank computes per step: batch_per_gpu x micro-batches
+  int64_t micro = 1;           // micro-batches per rank per step (accum_steps x the GPUs a rank emulates)
+  int64_t global_batch = 0;    // clips per optimizer step over every rank
+  double lr_first = 0, lr_last = 0;  // the scheduled lr of the first and the last step
   std::vector<int64_t> clip;  // [T, C, H, W]
   int64_t params = 0;
   PhaseTimes step, data, forward, backward, optimizer, comm;
   double clips_per_s = 0, frames_per_s = 0;  // from the median step
   int64_t peak_rss_kb = 0;                    // of this process, after the steps
-  double final_loss = 0;
+  double final_loss = 0;                      // the last step's mean loss
   std::string device, precision, memory_format;  // what ran
   double loss_scale = 0;                      // fp16: the scale after the steps
   int64_t skipped_steps = 0;                  // fp16: steps skipped on inf / NaN gradients
 };
+
+// The plan of a benchmark's `steps` steps on `ranks` ranks (make_dist_plan): the
+// training-set size, which sets the schedule's length, is `data`'s as in `vexp run`;
+// without data, data.train_size when declared, else a set of exactly those steps.
+DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Dataset* data, int64_t steps,
+                         int64_t grad_numel);
 
 // `s` is an opened recipe (plugins loaded, plan valid). Without `synthetic` the
 // recipe's dataset is read through the loader (data.workers / data.prefetch).

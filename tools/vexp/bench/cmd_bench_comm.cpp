@@ -3,9 +3,10 @@
 //     parameters): the reducer (25 MiB buckets launched from backward hooks)
 //     against one flat MPI allreduce of the same bytes; prints both bandwidths
 //     and their ratio (goal >= 0.9).
-//  2. Weak scaling of a training step of the quickstart model with 1 thread per
-//     rank: N ranks (reducer) against rank 0 alone (no communication) on the
-//     same per-rank batch; efficiency = t(1 rank) / t(N ranks) (goal >= 0.85).
+//  2. Weak scaling of `vexp run`'s training step (the runtime's TrainStep) of the
+//     quickstart model with 1 thread per rank, dist.world_size = the ranks: N ranks
+//     (reducer) against rank 0 alone (no communication) on the same per-rank
+//     batch; efficiency = t(1 rank) / t(N ranks) (goal >= 0.85).
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,12 +18,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/core/GradMode.h>
 
 #include "common.hpp"
-#include "vexp/runtime/dry_run.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/train_step.hpp"
+#include "bench/bench_train.hpp"
 #include "launch/run_dist.hpp"
 #include "vexp/comm.hpp"
 
@@ -38,12 +41,9 @@ double median(std::vector<double> v) {
 }
 
 void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
-  load_plugins(s);
-  std::string note;
-  if (!open_recipe_for_planning(s, path, sets, note)) {
-    for (const auto& d : s.diags.sorted()) std::cerr << d.str() << "\n";
-    throw Exit{kExitInvalid, "cannot open '" + path + "' for the benchmark"};
-  }
+  RecipeArgs r;
+  r.path = path;
+  if (!open_session(s, r, planning_options(sets))) throw Exit{kExitInvalid, "cannot open '" + path + "' for the benchmark"};
 }
 }  // namespace
 
@@ -154,53 +154,88 @@ void add_bench_comm(CLI::App& app) {
                   bytes / std::max(1e-9, tb - tl) / 1e9, tf / std::max(1e-9, tb - tl));
     }
 
-    // 2. Weak scaling of a training step.
+    // 2. Weak scaling of a training step: `vexp run`'s step (runtime TrainStep:
+    // micro-batches, clip_grad_norm, the scheduled lr) with one GPU per rank, on
+    // rank 0 alone (no reducer, its own model) and on every rank (the reducer).
     Session q;
-    open_for_bench(q, *step_recipe, {*dsl::parse_override("dist.backend=\"mpi\"")});
-    ModelGraph model(*q.plan, q.host);
-    model.train();
-    std::vector<at::Tensor> mp;
-    for (const auto& p : model.named_parameters(true))
-      if (p.value().requires_grad()) mp.push_back(p.value());
-    Reducer step_reducer(mp, comm, ro);
-    const auto& clip = q.plan->data_facts.clip;
-    const int64_t per_gpu = q.plan->dist.batch_per_gpu;
+    open_for_bench(q, *step_recipe,
+                   {*dsl::parse_override("dist.backend=\"mpi\""),
+                    *dsl::parse_override("dist.world_size=" + std::to_string(comm->size()))});
+    const dsl::RecipePlan& qp = *q.plan;
+    StepOptions so;
+    so.rank = comm->rank();
+    so.seed = static_cast<uint64_t>(qp.run.seed);
+    so.clip_grad_norm = qp.optim.clip_grad_norm;
+    so.precision = parse_precision(qp.run.precision);
+    check_precision(so.precision, so.device, run_setting_where(qp.run, qp.run.precision_loc, "precision", *step_recipe));
+    // The plan of the timed steps (the warm-up step included): micro-batches and the lr schedule.
+    const DistPlan dp = bench_dist_plan(qp, comm->size(), nullptr, *steps + 1, 0);
+    // One model, optimizer and scaler per measurement, built alike.
+    struct Rig {
+      std::shared_ptr<ModelGraph> model;
+      std::vector<at::Tensor> params;
+      std::unique_ptr<Sgd> sgd;
+      GradScaler scaler{false};
+      std::unique_ptr<Reducer> reducer;
+      std::unique_ptr<TrainStep> step;
+    };
+    auto rig = [&](bool distributed) {
+      auto g = std::make_unique<Rig>();
+      at::manual_seed(so.seed);
+      g->model = std::make_shared<ModelGraph>(qp, q.host);
+      g->model->train();
+      g->sgd = std::make_unique<Sgd>(param_groups(*g->model, qp.optim, g->params), qp.optim.momentum, qp.optim.nesterov);
+      if (qp.optim.lars) g->sgd->set_lars(qp.optim.lars_eta);
+      StepOptions o = TrainStep::options_of(dp, so);
+      if (distributed) {
+        g->reducer = std::make_unique<Reducer>(g->params, comm, ro);
+      } else {
+        o.ranks = 1;  // rank 0 alone: the same per-rank batch, nothing to exchange
+      }
+      g->step = std::make_unique<TrainStep>(StepParts{g->model.get(), g->sgd.get(), &g->scaler, &g->params,
+                                                      g->reducer.get(), comm.get()},
+                                            o);
+      return g;
+    };
+    const auto& clip = qp.data_facts.clip;
+    const int64_t per_gpu = qp.dist.batch_per_gpu;
     at::manual_seed(comm->rank());
     at::Tensor x = at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]});
-    at::Tensor y = at::randint(0, std::max<int64_t>(2, q.plan->data_facts.classes), {per_gpu}, at::kLong);
-    auto step = [&](bool distributed) {
-      for (auto& p : mp) if (p.grad().defined()) p.mutable_grad().zero_();
-      at::Tensor loss = at::cross_entropy_loss(model.forward(x), y);
-      if (distributed) loss = loss * inv_ranks;
-      if (distributed) step_reducer.prepare(true);
-      else step_reducer.prepare(false);
-      loss.backward();
-      if (distributed) step_reducer.finish();
-      c10::NoGradGuard ng;
-      for (auto& p : mp) p.add_(p.grad(), -1e-4);
+    at::Tensor y = at::randint(0, std::max<int64_t>(2, qp.data_facts.classes), {per_gpu}, at::kLong);
+    auto next = [&](int64_t) { return Batch{x, y}; };
+    auto step_of = [&](Rig& g) {
+      int64_t i = 0;
+      return [&g, &next, &dp, i]() mutable {
+        g.step->run(i, dp.schedule.at(i), next);
+        ++i;
+      };
     };
     std::vector<double> t1, tn;
     comm->barrier();
     if (root) {
-      step(false);
+      auto alone = rig(false);
+      auto step = step_of(*alone);
+      step();
       for (int i = 0; i < *steps; ++i) {
         auto t0 = Clock::now();
-        step(false);
+        step();
         t1.push_back(since(t0));
       }
     }
     comm->barrier();  // the other ranks idle while rank 0 measures the baseline
-    step(true);
+    auto together = rig(true);
+    auto step = step_of(*together);
+    step();
     for (int i = 0; i < *steps; ++i) {
       comm->barrier();
       auto t0 = Clock::now();
-      step(true);
+      step();
       tn.push_back(since(t0));
     }
     if (root) {
       const double a = median(t1), b = median(tn);
       std::printf("training step of %s, %lld clips per rank, 1 thread per rank, median of %d:\n", step_recipe->c_str(),
-                  (long long)per_gpu, *steps);
+                  (long long)(per_gpu * dp.micro), *steps);
       std::printf("  1 rank:   %8.2f ms\n  %d ranks: %8.2f ms\n  weak-scaling efficiency: %.3f (goal >= 0.85)\n",
                   a * 1e3, comm->size(), b * 1e3, a / b);
     }

@@ -120,17 +120,7 @@ void run_submit(const SubmitArgs& a) {
                              "nothing submitted (--dry-run prints the script)"};
 
   Session s;
-  auto overrides = parse_sets(a.recipe.sets);
-  load_session_plugins(s, a.recipe.plugin_paths);
-  std::string note;
-  bool ok = false;
-  try {
-    ok = open_recipe_for_planning(s, a.recipe.path, overrides, note);
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
-  if (!print_recipe_diagnostics(s, a.recipe.path, ok)) throw Exit{kExitInvalid, ""};
-  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  if (!open_session_for_planning(s, a.recipe)) throw Exit{kExitInvalid, ""};
   const dsl::RecipePlan& plan = *s.plan;
 
   // Nodes and tasks: one task per GPU of the recipe's world, [cluster] gpus_per_node

@@ -39,17 +39,7 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
 
 void print_dry_run(const RecipeArgs& args, int nproc) {
   Session s;
-  auto overrides = parse_sets(args.sets);
-  load_session_plugins(s, args.plugin_paths);
-  std::string note;
-  bool ok = false;
-  try {
-    ok = open_recipe_for_planning(s, args.path, overrides, note);
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
-  if (!print_recipe_diagnostics(s, args.path, ok)) throw Exit{kExitInvalid, ""};
-  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  if (!open_session_for_planning(s, args)) throw Exit{kExitInvalid, ""};
   if (nproc <= 0) refuse_backend_of_one(args.path, s.plan->comm);
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;

@@ -10,12 +10,10 @@
 
 namespace vexp {
 
-// Like open_recipe(), for planning: when data.dataset names a dataset plugin that
-// is not installed (the Kinetics plugin on a laptop), a stand-in accepting the
-// recipe's [data.params] as written is registered under that name, so the rest
-// of the recipe is still fully validated; its clip shape comes from the
-// parameters `frames` and `size` (or `crop_size`), its classes from `classes`
-// (or `num_classes`). `note` then says so.
+// open_recipe(s, path, planning_options(overrides)) (session.hpp: no data needed, a
+// stand-in for a dataset plugin that is not installed) on a session whose plugins
+// the caller loaded; `note` is s.stand_in_note. The planner's spelling of it
+// (tools/vexp/plan).
 bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
                               std::string& note);
 

@@ -1,0 +1,122 @@
+// One optimizer step of training: the step `vexp run` takes (trainer_loop.cpp) and
+// the one `vexp bench train` (and so `vexp plan --measure-local`) and `vexp bench
+// comm` time. There is no other copy: a benchmark that times a step `vexp run` does
+// not take measures nothing.
+//
+// A step, for one rank:
+//   forward_backward  each of the rank's `micro` micro-batches: the randomness
+//                     reseeded from (seed, global step, GPU), forward under
+//                     autocast, cross-entropy, the loss checked (a callback: the
+//                     trainer's divergence rules, the benchmarks' refusal of a
+//                     non-finite loss), backward of loss / (micro x ranks) through
+//                     the GradScaler; only the last micro-batch's backward lets the
+//                     reducer communicate; micro-batches of the GPUs a rank
+//                     emulates beyond its own first (those after its first `accum`)
+//                     leave the BatchNorm buffers as they found them
+//   reduce            the reducer's all-reduce of the gradients, then the mean of
+//                     the step's loss and whether any rank asked to stop
+//   update            unscale (fp16), optim.clip_grad_norm, the optimizer step at
+//                     the scheduled, scaled lr (DistPlan::schedule), the scaler's
+//                     update, gradients zeroed
+// Each phase's time is kept (times()); with `sync_phases` every phase ends with a
+// device synchronisation, so that each is charged its own GPU time (benchmarks).
+// Torch-light header: ATen's tensor type only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "vexp/runtime/loader.hpp"
+#include "vexp/runtime/precision.hpp"
+
+namespace vexp {
+
+class Comm;
+class Dataset;
+class ModelGraph;
+class Reducer;
+class Sgd;
+struct DistPlan;
+
+// What a step works on (not owned; each must outlive the TrainStep).
+struct StepParts {
+  ModelGraph* model = nullptr;
+  Sgd* sgd = nullptr;
+  GradScaler* scaler = nullptr;
+  const std::vector<at::Tensor>* params = nullptr;  // the trainable parameters (the optimizer's)
+  Reducer* reducer = nullptr;                       // null: no gradient exchange (one rank)
+  Comm* comm = nullptr;                             // with a reducer: the loss / stop all-reduce
+};
+
+struct StepOptions {
+  int64_t micro = 1;      // micro-batches per rank per step (DistPlan::micro)
+  int64_t accum = 1;      // of them, the rank's own GPU's (DistPlan::accum); the rest emulate other GPUs
+  int64_t ranks = 1;      // processes the gradients are averaged over
+  int rank = 0;
+  uint64_t seed = 0;      // run.seed
+  double clip_grad_norm = 0;  // optim.clip_grad_norm (0: no clipping)
+  c10::Device device{c10::kCPU};
+  Precision precision = Precision::Fp32;
+  bool sync_phases = false;  // device_sync at the end of every phase (benchmarks)
+};
+
+// Seconds of the last step's phases.
+struct StepTimes {
+  double data = 0;       // inside the batch callback
+  double forward = 0;    // forward passes and the losses read back
+  double backward = 0;
+  double comm = 0;       // reduce()
+  double optimizer = 0;  // update()
+};
+
+class TrainStep {
+ public:
+  // Micro-batch `m` (0 .. micro-1) of the step, on the device.
+  using NextBatch = std::function<Batch(int64_t m)>;
+  // Sees micro-batch m's loss; returns the value to count (a test fault may change
+  // it) or throws (divergence). May be empty: the loss is counted as it is.
+  using CheckLoss = std::function<double(int64_t m, double loss)>;
+
+  TrainStep(StepParts parts, StepOptions options);
+  // The options of a run's plan: micro, accum, ranks from `dp`; rank, seed, clip,
+  // device and precision are the caller's.
+  static StepOptions options_of(const DistPlan& dp, StepOptions base);
+
+  // The micro-batches of global step `global_step` (from 0), forward and backward;
+  // returns the sum of their losses.
+  double forward_backward(int64_t global_step, const NextBatch& next, const CheckLoss& check = {});
+  // The gradient all-reduce (nothing without a reducer). With a reducer, `loss_sum`
+  // becomes its mean over the ranks and `stop` is true when it was on any rank.
+  void reduce(double& loss_sum, bool& stop);
+  // Unscale, clip, optimizer step at `lr`, scaler update, zero_grad. Returns whether
+  // the optimizer stepped (false: fp16 met an inf / NaN gradient and skipped).
+  bool update(double lr);
+  // All three; returns the mean loss of the step's micro-batches (over the ranks).
+  double run(int64_t global_step, double lr, const NextBatch& next, const CheckLoss& check = {});
+
+  const StepTimes& times() const { return times_; }
+  const StepOptions& options() const { return opt_; }
+
+ private:
+  void keep_buffers();
+  void restore_buffers();
+
+  StepParts parts_;
+  StepOptions opt_;
+  StepTimes times_;
+  std::vector<at::Tensor> buffers_, kept_buffers_;
+};
+
+// This rank's batches of global steps [first, end) of a run's sample stream, in
+// order (micro-batches of DistPlan::per_gpu clips), through a Loader, each clip
+// with its augmentation seed (run seed, the epoch whose shuffle it came from): what
+// `vexp run` trains on. `lo`: workers, prefetch and pinning (its seed is unused).
+std::unique_ptr<Loader> stream_loader(const Dataset& data, const DistPlan& dp, int rank, int64_t ranks,
+                                      uint64_t seed, int64_t first, int64_t end, const LoaderOptions& lo);
+
+}  // namespace vexp

@@ -1,0 +1,156 @@
+// One optimizer step of training (train_step.hpp): the trainer's and the
+// benchmarks' only copy.
+#include "vexp/runtime/train_step.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "seed.hpp"
+#include "vexp/comm.hpp"
+#include "vexp/dataset.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/reducer.hpp"
+
+namespace vexp {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+TrainStep::TrainStep(StepParts parts, StepOptions options) : parts_(parts), opt_(options) {
+  if (!parts_.model || !parts_.sgd || !parts_.scaler || !parts_.params)
+    throw std::logic_error("TrainStep: model, optimizer, scaler and parameters are required");
+  if (parts_.reducer && !parts_.comm) throw std::logic_error("TrainStep: a reducer needs its Comm");
+  if (opt_.micro < 1 || opt_.accum < 1 || opt_.accum > opt_.micro || opt_.ranks < 1)
+    throw std::logic_error("TrainStep: micro-batches " + std::to_string(opt_.micro) + ", accum " +
+                           std::to_string(opt_.accum) + ", ranks " + std::to_string(opt_.ranks));
+}
+
+StepOptions TrainStep::options_of(const DistPlan& dp, StepOptions base) {
+  base.micro = dp.micro;
+  base.accum = dp.accum;
+  base.ranks = dp.ranks;
+  return base;
+}
+
+double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, const CheckLoss& check) {
+  times_ = StepTimes{};
+  const int64_t micro = opt_.micro;
+  double loss_sum = 0;
+  for (int64_t m = 0; m < micro; ++m) {
+    // Dropout and other randomness: a function of (seed, step, GPU) only, so a
+    // resumed run draws exactly what an uninterrupted one would, and GPU g of
+    // an emulated world draws what rank g of a real one does.
+    const uint64_t gpu = static_cast<uint64_t>(opt_.rank * micro + m);
+    at::manual_seed(mix_seed(mix_seed(opt_.seed ^ 0x5eedULL, static_cast<uint64_t>(global_step)), gpu));
+    auto t = Clock::now();
+    Batch b = next(m);
+    times_.data += since(t);
+    t = Clock::now();
+    // On a cluster every GPU's BatchNorm keeps running statistics of its own, and a
+    // rank's first GPU's are the ones its checkpoints and evaluations use. A rank
+    // that emulates several GPUs computes the others' micro-batches too (those after
+    // its first GPU's accum_steps): they leave the statistics as they found them, so
+    // that buffers, checkpoints and top-1 equal the real run's on any rank count.
+    const bool other_gpu = m >= opt_.accum;
+    if (other_gpu) keep_buffers();
+    at::Tensor loss;
+    {
+      AutocastScope autocast(opt_.device.type(), opt_.precision);
+      at::Tensor logits = parts_.model->forward(b.clips);
+      loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
+    }
+    double lv = loss.item<double>();  // waits for the forward pass
+    times_.forward += since(t);
+    if (check) lv = check(m, lv);
+    loss_sum += lv;
+    t = Clock::now();
+    if (parts_.reducer) parts_.reducer->prepare(m == micro - 1);  // only the last backward communicates
+    // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
+    // all-reduce (summed by the reducer, which then needs no averaging pass).
+    const double loss_scale = 1.0 / static_cast<double>(micro * opt_.ranks);
+    parts_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
+    // After the backward pass, which reads the statistics batch norm saved.
+    if (other_gpu) restore_buffers();
+    if (opt_.sync_phases) device_sync(opt_.device);
+    times_.backward += since(t);
+  }
+  return loss_sum;
+}
+
+void TrainStep::reduce(double& loss_sum, bool& stop) {
+  if (!parts_.reducer) return;
+  const auto t = Clock::now();
+  parts_.reducer->finish();
+  // The step's loss is the mean over all GPUs; the stop flag rides along
+  // (non-zero when any rank was asked to stop).
+  at::Tensor l = at::empty({2}, at::kDouble);
+  l.data_ptr<double>()[0] = loss_sum;
+  l.data_ptr<double>()[1] = stop ? 1.0 : 0.0;
+  parts_.comm->allreduce(l, ReduceOp::Avg);
+  loss_sum = l.data_ptr<double>()[0];
+  stop = l.data_ptr<double>()[1] > 0;
+  if (opt_.sync_phases) device_sync(opt_.device);
+  times_.comm = since(t);
+}
+
+bool TrainStep::update(double lr) {
+  const auto t = Clock::now();
+  // fp16: gradients back to their true size; a step with an inf / NaN among
+  // them is skipped and the loss scale backs off (every rank sees the same
+  // reduced gradients, so every rank decides alike).
+  const std::vector<at::Tensor>& params = *parts_.params;
+  const bool finite = parts_.scaler->unscale(params);
+  if (finite && opt_.clip_grad_norm > 0) clip_grad_norm(params, opt_.clip_grad_norm);
+  if (finite) parts_.sgd->step(lr);
+  parts_.scaler->update(finite);
+  parts_.sgd->zero_grad();
+  if (opt_.sync_phases) device_sync(opt_.device);
+  times_.optimizer = since(t);
+  return finite;
+}
+
+double TrainStep::run(int64_t global_step, double lr, const NextBatch& next, const CheckLoss& check) {
+  double loss_sum = forward_backward(global_step, next, check);
+  bool stop = false;
+  reduce(loss_sum, stop);
+  update(lr);
+  return loss_sum / static_cast<double>(opt_.micro);
+}
+
+// The model's buffers (BatchNorm running statistics and counts) copied aside,
+// into storage kept for the run, and put back.
+void TrainStep::keep_buffers() {
+  c10::NoGradGuard no_grad;
+  if (buffers_.empty()) {
+    buffers_ = parts_.model->buffers(true);
+    for (const at::Tensor& b : buffers_) kept_buffers_.push_back(b.clone());
+    return;
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) kept_buffers_[i].copy_(buffers_[i]);
+}
+
+void TrainStep::restore_buffers() {
+  c10::NoGradGuard no_grad;
+  for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(kept_buffers_[i]);
+}
+
+std::unique_ptr<Loader> stream_loader(const Dataset& data, const DistPlan& dp, int rank, int64_t ranks,
+                                      uint64_t seed, int64_t first, int64_t end, const LoaderOptions& lo) {
+  const DistributedSampler sampler(dp.train_size, rank, ranks, dp.per_gpu, dp.micro, seed);
+  DistributedSampler::Batches b = sampler.steps(first, end);
+  std::vector<std::vector<uint64_t>> seeds(b.epochs.size());
+  for (size_t i = 0; i < b.epochs.size(); ++i)
+    for (int64_t e : b.epochs[i]) seeds[i].push_back(mix_seed(seed, static_cast<uint64_t>(e)));
+  return std::make_unique<Loader>(data, std::move(b.indices), std::move(seeds), lo);
+}
+
+}  // namespace vexp
