@@ -23,7 +23,7 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
   return ok;
 }
 
-DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note) {
+int64_t planned_train_size(Session& s, std::string* size_note) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;
   if (train_size <= 0 && !s.host.find("dataset", plan.dataset))
@@ -51,6 +51,12 @@ DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::stri
                    why.substr(0, why.find('\n')) + ")";
     }
   }
+  return train_size;
+}
+
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note) {
+  const dsl::RecipePlan& plan = *s.plan;
+  const int64_t train_size = planned_train_size(s, size_note);
   std::vector<int64_t> numels;
   {
     ModelGraph model(plan, s.host);

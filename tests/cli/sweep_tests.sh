@@ -30,13 +30,13 @@ grid_and_derived)
   expect_out "4 trials, every recipe valid"
   expect_out "trial 001  global_batch 8      lr 0.05       --set run.epochs=1 --set run.log_every=2 --set dist.batch_per_gpu=8 --set optim.lr=0.05"
   expect_out "trial 004  global_batch 16     lr 0.1        --set run.epochs=1 --set run.log_every=2 --set dist.batch_per_gpu=16 --set optim.lr=0.1"
-  # grid (2) x list (3 points of two keys) with derived lr and weight decay
+  # grid (2) x list (3 points of two keys), the recipe's linear lr scaling and a derived weight decay
   expect_rc 0 -- "$vexp" sweep data/sweep_derived.toml --dry-run
   expect_out "6 trials, every recipe valid"
-  # batch 16 x accum 3 = 48 clips: lr = 0.1 * 48 / 256 = 0.01875; wd = max(1e-5, 1e-4/3)
-  expect_out "trial 006  global_batch 48     lr 0.01875    --set dist.batch_per_gpu=16 --set dist.accum_steps=3 --set schedule.warmup_epochs=1 --set optim.lr=0.01875 --set optim.weight_decay=3.333333333e-05"
-  expect_out "trial 002  global_batch 16     lr 0.00625    --set dist.batch_per_gpu=8 --set dist.accum_steps=2 --set schedule.warmup_epochs=0.5 --set optim.lr=0.00625 --set optim.weight_decay=5e-05"
-  # random axes: 2 grid points x 3 draws, reproducible, in range, linear scaling applied
+  # batch 16 x accum 3 = 48 clips: lr = 0.1 * 48 / 256 = 0.01875 (optim.base_lr scaled); wd = max(1e-5, 1e-4/3)
+  expect_out "trial 006  global_batch 48     lr 0.01875    --set optim.base_lr=0.1 --set optim.base_batch=256 --set optim.lr_scaling=\"linear\" --set dist.batch_per_gpu=16 --set dist.accum_steps=3 --set schedule.warmup_epochs=1 --set optim.weight_decay=3.333333333e-05"
+  expect_out "trial 002  global_batch 16     lr 0.00625    --set optim.base_lr=0.1 --set optim.base_batch=256 --set optim.lr_scaling=\"linear\" --set dist.batch_per_gpu=8 --set dist.accum_steps=2 --set schedule.warmup_epochs=0.5 --set optim.weight_decay=5e-05"
+  # random axes: 2 grid points x 3 draws, reproducible, in range, the recipe's linear scaling applied
   expect_rc 0 -- "$vexp" sweep data/sweep_random.toml --dry-run
   expect_out "6 trials, every recipe valid"
   cp "$tmp/out" "$tmp/random1"
@@ -49,13 +49,23 @@ assert len(lines) == 6, lines
 types = set()
 for l in lines:
     b = int(re.search(r"global_batch (\d+)", l).group(1))
-    lr = float(re.search(r"--set optim\.lr=([0-9.e+-]+)", l).group(1))
-    base = lr * 8 / b                      # linear_scaling, reference_batch 8
+    lr = float(re.search(r" lr ([0-9.e+-]+)", l).group(1))
+    base = float(re.search(r"--set optim\.base_lr=([0-9.e+-]+)", l).group(1))
     assert 0.001 <= base <= 0.1 + 1e-9, (l, base)
+    assert abs(lr - base * b / 8) <= 1e-5 * lr, (l, lr, base)   # what trains: base_lr x batch / base_batch 8
+    assert "optim.lr=" not in l, l
     types.add(re.search(r"schedule\.type=\"(\w+)\"", l).group(1))
 assert types <= {"cosine", "constant"}, types
-assert len({re.search(r"optim\.lr=([0-9.e+-]+)", l).group(1) for l in lines}) == 6
+assert len({re.search(r"optim\.base_lr=([0-9.e+-]+)", l).group(1) for l in lines}) == 6
 PY
+  # The sweep's own lr scaling is gone: an old sweep file is told what to write instead.
+  printf '[sweep]\nbase = "%s/data/tiny.toml"\nlinear_scaling = true\n[[sweep.axis]]\nkey = "base_lr"\ngrid = [0.1]\n' "$here" >"$tmp/old.toml"
+  expect_rc 2 -- "$vexp" sweep "$tmp/old.toml" --dry-run
+  expect_out "$tmp/old.toml:3:1: error: 'linear_scaling' in [sweep] was removed: a sweep scales the lr through the recipe's own rule"
+  # optim.lr over a recipe that scales optim.base_lr would not train: refused at the axis.
+  printf '[sweep]\nbase = "%s/data/tiny.toml"\n[sweep.set]\n"optim.base_lr" = 0.1\n[[sweep.axis]]\nkey = "optim.lr"\ngrid = [0.1, 0.2]\n' "$here" >"$tmp/dead.toml"
+  expect_rc 2 -- "$vexp" sweep "$tmp/dead.toml" --dry-run
+  expect_out "trial 1: optim.lr = 0.1 is not what trains: the recipe scales the lr from optim.base_lr = 0.1"
   ;;
 bad_sweep)
   expect_rc 2 -- "$vexp" sweep data/sweep_broken.toml --out "$tmp/s"
@@ -91,7 +101,7 @@ definition_keys)
   no_crash
   f=data/sweep_keys.toml
   expect_out "$f:5:1: error: 'metric' in [sweep]: must be one of \"top1\", \"top5\", \"val_loss\", \"clips_per_s\", \"wall_s\", \"train_s\", got \"top3\""
-  expect_out "$f:6:1: error: 'reference_batch' in [sweep]: must be > 0"
+  expect_out "$f:6:1: error: 'reference_batch' in [sweep] was removed: a sweep scales the lr through the recipe's own rule"
   expect_out "$f:9:1: error: 'after_epochs' in [sweep.prune]: must be >= 1, got 0"
   expect_out "$f:11:1: error: [sweep.random] needs 'count'"
   expect_out "$f:16:1: error: unknown key 'grids' in [[sweep.axis]] (did you mean 'grid'?)"
@@ -109,7 +119,7 @@ assert len(rows) == 4, rows
 for r in rows.values():
     assert r["status"] == "done" and r["attempts"] == 1 and r["exit_code"] == 0, r
     m = json.loads(r["metrics"]); assert 0 <= m["top1"] <= 1 and m["clips_per_s"] > 0, m
-    assert r["metric"] == m["top1"] and r["wall_s"] > 0 and r["finished_at"] >= r["started_at"], r
+    assert r["metric"] == m["top1"] and r["attempt_s"] > 0 and r["finished_at"] >= r["started_at"], r
     assert r["run_dir"].endswith("/trials/%03d" % r["id"]), r
     assert json.loads(r["params"])["optim.lr"] in (0.05, 0.1), r
 assert [rows[i]["global_batch"] for i in (1,2,3,4)] == [8, 8, 16, 16], rows
@@ -347,9 +357,118 @@ ranks_per_trial)
     grep -q '"ranks":2' "$tmp/r2/trials/$t/metrics.jsonl" || fail "trial $t did not run on 2 ranks"
   done
   ;;
+trained_figures)
+  # A trial records what trains (#26): a recipe that scales its lr from optim.base_lr,
+  # swept over the world size (emulated on 1 rank) and base_lr. The store, `vexp
+  # results` (table and --csv), the report's data and --best-recipe must carry each
+  # trial's trained global batch and lr, checked against the trial's own
+  # resolved.toml, metrics.jsonl and summary.json (what `vexp run` trained with).
+  cat >"$tmp/scaled.toml" <<EOF
+[sweep]
+name = "scaled"
+base = "$here/data/tiny.toml"
+[sweep.set]
+"run.epochs" = 1
+"run.log_every" = 1
+"optim.base_batch" = 16
+"optim.lr_scaling" = "linear"
+"schedule.type" = "constant"
+"schedule.warmup_epochs" = 0
+[[sweep.axis]]
+key = "dist.world_size"
+grid = [1, 2]
+[[sweep.axis]]
+key = "optim.base_lr"
+grid = [0.05, 0.1]
+EOF
+  expect_rc 0 -- "$vexp" sweep "$tmp/scaled.toml" --dry-run --ranks-per-trial 1
+  # world 1 x 8 clips: 0.05 x 8/16 = 0.025; world 2: 16 clips, 0.1 x 16/16 = 0.1
+  expect_out "trial 001  global_batch 8      lr 0.025 "
+  expect_out "trial 004  global_batch 16     lr 0.1 "
+  # The issue's case: the 8-GPU TSM recipe (base_lr 0.02 at 128 clips, linear) over
+  # world_size x base_lr lists the lr each `vexp run --dry-run` plans, not the one written.
+  printf '[sweep]\nbase = "%s/recipes/tsm_k400_8gpu.toml"\n[[sweep.axis]]\nkey = "dist.world_size"\ngrid = [8, 64]\n[[sweep.axis]]\nkey = "optim.base_lr"\ngrid = [0.01, 0.02]\n' "$src" >"$tmp/paper.toml"
+  expect_rc 0 -- "$vexp" sweep "$tmp/paper.toml" --dry-run
+  expect_out "trial 001  global_batch 64     lr 0.005 "
+  expect_out "trial 002  global_batch 64     lr 0.01 "
+  expect_out "trial 003  global_batch 512    lr 0.04 "
+  expect_out "trial 004  global_batch 512    lr 0.08 "
+  expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_8gpu.toml" --dry-run --set dist.world_size=64 --set optim.base_lr=0.02
+  expect_out "learning rate:     0.08 (base_lr 0.02 at 128 clips"
+  expect_rc 0 -- "$vexp" sweep "$tmp/scaled.toml" --out "$tmp/s" --jobs 2 --ranks-per-trial 1
+  no_crash
+  expect_out "4 trials: 4 done"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --csv --sort id
+  cp "$tmp/out" "$tmp/results.csv"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --sort id
+  cp "$tmp/out" "$tmp/results.txt"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --best-recipe "$tmp/best.toml"
+  expect_rc 0 -- "$vexp" report "$tmp/s" --out "$tmp/report.html" --png "$tmp/png"
+  $PY - "$tmp/s" "$tmp/results.csv" "$tmp/results.txt" "$tmp/best.toml" "$tmp/png" <<'PY' || fail "a sweep figure differs from what the trial trained"
+import csv, json, math, re, sqlite3, sys, tomllib
+d, csv_path, txt_path, best_path, png = sys.argv[1:6]
+def close(a, b): return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+# What each trial trained, from its own run directory.
+trained = {}
+for i in (1, 2, 3, 4):
+    run = "%s/trials/%03d" % (d, i)
+    text = open(run + "/resolved.toml").read()
+    r = tomllib.loads(text)
+    o, di = r["optim"], r["dist"]
+    g = di["world_size"] * di["batch_per_gpu"] * di.get("accum_steps", 1)
+    assert o["lr_scaling"] == "linear" and o["base_lr"] > 0, o
+    lr = o["base_lr"] * g / o["base_batch"]
+    steps = [j for j in map(json.loads, open(run + "/metrics.jsonl")) if j.get("type") == "step"]   # run.log_every = 1: every step
+    assert steps and all(close(s["lr"], lr) for s in steps), (i, lr, [s["lr"] for s in steps])
+    summary = json.load(open(run + "/summary.json"))
+    assert summary["global_batch"] == g, (i, summary["global_batch"], g)
+    trained[i] = dict(g=g, lr=lr, steps=len(steps), wall=summary["wall_s"],
+                      resolved=text, top1=summary["top1"])
+assert sorted((t["g"], round(t["lr"], 9)) for t in trained.values()) == [(8, 0.025), (8, 0.05), (16, 0.05), (16, 0.1)], trained
+# The store.
+db = sqlite3.connect(d + "/sweep.db"); db.row_factory = sqlite3.Row
+for row in db.execute("SELECT * FROM trials"):
+    t = trained[row["id"]]
+    assert row["global_batch"] == t["g"] and close(row["lr"], t["lr"]), (dict(row), t)
+    f = json.loads(row["figures"])
+    assert f["global_batch"] == t["g"] and close(f["lr"], t["lr"]) and f["total_steps"] == t["steps"], (f, t)
+    assert f["micro_batches"] == f["world_size"] and f["ranks"] == 1, f   # world 2 emulated on 1 rank
+# vexp results --csv and the table: the trained values, and one wall_s (summary.json's).
+rows = list(csv.DictReader(open(csv_path)))
+assert len(rows) == 4, rows
+for r in rows:
+    t = trained[int(r["trial"])]
+    assert int(r["global_batch"]) == t["g"] and close(float(r["lr"]), t["lr"]), (r, t)
+    assert int(r["total_steps"]) == t["steps"], (r, t)
+    assert close(float(r["wall_s"]), t["wall"]), (r["wall_s"], t["wall"])
+seen = 0
+for line in open(txt_path):
+    m = re.match(r"^(\d{3}) ", line)
+    if not m: continue
+    seen += 1
+    t = trained[int(m.group(1))]; cells = line.split()
+    assert cells[-1] == "%.1f" % t["wall"], (line, t["wall"])
+    assert "%.4g" % t["lr"] in cells, (line, t["lr"])
+assert seen == 4, seen
+# The report's data: each trial's (global batch, lr) where the plots put it.
+pts = sorted((int(l.split()[0]), round(float(l.split()[1]), 9)) for l in open(png + "/scaling_trials.dat") if l.strip())
+assert pts == sorted((t["g"], round(t["lr"], 9)) for t in trained.values()), pts
+# --best-recipe: the best trial's own recipe, with what it trained.
+best = max(trained, key=lambda i: (trained[i]["top1"], -i))
+text = open(best_path).read()
+assert text.endswith(trained[best]["resolved"]), "best recipe is not the best trial's resolved.toml"
+m = re.search(r"^# trained: global_batch (\d+), lr ([0-9.e+-]+)", text, re.M)
+assert m and int(m.group(1)) == trained[best]["g"] and close(float(m.group(2)), trained[best]["lr"]), (m and m.group(0), trained[best])
+PY
+  ;;
 quickstart_check)
   expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run
   expect_out "9 trials, every recipe valid"
+  # The paper-scale study needs no switch-off: the recipe's rule gives 0.01 per 64 clips x batch.
+  expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/tsm_k400_bs_lr.toml" --dry-run
+  expect_out "45 trials, every recipe valid"
+  expect_out "trial 001  global_batch 256    lr 0.02 "
+  expect_out "trial 045  global_batch 12288  lr 3.84 "
   ;;
 *) fail "unknown test" ;;
 esac

@@ -117,7 +117,7 @@ vexp::sweep::Row trial(int64_t id, int64_t batch, double lr, int seed, double to
   r.params = {{"dist.batch_per_gpu", batch}, {"optim.lr", lr}, {"run.seed", seed}};
   r.metrics = {{"top1", top1}, {"classes", 4}, {"threads", 4}};
   if (cpu_s >= 0) r.metrics["cpu_s"] = cpu_s;
-  r.wall_s = wall_s;
+  r.attempt_s = wall_s;
   r.started_at = 100.0 * static_cast<double>(id);
   r.finished_at = r.started_at + wall_s;
   return r;

@@ -1,14 +1,15 @@
 // vexp results DIR [--json | --csv] [--sort METRIC] [--best-recipe out.toml]
 // vexp report DIR... [--out FILE.html] [--png PNG_DIR]
-// The command lines; sweep/report.cpp reads the sweep directory, report/ writes
-// the HTML reports.
+// The command lines; report/sweep_results.cpp reads the sweep directory (through
+// vexp::sweep's store), report/ writes the HTML reports.
 #include <cctype>
 #include <filesystem>
 #include <iostream>
 
 #include "common.hpp"
 #include "report/html_report.hpp"
-#include "sweep/report.hpp"
+#include "commands/sweep_errors.hpp"
+#include "report/sweep_results.hpp"
 
 namespace vexp::cli {
 
@@ -23,11 +24,14 @@ void add_results(CLI::App& app) {
   cmd->add_option("--sort", *sort, "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch");
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
-    std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
-    if (!best->empty()) {
-      int64_t id = sweep::write_best_recipe(*dir, *best);
-      std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
-    }
+    sweep::bind_sweep_run_files();
+    sweep_errors([&] {
+      std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
+      if (!best->empty()) {
+        int64_t id = sweep::write_best_recipe(*dir, *best);
+        std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
+      }
+    });
   });
 }
 
@@ -41,6 +45,7 @@ void add_report(CLI::App& app) {
   cmd->add_option("--out", *out, "The HTML file (default: DIR/report.html; several runs: ./comparison.html)");
   cmd->add_option("--png", *png, "Also write PNG plots of a sweep (gnuplot) into this folder");
   cmd->callback([=] {
+    sweep::bind_sweep_run_files();  // a sweep directory's trials are read through the sweep engine
     namespace fs = std::filesystem;
     std::string path = out->empty() ? report::default_html_path(*dirs) : *out;
     std::string ext = fs::path(path).extension().string();
@@ -52,11 +57,12 @@ void add_report(CLI::App& app) {
       throw Exit{kExitInvalid, "--png: PNG plots are drawn for one sweep directory (one that holds sweep.db)"};
     for (const auto& d : *dirs)
       if (!fs::is_directory(d)) throw Exit{kExitFailure, "'" + d + "' is not a directory"};
-    const report::Written w = report::write_html_report(*dirs, path);
+    const report::Written w = sweep_errors([&] { return report::write_html_report(*dirs, path); });
     std::cout << w.path << "\n";
     std::cerr << w.kind << " report: " << w.path << " (" << (w.bytes + 1023) / 1024 << " KiB)\n";
     if (!png->empty())
-      for (const auto& f : sweep::write_report((*dirs)[0], *png)) std::cout << f << "\n";
+      for (const auto& f : sweep_errors([&] { return sweep::write_report((*dirs)[0], *png); }))
+        std::cout << f << "\n";
   });
 }
 

@@ -1,7 +1,9 @@
 // vexp sweep SWEEP.toml [--out DIR] [--jobs N] [--ranks-per-trial R] [--dry-run]
 // Runs every trial of a sweep as a child `vexp run` in DIR/trials/NNN/, records
 // them in DIR/sweep.db, and resumes when run again. The command line; the engine
-// is in sweep/ (definition, expansion, directory and store, scheduler, report).
+// is vexp::sweep (libs/sweep: definition, expansion, directory and store,
+// scheduler), whose errors map to exit codes here (commands/sweep_errors.hpp); the
+// results table, best recipe and plots are report/sweep_results.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,12 +14,13 @@
 
 #include "common.hpp"
 #include "report/html_report.hpp"
-#include "sweep/definition.hpp"
-#include "sweep/directory.hpp"
-#include "sweep/expansion.hpp"
-#include "sweep/report.hpp"
-#include "sweep/scheduler.hpp"
-#include "sweep/store.hpp"
+#include "commands/sweep_errors.hpp"
+#include "report/sweep_results.hpp"
+#include "vexp/sweep/definition.hpp"
+#include "vexp/sweep/directory.hpp"
+#include "vexp/sweep/expansion.hpp"
+#include "vexp/sweep/scheduler.hpp"
+#include "vexp/sweep/store.hpp"
 #include "vexp/base/lock.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
@@ -39,7 +42,7 @@ struct SweepArgs {
 void print_trials(const std::vector<Trial>& trials) {
   for (const auto& t : trials) {
     std::printf("trial %03lld  global_batch %-6lld lr %-10.6g", static_cast<long long>(t.id),
-                static_cast<long long>(t.global_batch), t.lr);
+                static_cast<long long>(t.figures.global_batch), t.figures.lr);
     for (const auto& o : t.overrides) std::printf(" --set %s=%s", o.path.c_str(), o.text.c_str());
     std::printf("\n");
   }
@@ -68,7 +71,7 @@ std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session
                                    " trials (the grid and list axes multiplied, times [sweep.random] count); a "
                                    "sweep may have at most " + std::to_string(kMaxTrials) +
                                    ": narrow the axes or split the sweep"};
-    trials = expand(*def, s, d);
+    trials = expand(*def, s, a.ranks, d);
   }
   for (const auto& diag : d.sorted()) std::cerr << diag.str() << "\n";
   if (d.has_errors()) {
@@ -76,18 +79,90 @@ std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session
     throw Exit{kExitInvalid, a.path + ": " + std::to_string(n) + (n == 1 ? " error" : " errors") +
                                  (def ? "; no trial was started" : "")};
   }
-  // A trial of R ranks runs a world of dist.world_size GPUs: R must divide it.
-  for (const auto& t : trials) {
-    if (t.world_size % a.ranks != 0)
-      d.error(dsl::Loc{a.path, 0, 0}, "trial " + std::to_string(t.id) + ": dist.world_size = " +
-                                          std::to_string(t.world_size) + " is not a multiple of --ranks-per-trial " +
-                                          std::to_string(a.ranks) + " (set dist.world_size in [sweep.set] or an axis)");
-  }
-  if (d.has_errors()) {
-    for (const auto& diag : d.sorted()) std::cerr << diag.str() << "\n";
-    throw Exit{kExitInvalid, a.path + ": " + std::to_string(d.error_count()) + " errors; no trial was started"};
-  }
   return {std::move(*def), std::move(trials)};
+}
+
+// The command: validate and expand the sweep, then run (or list) its trials.
+// Engine errors (vexp::sweep::Error) reach add_sweep's sweep_errors.
+void sweep_command(const SweepArgs& a) {
+  Session s;
+  load_session_plugins(s, a.plugin_paths);
+  auto [def, trials] = load_sweep(a, s);
+  std::cout << a.path << ": " << trials.size() << " trials, every recipe valid\n";
+  if (a.dry_run) {
+    print_trials(trials);
+    return;
+  }
+
+  const Slots slots = plan_slots(a.jobs, a.ranks, a.gpus);
+  Launch launch;
+  launch.retry_failed = a.retry_failed;
+  if (a.ranks > 1) {
+    launch.mpirun = base::find_program("mpirun").value_or("");
+    if (launch.mpirun.empty())
+      throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a.ranks) + " needs mpirun on PATH"};
+  }
+  char exe_buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe_buf, sizeof exe_buf - 1);
+  if (n <= 0) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe)"};
+  launch.exe.assign(exe_buf, static_cast<size_t>(n));
+
+  // The store: new, or the same sweep resumed.
+  const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
+                                                                           : fs::path("runs/sweeps") / def.name;
+  // A run directory is not a sweep directory: its files would mix with the trials'.
+  for (const char* f : {"resolved.toml", "metrics.jsonl", "summary.json", "checkpoints"}) {
+    std::error_code ec;
+    if (fs::exists(dir / f, ec) && !fs::exists(dir / "sweep.db", ec))
+      throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
+                                   "), not a sweep directory: give --out another directory"};
+  }
+  std::error_code mk;
+  fs::create_directories(dir / "trials", mk);
+  if (mk) throw Exit{kExitFailure, "cannot create the sweep directory '" + dir.string() + "': " + mk.message()};
+  // One sweep at a time in a directory (until the reports are written); each
+  // trial's `vexp run` locks its own folder.
+  base::DirLock lock;
+  try {
+    lock = base::DirLock(dir.string(), "vexp sweep");
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  Store store;
+  open_sweep_store(store, dir, def, trials, s);
+  run_trials(store, s, def, dir, slots, launch);
+
+  std::cout << "\n" << results_text(dir.string(), "table", "");
+  if (!a.no_report) {
+    try {
+      int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
+      std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
+    } catch (const Exit& e) {
+      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
+    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
+    }
+    try {
+      auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
+      std::cout << "report: " << w.path << "\n";
+    } catch (const Exit& e) {
+      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
+    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
+    }
+    try {
+      auto files = write_report(dir.string(), (dir / "report").string());
+      std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
+    } catch (const Exit& e) {
+      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
+    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
+    }
+  }
+  int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
+  for (const auto& r : store.rows()) failed += r.status == "failed" ? 1 : 0;
+  if (failed > 0)
+    throw Exit{kExitFailure, std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)"};
 }
 
 }  // namespace
@@ -113,80 +188,7 @@ void add_sweep(CLI::App& app) {
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");
-  cmd->callback([a] {
-    Session s;
-    load_session_plugins(s, a->plugin_paths);
-    auto [def, trials] = load_sweep(*a, s);
-    std::cout << a->path << ": " << trials.size() << " trials, every recipe valid\n";
-    if (a->dry_run) {
-      print_trials(trials);
-      return;
-    }
-
-    const Slots slots = plan_slots(a->jobs, a->ranks, a->gpus);
-    Launch launch;
-    launch.retry_failed = a->retry_failed;
-    if (a->ranks > 1) {
-      launch.mpirun = base::find_program("mpirun").value_or("");
-      if (launch.mpirun.empty())
-        throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a->ranks) + " needs mpirun on PATH"};
-    }
-    char exe_buf[4096];
-    ssize_t n = ::readlink("/proc/self/exe", exe_buf, sizeof exe_buf - 1);
-    if (n <= 0) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe)"};
-    launch.exe.assign(exe_buf, static_cast<size_t>(n));
-
-    // The store: new, or the same sweep resumed.
-    const fs::path dir = !a->out.empty() ? fs::path(a->out) : !def.out.empty() ? fs::path(def.out)
-                                                                             : fs::path("runs/sweeps") / def.name;
-    // A run directory is not a sweep directory: its files would mix with the trials'.
-    for (const char* f : {"resolved.toml", "metrics.jsonl", "summary.json", "checkpoints"}) {
-      std::error_code ec;
-      if (fs::exists(dir / f, ec) && !fs::exists(dir / "sweep.db", ec))
-        throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
-                                     "), not a sweep directory: give --out another directory"};
-    }
-    std::error_code mk;
-    fs::create_directories(dir / "trials", mk);
-    if (mk) throw Exit{kExitFailure, "cannot create the sweep directory '" + dir.string() + "': " + mk.message()};
-    // One sweep at a time in a directory (until the reports are written); each
-    // trial's `vexp run` locks its own folder.
-    base::DirLock lock;
-    try {
-      lock = base::DirLock(dir.string(), "vexp sweep");
-    } catch (const base::Error& e) {
-      throw Exit{kExitFailure, e.what()};
-    }
-    Store store;
-    open_sweep_store(store, dir, def, trials, s);
-    run_trials(store, s, def, dir, slots, launch);
-
-    std::cout << "\n" << results_text(dir.string(), "table", "");
-    if (!a->no_report) {
-      try {
-        int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
-        std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
-      } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-      }
-      try {
-        auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
-        std::cout << "report: " << w.path << "\n";
-      } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-      }
-      try {
-        auto files = write_report(dir.string(), (dir / "report").string());
-        std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
-      } catch (const Exit& e) {
-        std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-      }
-    }
-    int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
-    for (const auto& r : store.rows()) failed += r.status == "failed" ? 1 : 0;
-    if (failed > 0)
-      throw Exit{kExitFailure, std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)"};
-  });
+  cmd->callback([a] { sweep::bind_sweep_run_files(); sweep_errors([&] { sweep_command(*a); }); });
 }
 
 }  // namespace vexp::cli

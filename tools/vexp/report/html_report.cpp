@@ -17,8 +17,8 @@
 #include "report/palette.hpp"
 #include "report/run_data.hpp"
 #include "report/sweep_grid.hpp"
-#include "sweep/expansion.hpp"
-#include "sweep/report.hpp"
+#include "vexp/sweep/expansion.hpp"
+#include "report/sweep_results.hpp"
 #include "vexp/build_tag.hpp"
 
 namespace vexp::report {
@@ -630,7 +630,7 @@ void sweep_report(Page& p, const std::string& dir, std::string& title) {
     if (msg.empty() && runs[i] && runs[i]->status != "done" && r.status != "done") msg = runs[i]->message;
     p.body += "<td class=\"num\">" + std::to_string(r.global_batch) + "</td><td class=\"num\">" + lr_text(r.lr) + "</td>" +
               num_cell(m("top1")) + num_cell(m("top5")) + num_cell(m("val_loss")) + num_cell(m("clips_per_s"), "%.1f") +
-              "<td class=\"num\">" + std::to_string(shared[i]) + "</td>" + num_cell(json(r.wall_s), "%.1f") +
+              "<td class=\"num\">" + std::to_string(shared[i]) + "</td>" + num_cell(m("wall_s"), "%.1f") +
               "<td class=\"num\">" + std::to_string(r.attempts) + "</td><td class=\"msg\">" + esc(msg) + "</td></tr>\n";
   }
   p.body += "</table></div>\n";

@@ -6,8 +6,8 @@
 
 #include "common.hpp"
 #include "report/run_files.hpp"
-#include "sweep/directory.hpp"
-#include "sweep/report.hpp"
+#include "vexp/sweep/directory.hpp"
+#include "report/sweep_results.hpp"
 #include "vexp/dsl/recipe.hpp"
 
 namespace vexp::report {

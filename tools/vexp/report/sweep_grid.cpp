@@ -210,9 +210,9 @@ std::string throughput_note(const std::vector<sweep::Row>& rows, const std::vect
     if (r.status != "done") continue;
     ++done;
     const double cpu = metric_number(r, "cpu_s", -1);
-    if (cpu < 0 || r.wall_s <= 0) continue;
+    if (cpu < 0 || r.attempt_s <= 0) continue;
     ++measured;
-    const double busy = cpu / r.wall_s;
+    const double busy = cpu / r.attempt_s;  // both of the last attempt
     lo = std::min(lo, busy), hi = std::max(hi, busy);
     for (const char* k : {"load1_start", "load1_end"}) {
       const double l = metric_number(r, k, -1);

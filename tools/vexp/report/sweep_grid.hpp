@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sweep/report.hpp"
+#include "report/sweep_results.hpp"
 
 namespace vexp::report {
 

@@ -26,6 +26,13 @@ bool open_recipe_for_planning(Session& s, const std::string& path, const std::ve
 // says which count was used (empty when they agree).
 DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr, std::string* size_note = nullptr);
 
+// The training-set size plan_run plans with (the same rule, without building the
+// model): data.train_size when given (> 0), else the dataset's; with `size_note`,
+// a declared size is checked against the dataset when it can be built and its real
+// count wins (what the trainer will count), the note saying so. Throws when the
+// dataset must be built and cannot be.
+int64_t planned_train_size(Session& s, std::string* size_note = nullptr);
+
 // The number of ranks the launcher started (launcher.hpp: detect_launcher), or 1.
 int64_t launched_ranks_from_env();
 

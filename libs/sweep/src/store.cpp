@@ -1,4 +1,4 @@
-#include "sweep/store.hpp"
+#include "vexp/sweep/store.hpp"
 
 #include <sqlite3.h>
 
@@ -22,7 +22,7 @@ sqlite3* DB(void* p) { return static_cast<sqlite3*>(p); }
 [[noreturn]] void fail(sqlite3* db, const std::string& message) {
   const int code = sqlite3_errcode(db) & 0xff;
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) throw CorruptDatabase(message);
-  throw std::runtime_error(message);
+  throw Error(message);
 }
 
 struct Stmt {
@@ -80,7 +80,7 @@ void Store::open(const std::string& path, bool create) {
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    throw std::runtime_error("cannot open '" + path + "': " + m);
+    throw Error("cannot open '" + path + "': " + m);
   }
   db_ = db;
   sqlite3_busy_timeout(db, 5000);
@@ -96,7 +96,8 @@ void Store::open(const std::string& path, bool create) {
   if (!create) {
     Stmt q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')");
     q.step();
-    if (sqlite3_column_int(q.st, 0) != 2) throw std::runtime_error("'" + path + "' is not a vexp sweep database");
+    if (sqlite3_column_int(q.st, 0) != 2) throw Error("'" + path + "' is not a vexp sweep database");
+    upgrade();
     return;
   }
   exec(
@@ -106,7 +107,37 @@ void Store::open(const std::string& path, bool create) {
       " global_batch INTEGER, lr REAL, recipe_hash TEXT,"
       " status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','diverged','pruned')),"
       " attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, metric REAL, metrics TEXT,"
-      " started_at REAL, finished_at REAL, wall_s REAL, run_dir TEXT NOT NULL, message TEXT);");
+      " started_at REAL, finished_at REAL, attempt_s REAL, run_dir TEXT NOT NULL, message TEXT, figures TEXT);");
+  upgrade();
+}
+
+void Store::upgrade() {
+  // A store of an earlier vexp: `wall_s` was the attempt's time as the sweep measured
+  // it (now `attempt_s`: wall_s is the run's own, summary.json's), and the trained
+  // figures were not kept.
+  std::map<std::string, bool> has;
+  {
+    Stmt q(DB(db_), "SELECT name FROM pragma_table_info('trials')");
+    while (q.step()) has[q.col_text(0)] = true;
+  }
+  // A store that cannot be written (a copy received read-only) is still read: the
+  // old column under the new name, no figures.
+  attempt_col_ = "attempt_s";
+  figures_col_ = "figures";
+  try {
+    if (has.count("wall_s") && !has.count("attempt_s")) exec("ALTER TABLE trials RENAME COLUMN wall_s TO attempt_s");
+  } catch (const CorruptDatabase&) {
+    throw;
+  } catch (const Error&) {
+    attempt_col_ = "wall_s";
+  }
+  try {
+    if (!has.count("figures")) exec("ALTER TABLE trials ADD COLUMN figures TEXT");
+  } catch (const CorruptDatabase&) {
+    throw;
+  } catch (const Error&) {
+    figures_col_ = "NULL";
+  }
 }
 
 bool Store::has_meta() const {
@@ -142,10 +173,11 @@ void Store::insert_trials(const std::vector<Trial>& trials, const std::string& t
       json ov = json::array();  // ordered: the recipe hash depends on the order overrides are applied
       for (const auto& o : t.overrides) ov.push_back({o.path, o.text});
       Stmt q(DB(db_),
-             "INSERT OR IGNORE INTO trials(id, params, overrides, global_batch, lr, recipe_hash, status, run_dir)"
-             " VALUES(?, ?, ?, ?, ?, ?, 'pending', ?)");
-      q.i64(1, t.id).text(2, t.params.dump()).text(3, ov.dump()).i64(4, t.global_batch).f64(5, t.lr)
-          .text(6, t.recipe_hash).text(7, (fs::path(trials_dir) / trial_name(t.id)).string()).step();
+             "INSERT OR IGNORE INTO trials(id, params, overrides, global_batch, lr, recipe_hash, status, run_dir, figures)"
+             " VALUES(?, ?, ?, ?, ?, ?, 'pending', ?, ?)");
+      q.i64(1, t.id).text(2, t.params.dump()).text(3, ov.dump()).i64(4, t.figures.global_batch).f64(5, t.figures.lr)
+          .text(6, t.recipe_hash).text(7, (fs::path(trials_dir) / trial_name(t.id)).string())
+          .text(8, t.figures.to_json().dump()).step();
     }
     exec("COMMIT");
   } catch (...) {
@@ -155,9 +187,10 @@ void Store::insert_trials(const std::vector<Trial>& trials, const std::string& t
 }
 
 std::vector<Row> Store::rows() const {
-  Stmt q(DB(db_),
-         "SELECT id, params, overrides, global_batch, lr, recipe_hash, status, attempts, exit_code, metric, metrics,"
-         " started_at, finished_at, wall_s, run_dir, message FROM trials ORDER BY id");
+  const std::string sql =
+      "SELECT id, params, overrides, global_batch, lr, recipe_hash, status, attempts, exit_code, metric, metrics,"
+      " started_at, finished_at, " + attempt_col_ + ", run_dir, message, " + figures_col_ + " FROM trials ORDER BY id";
+  Stmt q(DB(db_), sql.c_str());
   std::vector<Row> out;
   while (q.step()) {
     Row r;
@@ -170,7 +203,7 @@ std::vector<Row> Store::rows() const {
     for (const auto& p : r.overrides)
       pairs = pairs && p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string();
     if (!pairs)
-      throw std::runtime_error("sweep.db: trial " + std::to_string(r.id) +
+      throw Error("sweep.db: trial " + std::to_string(r.id) +
                                ": column 'overrides' is not a list of [\"key\", \"value\"] strings");
     r.global_batch = sqlite3_column_int64(q.st, 3);
     r.lr = sqlite3_column_double(q.st, 4);
@@ -183,9 +216,11 @@ std::vector<Row> Store::rows() const {
     if (!r.metrics.is_object()) r.metrics = json::object();
     r.started_at = sqlite3_column_double(q.st, 11);
     r.finished_at = sqlite3_column_double(q.st, 12);
-    r.wall_s = sqlite3_column_double(q.st, 13);
+    r.attempt_s = sqlite3_column_double(q.st, 13);
     r.run_dir = q.col_text(14);
     r.message = q.col_text(15);
+    r.figures = parse_or(q.col_text(16), json::object());
+    if (!r.figures.is_object()) r.figures = json::object();
     out.push_back(std::move(r));
   }
   return out;
@@ -199,19 +234,19 @@ void Store::mark_running(int64_t id, const std::string& run_dir) {
 }
 
 void Store::finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
-                   const json& metrics, double wall_s, const std::string& message) {
+                   const json& metrics, double attempt_s, const std::string& message) {
   Stmt q(DB(db_),
-         "UPDATE trials SET status=?, exit_code=?, metric=?, metrics=?, finished_at=?, wall_s=?, message=? WHERE id=?");
+         "UPDATE trials SET status=?, exit_code=?, metric=?, metrics=?, finished_at=?, attempt_s=?, message=? WHERE id=?");
   q.text(1, status).i64(2, exit_code);
   if (metric) q.f64(3, *metric);
   else q.null(3);
-  q.text(4, metrics.dump()).f64(5, now_s()).f64(6, wall_s).text(7, message).i64(8, id).step();
+  q.text(4, metrics.dump()).f64(5, now_s()).f64(6, attempt_s).text(7, message).i64(8, id).step();
 }
 
 void Store::restore(const Row& r) {
   Stmt q(DB(db_),
          "UPDATE trials SET status=?, attempts=?, exit_code=?, metric=?, metrics=?, started_at=?, finished_at=?,"
-         " wall_s=?, run_dir=?, message=? WHERE id=?");
+         " attempt_s=?, run_dir=?, message=? WHERE id=?");
   q.text(1, r.status).i64(2, r.attempts);
   if (r.exit_code >= 0) q.i64(3, r.exit_code);
   else q.null(3);
@@ -222,7 +257,7 @@ void Store::restore(const Row& r) {
   else q.null(6);
   if (r.finished_at > 0) q.f64(7, r.finished_at);
   else q.null(7);
-  q.f64(8, r.wall_s).text(9, r.run_dir).text(10, r.message).i64(11, r.id).step();
+  q.f64(8, r.attempt_s).text(9, r.run_dir).text(10, r.message).i64(11, r.id).step();
 }
 
 std::string move_aside(const std::string& db_path) {
@@ -251,9 +286,11 @@ std::vector<dsl::Override> overrides_of(const Row& r) {
 }
 
 json row_json(const Row& r) {
-  json j{{"id", r.id},           {"status", r.status},   {"params", r.params},       {"global_batch", r.global_batch},
-         {"lr", r.lr},           {"attempts", r.attempts}, {"run_dir", r.run_dir},   {"wall_s", r.wall_s},
-         {"metrics", r.metrics}, {"message", r.message}, {"recipe_hash", r.recipe_hash}};
+  json j{{"id", r.id},           {"status", r.status},     {"params", r.params},   {"global_batch", r.global_batch},
+         {"lr", r.lr},           {"figures", r.figures},   {"attempts", r.attempts}, {"run_dir", r.run_dir},
+         {"attempt_s", r.attempt_s}, {"metrics", r.metrics}, {"message", r.message}, {"recipe_hash", r.recipe_hash}};
+  // wall_s: the run's own wall-clock seconds over all its attempts (summary.json), as in the table and --csv.
+  j["wall_s"] = r.metrics.contains("wall_s") && r.metrics["wall_s"].is_number() ? r.metrics["wall_s"] : json(nullptr);
   j["metric"] = r.metric ? json(*r.metric) : json(nullptr);
   j["exit_code"] = r.exit_code >= 0 ? json(r.exit_code) : json(nullptr);
   return j;

@@ -1,5 +1,5 @@
 // [sweep.derived] expressions: values, the nesting bound, bounded messages, and a
-// deterministic mutation run over the seed corpus (tests/sweep/expr_corpus), the
+// deterministic mutation run over the seed corpus (libs/sweep/tests/expr_corpus), the
 // part of the libFuzzer target (fuzz_sweep_expr.cpp) that runs in every ctest.
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "expr_driver.hpp"
-#include "sweep/expression.hpp"
+#include "vexp/sweep/expression.hpp"
 
 namespace {
 

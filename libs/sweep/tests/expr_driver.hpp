@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sweep/expression.hpp"
+#include "vexp/sweep/expression.hpp"
 
 namespace vexp::sweep::testing {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sweep/definition.hpp"
-#include "sweep/store.hpp"
+#include "vexp/sweep/definition.hpp"
+#include "vexp/sweep/store.hpp"
 #include "vexp/runtime/session.hpp"
 
 namespace vexp::sweep {
@@ -22,7 +22,7 @@ struct Slots {
   int gpus = 0;             // GPUs split between slots (ranks GPUs per slot)
 };
 
-// `gpus` < 0: count /dev/nvidiaN. Throws cli::Exit (invalid) when the slots would
+// `gpus` < 0: count /dev/nvidiaN. Throws InvalidUse when the slots would
 // share a GPU; warns when they share cores.
 Slots plan_slots(int jobs, int ranks, int gpus);
 
@@ -31,12 +31,13 @@ struct Launch {
   std::string mpirun;                     // for ranks > 1
   std::vector<std::string> plugin_dirs;   // --plugin-path, passed on to every trial
   bool retry_failed = false;              // failed trials run again
+  int diverged_exit_code = 3;             // how `exe run` says a run diverged
 };
 
 // Runs every trial of `store` that is pending (or was running when the sweep was
 // killed, or failed when `launch.retry_failed`), `slots.jobs` at a time, and records
 // each outcome in the store and in the trial's log.txt. Returns when all have
-// ended; throws cli::Exit (130) when interrupted, the running trials reset to pending.
+// ended; throws Interrupted on SIGINT / SIGTERM, the running trials reset to pending.
 void run_trials(Store& store, Session& session, const Definition& def, const std::filesystem::path& dir,
                 const Slots& slots, const Launch& launch);
 

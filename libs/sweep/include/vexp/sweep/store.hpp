@@ -11,26 +11,34 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sweep/expansion.hpp"
+#include "vexp/sweep/error.hpp"
+#include "vexp/sweep/expansion.hpp"
 
 namespace vexp::sweep {
 
 struct Row {
   int64_t id = 0;
   nlohmann::json params, overrides, metrics;
+  // What the trial trains (TrainedFigures, from the runtime's planner): global_batch
+  // and lr as columns, every figure in `figures` (an empty object in a store of an
+  // earlier vexp).
   int64_t global_batch = 0;
   double lr = 0;
+  nlohmann::json figures = nlohmann::json::object();
   std::string recipe_hash, status, run_dir, message;
   int64_t attempts = 0, exit_code = -1;
   std::optional<double> metric;
-  double started_at = 0, finished_at = 0, wall_s = 0;
+  // attempt_s: the last attempt's wall-clock seconds as the sweep measured them
+  // (child start to exit). Not wall_s, which is the run's own (summary.json's,
+  // every attempt of the run together) and is read from `metrics`.
+  double started_at = 0, finished_at = 0, attempt_s = 0;
 };
 
 // DIR/sweep.db is damaged (SQLite: "database disk image is malformed", "file is
 // not a database"). The trial directories still hold every result: `vexp sweep`
 // moves the file aside and rebuilds it from them.
-struct CorruptDatabase : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct CorruptDatabase : Error {
+  using Error::Error;
 };
 
 class Store {
@@ -40,7 +48,7 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
   // Opens (creating when `create`) DIR/sweep.db and checks every page of it;
-  // throws CorruptDatabase when it is damaged, std::runtime_error otherwise.
+  // throws CorruptDatabase when it is damaged, Error otherwise.
   void open(const std::string& path, bool create);
   void close();
   bool has_meta() const;
@@ -50,14 +58,16 @@ class Store {
   std::vector<Row> rows() const;
   void mark_running(int64_t id, const std::string& run_dir);
   void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
-              const nlohmann::json& metrics, double wall_s, const std::string& message);
+              const nlohmann::json& metrics, double attempt_s, const std::string& message);
   void reset(int64_t id);  // back to pending (interrupted)
   // Sets every column of trial r.id from `r` (rebuilding the store from trial directories).
   void restore(const Row& r);
 
  private:
   void exec(const std::string& sql) const;
+  void upgrade();  // a store of an earlier vexp: renamed and added columns
   void* db_ = nullptr;
+  std::string attempt_col_ = "attempt_s", figures_col_ = "figures";  // what rows() reads (upgrade)
 };
 
 nlohmann::json row_json(const Row& r);

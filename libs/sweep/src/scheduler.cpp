@@ -1,4 +1,4 @@
-#include "sweep/scheduler.hpp"
+#include "vexp/sweep/scheduler.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -23,15 +23,14 @@
 #include <sstream>
 #include <thread>
 
-#include "common.hpp"
-#include "report/run_files.hpp"
-#include "sweep/directory.hpp"
+#include "vexp/sweep/directory.hpp"
+#include "vexp/sweep/error.hpp"
+#include "vexp/sweep/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using cli::Exit;
 
 namespace {
 
@@ -74,7 +73,7 @@ pid_t start_child(std::vector<std::string> argv, const std::vector<int>& cpus, i
   cargv.push_back(nullptr);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw Exit{cli::kExitFailure, std::string("fork failed: ") + std::strerror(errno)};
+  if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed sweep takes its trials with it
@@ -124,9 +123,9 @@ Slots plan_slots(int jobs, int ranks, int gpus) {
   s.threads = std::max(1, s.per_slot / ranks);
   s.gpus = gpus >= 0 ? gpus : count_gpus();
   if (s.gpus > 0 && jobs * ranks > s.gpus)
-    throw Exit{cli::kExitInvalid, "--jobs " + std::to_string(jobs) + " x --ranks-per-trial " + std::to_string(ranks) +
+    throw InvalidUse("--jobs " + std::to_string(jobs) + " x --ranks-per-trial " + std::to_string(ranks) +
                                       " needs " + std::to_string(jobs * ranks) + " GPUs but " + std::to_string(s.gpus) +
-                                      " are present: trials would share a GPU"};
+                                      " are present: trials would share a GPU");
   return s;
 }
 
@@ -241,24 +240,24 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     std::map<int64_t, double> curve;
     try {
       curve = read_curves(tdir, def.metric).eval;
-    } catch (const Exit& e) {
-      std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << e.message << "\n";
+    } catch (const Error& e) {
+      std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << e.what() << "\n";
     }
     if (r.pruned) {
       st = "pruned";
       msg = r.prune_message;
     } else if (code == 0) {
       try {
-        metrics = report::read_summary(tdir / "summary.json");
-        if (!metrics.is_object()) throw Exit{cli::kExitFailure, "it has no summary.json"};
+        metrics = run_files().summary(tdir / "summary.json");
+        if (!metrics.is_object()) throw Error("it has no summary.json");
         st = "done";
         if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
-      } catch (const Exit& e) {
+      } catch (const Error& e) {
         st = "failed";
-        msg = "the run exited 0 but left no readable summary.json (" + e.message + ")";
+        msg = "the run exited 0 but left no readable summary.json (" + std::string(e.what()) + ")";
         metrics = json::object();
       }
-    } else if (code == cli::kExitDiverged) {
+    } else if (code == launch_opts.diverged_exit_code) {
       st = "diverged";
       msg = last_error(tdir / "log.txt");
     } else {
@@ -340,8 +339,8 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       ::waitpid(pid, &status, 0);
       store.reset(r.id);
     }
-    throw Exit{130, "interrupted: " + std::to_string(running.size()) +
-                        " running trial(s) will run again when this command is repeated"};
+    throw Interrupted("interrupted: " + std::to_string(running.size()) +
+                      " running trial(s) will run again when this command is repeated");
   }
 }
 

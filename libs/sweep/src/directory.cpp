@@ -1,4 +1,4 @@
-#include "sweep/directory.hpp"
+#include "vexp/sweep/directory.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -10,15 +10,14 @@
 #include <regex>
 #include <sstream>
 
-#include "common.hpp"
-#include "report/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/runtime/checkpoint.hpp"
+#include "vexp/sweep/error.hpp"
+#include "vexp/sweep/run_files.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using cli::Exit;
 
 namespace {
 
@@ -30,7 +29,7 @@ constexpr const char* kEndTag = "==== vexp sweep: end of trial ";
 
 // `threads = N` of the [run] table of a resolved recipe ("" when absent).
 std::string run_threads_in(const fs::path& resolved) {
-  std::istringstream in(report::read_run_file(resolved));
+  std::istringstream in(run_files().text(resolved));
   std::string line;
   bool in_run = false;
   static const std::regex threads(R"(^threads\s*=\s*(\d+)\s*$)");
@@ -84,7 +83,7 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     std::string end_line;
     {
       const std::string start = kStartTag + trial_name(r.id) + ", attempt ";
-      report::for_each_log_line(tdir / "log.txt", [&](const std::string& line, int64_t) {
+      run_files().lines(tdir / "log.txt", [&](const std::string& line, int64_t) {
         if (line.rfind(start, 0) == 0) {
           ++r.attempts;
           end_line.clear();
@@ -98,10 +97,10 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     bool has_summary = false;
     if (ours) {
       try {
-        summary = report::read_summary(tdir / "summary.json");
+        summary = run_files().summary(tdir / "summary.json");
         has_summary = summary.is_object();
-      } catch (const cli::Exit& e) {
-        std::cerr << "vexp: warning: " << e.message << "; trial " << trial_name(r.id) << " runs again\n";
+      } catch (const Error& e) {
+        std::cerr << "vexp: warning: " << e.what() << "; trial " << trial_name(r.id) << " runs again\n";
       }
     }
     static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
@@ -112,12 +111,12 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
       r.exit_code = 0;
       r.metrics = summary;
       if (summary.contains(def.metric) && summary[def.metric].is_number()) r.metric = summary[def.metric].get<double>();
-      r.wall_s = ended ? std::stod(m[4]) : number(summary, "wall_s", 0.0);
+      r.attempt_s = ended ? std::stod(m[4]) : number(summary, "wall_s", 0.0);
       r.finished_at = mtime_s(tdir / "summary.json");
     } else if (ours && ended && m[2] != "done") {
       r.status = m[2];
       r.exit_code = std::stoi(m[3]);
-      r.wall_s = std::stod(m[4]);
+      r.attempt_s = std::stod(m[4]);
       r.message = m[6];
       r.finished_at = mtime_s(tdir / "log.txt");
       json evals = json::object();
@@ -148,10 +147,10 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   double cps = 0;
   int n = 0;
   // Lines that are not records of the right types are skipped (vexp report names them).
-  report::for_each_log_line(run_dir / "metrics.jsonl", [&](const std::string& line, int64_t) {
+  run_files().lines(run_dir / "metrics.jsonl", [&](const std::string& line, int64_t) {
     try {
       json j = json::parse(line);
-      if (!report::metrics_record_problem(j).empty()) return;
+      if (!run_files().record_problem(j).empty()) return;
       const std::string type = j.value("type", "");
       if (type == "step") {
         auto& m = steps_in_epoch[static_cast<int64_t>(number(j, "epoch", 0))];
@@ -180,7 +179,7 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
 }
 
 std::string hash_in_resolved(const fs::path& resolved) {
-  std::istringstream in(report::read_run_file(resolved));
+  std::istringstream in(run_files().text(resolved));
   std::string first;
   std::getline(in, first);
   const std::string tag = "# resolved recipe, hash ";
@@ -210,7 +209,7 @@ void log_outcome(const fs::path& log, int64_t id, const std::string& status, int
 
 std::string last_error(const fs::path& log) {
   std::string found;
-  report::for_each_log_line(log, [&](const std::string& line, int64_t) {
+  run_files().lines(log, [&](const std::string& line, int64_t) {
     if (line.find("error") != std::string::npos || line.find("diverged") != std::string::npos) found = line;
   });
   if (found.size() > 400) found = found.substr(0, 400);
@@ -234,20 +233,22 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
                 << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
       store.open(db_path, true);
     }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
-    throw Exit{cli::kExitFailure, e.what()};
+    throw Error(e.what());
   }
   if (store.has_meta()) {
     if (store.meta("sweep_hash") != hash)
-      throw Exit{cli::kExitFailure, "'" + dir.string() + "' holds another sweep (definition hash " +
+      throw Error("'" + dir.string() + "' holds another sweep (definition hash " +
                                         store.meta("sweep_hash") + ", now " + hash + ", from '" +
                                         store.meta("sweep_file") +
-                                        "'): the sweep file or its base recipe changed; use --out for a new directory"};
+                                        "'): the sweep file or its base recipe changed; use --out for a new directory");
     std::cout << "resuming sweep in '" << dir.string() << "'\n";
     return;
   }
   store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
-  const std::string text = report::read_run_file(def.file);
+  const std::string text = run_files().text(def.file);
   store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()}, {"name", def.name},
                   {"metric", def.metric}, {"direction", def.direction}, {"base", def.base},
                   {"definition", text}, {"created_at", std::to_string(now_s())}});

@@ -1,4 +1,4 @@
-#include "sweep/expression.hpp"
+#include "vexp/sweep/expression.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "sweep/report.hpp"
+#include "report/sweep_results.hpp"
 #include "vexp/base/files.hpp"
 
 #include <algorithm>
@@ -16,7 +16,8 @@
 #include "report/palette.hpp"
 #include "report/run_files.hpp"
 #include "report/sweep_grid.hpp"
-#include "sweep/directory.hpp"
+#include "vexp/sweep/directory.hpp"
+#include "vexp/sweep/run_files.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 
@@ -61,7 +62,30 @@ std::string csv_field(std::string s) {
 
 bool better(double a, double b, bool higher) { return higher ? a > b : a < b; }
 
+// An integer of the trial's trained figures ("" when unknown, or a store of an earlier vexp).
+std::string figure_text(const Row& r, const char* key) {
+  auto it = r.figures.find(key);
+  return it != r.figures.end() && it->is_number_integer() ? std::to_string(it->get<int64_t>()) : "";
+}
+
 }  // namespace
+
+void bind_sweep_run_files() {
+  // report::'s readers say what is wrong with a file as cli::Exit; the engine catches its own Error.
+  auto as_error = [](auto&& call) -> decltype(auto) {
+    try {
+      return call();
+    } catch (const Exit& e) {
+      throw Error(e.message);
+    }
+  };
+  RunFileReader r;
+  r.text = [as_error](const fs::path& p) { return as_error([&] { return report::read_run_file(p); }); };
+  r.lines = [as_error](const fs::path& p, const LineFn& fn) { as_error([&] { report::for_each_log_line(p, fn); }); };
+  r.summary = [as_error](const fs::path& p) { return as_error([&] { return report::read_summary(p); }); };
+  r.record_problem = [](const json& j) { return report::metrics_record_problem(j); };
+  bind_run_files(std::move(r));
+}
 
 std::string fmt_number(const char* f, double v) {
   char b[64];
@@ -125,11 +149,12 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   if (format == "csv") {
     out << "trial,status";
     for (const auto& k : keys) out << "," << csv_field(k);
-    out << ",global_batch,lr,top1,top5,val_loss,clips_per_s,wall_s,attempts,run_dir,message\n";
+    out << ",global_batch,lr,warmup_steps,total_steps,top1,top5,val_loss,clips_per_s,wall_s,attempts,run_dir,message\n";
     for (const auto& r : rows) {
       out << r.id << "," << r.status;
       for (const auto& k : keys) out << "," << (r.params.contains(k) ? csv_field(param_text(r.params[k])) : "");
-      out << "," << r.global_batch << "," << fmt("%.10g", r.lr);
+      out << "," << r.global_batch << "," << fmt("%.10g", r.lr) << "," << figure_text(r, "warmup_steps") << ","
+          << figure_text(r, "total_steps");
       for (const char* m : mcols) {
         auto v = value_of(r, m);
         out << "," << (v ? fmt("%.10g", *v) : "");
@@ -169,7 +194,7 @@ std::string results_text(const std::string& dir, const std::string& format, cons
     };
     out << " " << cell("global_batch", "%.0f", 6) << " " << cell("lr", "%.4g", 9) << " " << cell("top1", "%.4f", 7)
         << " " << cell("top5", "%.4f", 7) << " " << cell("val_loss", "%.4f", 8) << " " << cell("clips_per_s", "%.1f", 8)
-        << " " << fmt("%7.1f", r.wall_s) << "\n";
+        << " " << cell("wall_s", "%.1f", 7) << "\n";
   }
   int counts[6] = {0, 0, 0, 0, 0, 0};
   const char* names[6] = {"done", "diverged", "pruned", "failed", "running", "pending"};
@@ -219,7 +244,10 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   std::ostringstream o2;
   o2 << "# best trial " << trial_name(best->id) << " of sweep '" << o.name << "': " << o.metric << " = "
      << fmt("%.6g", *best->metric) << " (" << o.direction << ")\n# parameters: " << best->params.dump() << "\n"
-     << body;
+     << "# trained: global_batch " << best->global_batch << ", lr " << fmt("%.10g", best->lr);
+  for (const char* k : {"warmup_steps", "total_steps"})
+    if (const std::string t = figure_text(*best, k); !t.empty()) o2 << ", " << k << " " << t;
+  o2 << "\n" << body;
   try {
     base::write_file_atomic(out_path, o2.str());
   } catch (const base::Error& e) {

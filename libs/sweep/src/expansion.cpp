@@ -1,13 +1,14 @@
-#include "sweep/expansion.hpp"
+#include "vexp/sweep/expansion.hpp"
 
 #include <cmath>
 #include <map>
 #include <cstdio>
 #include <random>
 
-#include "sweep/expression.hpp"
+#include "vexp/sweep/expression.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/dry_run.hpp"
 
 namespace vexp::sweep {
 using json = nlohmann::json;
@@ -20,17 +21,37 @@ std::string trial_name(int64_t id) {
   return b;
 }
 
-// The only place a sweep reads the recipe's dist and optim figures.
-std::optional<RecipeFigures> recipe_figures(const dsl::RecipePlan& plan) {
+TrainedFigures trained_figures(const dsl::RecipePlan& plan, int64_t ranks, std::optional<int64_t> train_size) {
+  // The batch geometry and the lr do not depend on the training-set size: without
+  // it, the planner is asked for them with one global batch of clips (at least what
+  // it needs), and the steps stay unknown.
   const std::optional<int64_t> global = global_batch_of(plan.dist);
-  if (!global) return std::nullopt;
-  RecipeFigures f;
-  f.world_size = plan.dist.world_size;
-  f.batch_per_gpu = plan.dist.batch_per_gpu;
-  f.accum_steps = plan.dist.accum_steps;
-  f.global_batch = *global;
-  f.lr = plan.optim.lr;
+  const DistPlan p = make_dist_plan(plan, ranks, train_size ? *train_size : global.value_or(1), 0);
+  TrainedFigures f;
+  f.world_size = p.world;
+  f.ranks = p.ranks;
+  f.batch_per_gpu = p.per_gpu;
+  f.accum_steps = p.accum;
+  f.micro_batches = p.micro;
+  f.global_batch = p.global_batch;
+  f.lr = p.lr;
+  if (train_size) {
+    f.train_size = p.train_size;
+    f.epochs = p.epochs;
+    f.total_steps = p.total_steps;
+    f.warmup_steps = p.schedule.warmup_steps();
+  }
   return f;
+}
+
+json TrainedFigures::to_json() const {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+  return json{{"world_size", world_size},     {"ranks", ranks},
+              {"batch_per_gpu", batch_per_gpu}, {"accum_steps", accum_steps},
+              {"micro_batches", micro_batches}, {"global_batch", global_batch},
+              {"lr", lr},                       {"train_size", opt(train_size)},
+              {"epochs", opt(epochs)},          {"total_steps", opt(total_steps)},
+              {"warmup_steps", opt(warmup_steps)}};
 }
 
 namespace {
@@ -115,13 +136,11 @@ std::string cli_set_conflict(const Definition& def) {
       if (def.fixed[i].path == o.path)
         return "--set " + o.path + ": [sweep.set] sets this key for every trial (at " + def.fixed_locs[i].str() +
                "); change it there";
-    if (o.path == "optim.lr" && def.linear_scaling)
-      return "--set optim.lr: linear_scaling sets optim.lr in every trial; set [sweep.vars] base_lr instead";
   }
   return "";
 }
 
-std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d) {
+std::vector<Trial> expand(const Definition& def, Session& s, int64_t ranks, dsl::Diagnostics& d) {
   // Refused before anything is multiplied out: a few axes of 100 values are 10^12
   // points, which would exhaust memory long before validation ends.
   const std::optional<int64_t> count = trial_count(def);
@@ -198,26 +217,43 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
       if (v.is_number()) vars[k] = v.as_double();
       if (k.find('.') != std::string::npos) t.overrides.push_back({k, v.to_toml_inline()});
     }
-    // The validated trial's figures; a global batch past 64 bits is this trial's error.
-    auto figures = [&]() -> std::optional<RecipeFigures> {
-      std::optional<RecipeFigures> f = recipe_figures(*s.plan);
-      if (!f)
-        d.error(Loc{def.file, 0, 0}, "trial " + std::to_string(t.id) +
-                                         ": the global batch (dist.world_size x batch_per_gpu x accum_steps) "
-                                         "does not fit in 64 bits");
-      return f;
+    // What the validated trial trains, from the runtime's planner; an impossible
+    // geometry (a global batch past 64 bits, fewer clips than one batch) is this trial's error.
+    const Loc file_loc{def.file, 0, 0};
+    const std::string trial = "trial " + std::to_string(t.id);
+    auto figures = [&](std::optional<int64_t> train_size) -> std::optional<TrainedFigures> {
+      // A trial of R ranks runs a world of dist.world_size GPUs: R must divide it.
+      if (s.plan->dist.world_size % ranks != 0) {
+        d.error(file_loc, trial + ": dist.world_size = " + std::to_string(s.plan->dist.world_size) +
+                              " is not a multiple of --ranks-per-trial " + std::to_string(ranks) +
+                              " (set dist.world_size in [sweep.set] or an axis)");
+        return std::nullopt;
+      }
+      try {
+        return trained_figures(*s.plan, ranks, train_size);
+      } catch (const std::exception& e) {
+        // A training split smaller than one global batch: the batch and lr stand, the
+        // steps do not; the trial fails when it runs, as `vexp run` of its recipe does.
+        if (train_size) {
+          try {
+            return trained_figures(*s.plan, ranks, std::nullopt);
+          } catch (const std::exception&) {
+          }
+        }
+        d.error(file_loc, trial + ": " + e.what());
+        return std::nullopt;
+      }
     };
     if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
-    if (!def.derived.empty() || def.linear_scaling) {
-      const std::optional<RecipeFigures> fo = figures();
+    if (!def.derived.empty()) {
+      const std::optional<TrainedFigures> fo = figures(std::nullopt);
       if (!fo) continue;
-      const RecipeFigures& f = *fo;
+      const TrainedFigures& f = *fo;
       vars["world_size"] = static_cast<double>(f.world_size);
       vars["batch_per_gpu"] = static_cast<double>(f.batch_per_gpu);
       vars["accum_steps"] = static_cast<double>(f.accum_steps);
       vars["global_batch"] = static_cast<double>(f.global_batch);
       vars["lr"] = f.lr;
-      if (!vars.count("base_lr")) vars["base_lr"] = f.lr;
       bool bad = false;
       for (const auto& dv : def.derived) {
         try {
@@ -227,23 +263,39 @@ std::vector<Trial> expand(const Definition& def, Session& s, dsl::Diagnostics& d
           locs[dv.key] = dv.loc;
           if (dv.key.find('.') != std::string::npos) t.overrides.push_back({dv.key, number_text(x)});
         } catch (const std::exception& e) {
-          d.error(dv.loc, "trial " + std::to_string(t.id) + ": derived '" + dv.key + "': " + e.what());
+          d.error(dv.loc, trial + ": derived '" + dv.key + "': " + e.what());
           bad = true;
         }
       }
       if (bad) continue;
-      if (def.linear_scaling) {
-        double lr = vars["base_lr"] * vars["global_batch"] / def.reference_batch;
-        t.params["optim.lr"] = lr;
-        t.overrides.push_back({"optim.lr", number_text(lr)});
-      }
       if (!check_trial(s, def, t.overrides, locs, t.id, d)) continue;
     }
-    const std::optional<RecipeFigures> f = figures();
+    // optim.lr is not what trains when the recipe scales optim.base_lr: one rule for the lr.
+    if (s.plan->optim.base_lr > 0) {
+      bool dead = false;
+      for (const auto& o : t.overrides)
+        if (o.path == "optim.lr" && !dead) {
+          auto it = locs.find("optim.lr");
+          d.error(it != locs.end() ? it->second : file_loc,
+                  trial + ": optim.lr = " + o.text + " is not what trains: the recipe scales the lr from "
+                  "optim.base_lr = " + number_text(s.plan->optim.base_lr) +
+                  " (optim.lr is then unused); vary optim.base_lr (with optim.base_batch and optim.lr_scaling), or set "
+                  "optim.base_lr = 0 to train at optim.lr as written");
+          dead = true;
+        }
+      if (dead) continue;
+    }
+    // The training-set size the run will count (the data's, else data.train_size);
+    // unknown when neither can be had (a dry run without the data): steps unknown.
+    std::optional<int64_t> train_size;
+    try {
+      std::string note;
+      train_size = planned_train_size(s, &note);
+    } catch (const std::exception&) {
+    }
+    const std::optional<TrainedFigures> f = figures(train_size);
     if (!f) continue;
-    t.global_batch = f->global_batch;
-    t.world_size = f->world_size;
-    t.lr = f->lr;
+    t.figures = *f;
     t.recipe_hash = dsl::recipe_hash(s.plan->resolved);
     trials.push_back(std::move(t));
   }

@@ -41,8 +41,6 @@ struct Definition {
   std::string out;           // [sweep] out (may be empty)
   std::string metric = "top1";
   std::string direction = "max";
-  bool linear_scaling = false;
-  double reference_batch = 256;
   // `vexp sweep --set`: applied to every trial first, as if the base recipe had them.
   std::vector<dsl::Override> cli_sets;
   std::vector<dsl::Override> fixed;            // [sweep.set]

@@ -1,15 +1,20 @@
 // What a sweep directory reports: the results table (text, JSON, CSV), the best
-// trial's recipe and gnuplot plots. Read from DIR/sweep.db and the trial folders;
-// errors are cli::Exit.
+// trial's recipe and gnuplot plots. Read from DIR/sweep.db (vexp::sweep's store)
+// and the trial folders; the CLI side of the sweep, so errors are cli::Exit.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "sweep/store.hpp"
+#include "vexp/sweep/store.hpp"
 
 namespace vexp::sweep {
+
+// Binds the sweep engine's run-file reader (vexp/sweep/run_files.hpp) to
+// report/run_files: a trial's run directory is read as `vexp report` reads a run.
+// Called once by the commands that use the engine.
+void bind_sweep_run_files();
 
 // One number printf-formatted ("%.4g"), for tables, labels and plot scripts.
 std::string fmt_number(const char* f, double v);

@@ -1,4 +1,4 @@
-#include "sweep/definition.hpp"
+#include "vexp/sweep/definition.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -54,8 +54,6 @@ const SweepSchemas& sweep_schemas() {
     w.text("metric", "top1", "summary.json value the sweep optimises").one_of(as_values(metric_names()));
     w.text("direction", "", "max or min (default: max for top1, top5 and clips_per_s, min otherwise)")
         .one_of({"max", "min"});
-    w.boolean("linear_scaling", false, "optim.lr = base_lr x global batch / reference_batch");
-    w.real("reference_batch", 256, "The global batch of base_lr (linear_scaling)").above(0);
     sub_table(w, "set", "Overrides every trial gets (dotted keys or nested tables)");
     sub_table(w, "vars", "Numbers that derived expressions use as ${name}");
     sub_table(w, "random", "count (draws per grid point) and seed of the random axes");
@@ -82,7 +80,15 @@ const SweepSchemas& sweep_schemas() {
   return s;
 }
 
-const std::vector<std::string> kSweepByHand{"axis"};
+const std::vector<std::string> kSweepByHand{"axis", "linear_scaling", "reference_batch"};
+
+// What a sweep file of an earlier vexp wrote to scale the lr itself, and what it
+// writes now: the base recipe's own rule (optim.base_lr x global batch / optim.base_batch,
+// dsl/src/sections.cpp), which `vexp run` trains with.
+constexpr const char* kLrRule =
+    "a sweep scales the lr through the recipe's own rule: put \"optim.base_batch\" = N and \"optim.lr_scaling\" = "
+    "\"linear\" in [sweep.set] and vary \"optim.base_lr\" (an axis or [sweep.set]); each trial trains at "
+    "optim.base_lr x its global batch / optim.base_batch";
 const std::vector<std::string> kAxisByHand{"grid", "points"};
 const std::vector<std::string> kAxisRandomByHand{"choices"};
 
@@ -249,8 +255,9 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
   def.direction = p.has("direction") && !p.str("direction").empty() ? p.str("direction")
                   : metric_higher_is_better(def.metric)              ? "max"
                                                                      : "min";
-  if (p.has("linear_scaling")) def.linear_scaling = p.flag("linear_scaling");
-  if (p.has("reference_batch")) def.reference_batch = p.f64("reference_batch");
+  for (const char* removed : {"linear_scaling", "reference_batch"})
+    if (const Value* v = sw->find(removed))
+      d.error(v->loc(), std::string("'") + removed + "' in [sweep] was removed: " + kLrRule);
   if (const Value* t = given_table(*sw, "set")) {
     std::vector<std::pair<std::string, const Value*>> flat;
     flatten(*t, "", flat);
@@ -261,7 +268,9 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
   }
   if (const Value* t = given_table(*sw, "vars")) {
     for (const auto& [k, v] : t->as_table()) {
-      if (!v.is_number()) d.error(v.loc(), "sweep variable '" + k + "' must be a number, got " + v.kind_name());
+      if (k == "reference_batch")
+        d.error(v.loc(), "[sweep.vars] reference_batch: the sweep's own lr scaling was removed: " + std::string(kLrRule));
+      else if (!v.is_number()) d.error(v.loc(), "sweep variable '" + k + "' must be a number, got " + v.kind_name());
       else def.vars[k] = v.as_double();
     }
   }
@@ -274,7 +283,9 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
     std::vector<std::pair<std::string, const Value*>> flat;
     flatten(*t, "", flat);
     for (auto& [k, v] : flat) {
-      if (v->is_number()) def.derived.push_back({k, v->to_toml_inline(), v->loc()});
+      if (k == "optim.lr")
+        d.error(v->loc(), "[sweep.derived] \"optim.lr\": a sweep does not compute the lr; " + std::string(kLrRule));
+      else if (v->is_number()) def.derived.push_back({k, v->to_toml_inline(), v->loc()});
       else if (v->is_string()) def.derived.push_back({k, v->as_string(), v->loc()});
       else d.error(v->loc(), "derived value '" + k + "' must be an expression string, got " + v->kind_name());
     }
@@ -315,11 +326,6 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
       if (!seen.insert(k).second) d.error(ax.loc, "key '" + k + "' is varied by two axes");
   for (const auto& dv : def.derived)
     if (seen.count(dv.key)) d.error(dv.loc, "key '" + dv.key + "' is both an axis and a derived value");
-  if (def.linear_scaling && (seen.count("optim.lr") ||
-                             std::any_of(def.derived.begin(), def.derived.end(),
-                                         [](const Derived& x) { return x.key == "optim.lr"; })))
-    d.error(sw->find("linear_scaling")->loc(),
-            "linear_scaling sets optim.lr itself: vary 'base_lr' instead of optim.lr, or drop linear_scaling");
   if (d.has_errors()) return std::nullopt;
   return def;
 }

@@ -1,6 +1,6 @@
-// libFuzzer entry for [sweep.derived] expressions (tools/vexp/sweep/expression.cpp).
+// libFuzzer entry for [sweep.derived] expressions (libs/sweep/src/expression.cpp).
 // Build: cmake -DVEXP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ ..; run:
-//   ./vexp_fuzz_sweep_expr -max_total_time=60 corpus/ tests/sweep/expr_corpus/
+//   ./vexp_fuzz_sweep_expr -max_total_time=60 corpus/ libs/sweep/tests/expr_corpus/
 #include <cstddef>
 #include <cstdint>
 #include <string>

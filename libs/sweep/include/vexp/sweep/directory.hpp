@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "sweep/definition.hpp"
-#include "sweep/expansion.hpp"
-#include "sweep/store.hpp"
+#include "vexp/sweep/definition.hpp"
+#include "vexp/sweep/expansion.hpp"
+#include "vexp/sweep/store.hpp"
 #include "vexp/runtime/session.hpp"
 
 namespace vexp::sweep {
@@ -42,7 +42,7 @@ std::string last_error(const std::filesystem::path& log);
 
 // Opens DIR/sweep.db for `def`: a new store (filled from trial folders already in
 // DIR/trials), or the same sweep resumed; a damaged file is moved aside and rebuilt.
-// Throws cli::Exit (failure) when DIR holds another sweep or cannot be opened.
+// Throws Error when DIR holds another sweep or cannot be opened.
 void open_sweep_store(Store& store, const std::filesystem::path& dir, const Definition& def,
                       const std::vector<Trial>& trials, Session& session);
 
