@@ -544,7 +544,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 // Expands ${VAR}, ${VAR:-default} and $$ in `s`; nullopt after reporting a problem.
 std::optional<std::string> expand(const std::string& s, const Loc& loc, const EnvLookup& env,
-                                  Diagnostics& diags) {
+                                  Diagnostics& diags, std::vector<Interpolation>& used) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '$' || i + 1 >= s.size()) {
@@ -575,6 +575,7 @@ std::optional<std::string> expand(const std::string& s, const Loc& loc, const En
       return std::nullopt;
     }
     std::optional<std::string> found = env(name);
+    const std::optional<std::string> in_environment = found;
     if (!found || found->empty()) {
       if (dash != std::string::npos) {
         found = inner.substr(dash + 2);
@@ -584,25 +585,27 @@ std::optional<std::string> expand(const std::string& s, const Loc& loc, const En
         return std::nullopt;
       }
     }
+    if (std::none_of(used.begin(), used.end(), [&](const Interpolation& u) { return u.name == name; }))
+      used.push_back({name, in_environment, *found, loc});
     out += *found;
     i = close;
   }
   return out;
 }
 
-void interpolate(Value& v, const EnvLookup& env, Diagnostics& diags) {
+void interpolate(Value& v, const EnvLookup& env, Diagnostics& diags, std::vector<Interpolation>& used) {
   if (v.is_array()) {
-    for (auto& e : v.as_array()) interpolate(e, env, diags);
+    for (auto& e : v.as_array()) interpolate(e, env, diags, used);
     return;
   }
   if (v.is_table()) {
-    for (auto& [k, e] : v.as_table()) interpolate(e, env, diags);
+    for (auto& [k, e] : v.as_table()) interpolate(e, env, diags, used);
     return;
   }
   if (!v.is_string()) return;
   const std::string& s = v.as_string();
   if (s.find('$') == std::string::npos) return;
-  auto expanded = expand(s, v.loc(), env, diags);
+  auto expanded = expand(s, v.loc(), env, diags, used);
   if (!expanded) return;
   const bool whole = s.size() > 3 && s.compare(0, 2, "${") == 0 && s.find('}') == s.size() - 1;
   Loc loc = v.loc();
@@ -631,8 +634,8 @@ std::optional<Recipe> finish(Loader& loader, std::optional<Value> tree, const st
                              const LoadOptions& opts, Diagnostics& diags) {
   if (!tree) return std::nullopt;
   for (const auto& o : opts.overrides) apply_override(*tree, o, diags);
-  interpolate(*tree, opts.env ? opts.env : EnvLookup(getenv_lookup), diags);
   Recipe r;
+  interpolate(*tree, opts.env ? opts.env : EnvLookup(getenv_lookup), diags, r.variables);
   r.path = path;
   r.files = std::move(loader.files);
   r.root = std::move(*tree);

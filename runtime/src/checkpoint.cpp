@@ -80,54 +80,6 @@ std::string state_dict_hint(const PyRef& root, const std::string& path) {
 }
 }  // namespace
 
-std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step) {
-  char buf[48];
-  if (epoch_step == 0)
-    std::snprintf(buf, sizeof buf, "epoch_%04lld.pt", static_cast<long long>(epoch));
-  else
-    std::snprintf(buf, sizeof buf, "epoch_%04lld_step_%06lld.pt", static_cast<long long>(epoch),
-                  static_cast<long long>(epoch_step));
-  return buf;
-}
-
-std::vector<std::string> checkpoints_newest_first(const std::string& dir) {
-  std::vector<std::pair<std::pair<long long, long long>, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string f = it->path().filename().string();
-    long long e = 0, st = 0;
-    int used = 0;
-    std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
-    if (std::sscanf(f.c_str(), "epoch_%lld_step_%lld.pt%n", &e, &st, &used) == 2 && used == static_cast<int>(f.size())) {
-      found.push_back({{e, st}, it->path().string()});
-    } else if (std::sscanf(f.c_str(), "epoch_%lld.pt%n", &e, &used) == 1 && used == static_cast<int>(f.size())) {
-      found.push_back({{e, 0}, it->path().string()});
-    }
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
-  return out;
-}
-
-std::string latest_checkpoint(const std::string& dir) {
-  auto all = checkpoints_newest_first(dir);
-  return all.empty() ? "" : all.front();
-}
-
-std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written) {
-  std::vector<std::string> removed;
-  if (keep < 1) return removed;
-  const std::vector<std::string> all = checkpoints_newest_first(dir);
-  std::error_code ec;
-  for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) {
-    if (!written.empty() && fs::equivalent(all[i], written, ec)) continue;
-    if (fs::remove(all[i], ec)) removed.push_back(all[i]);
-  }
-  return removed;
-}
-
 void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
   write_bytes_atomic(path, content.data(), content.size(), mode);
 }

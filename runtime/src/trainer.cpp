@@ -141,12 +141,14 @@ void log_start(const Run& r) {
            steps_per_epoch_text(r.dp) + " steps per epoch (every clip once per epoch)");
 }
 
+TrainResult train_run(Run& r, Session& s, ResumePoint& resume);
+
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   Run r(*s.plan, opt, comm);
   r.exec = set_up_execution(r.plan.run, opt.recipe_path);
   r.scaler = std::make_unique<GradScaler>(r.exec.precision == Precision::Fp16);
   r.out = run_dir_of(r.plan, opt);
-  r.ckpt_dir = r.out / "checkpoints";
+  r.ckpt_dir = rundir::RunDir(r.out).checkpoints();
   r.recipe_hash = dsl::recipe_hash(r.plan.resolved);
 
   // Held until the run ends (the kernel drops it however this process ends).
@@ -158,13 +160,32 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (r.writer) set_aside_stale_failures(r.out);
   if (r.ranks > 1) agree_on_resume_point(*comm, resume.path);
   if (r.writer) start_run_dir(r);
+  // provenance.jsonl: this invocation, completed below however it ends (where it can).
+  ProvenanceRecord provenance(r, s);
+  try {
+    TrainResult res = train_run(r, s, resume);
+    provenance.finish(res.finished ? "finished" : "stopped");
+    return res;
+  } catch (const DivergedError&) {
+    provenance.finish("diverged");
+    throw;
+  } catch (const InterruptedError&) {
+    provenance.finish("interrupted");
+    throw;
+  } catch (...) {
+    provenance.finish("failed");
+    throw;
+  }
+}
 
+// The run after its directory is set up: model, data, resume, the epochs, the summary.
+TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
   build(r, s);
   if (!resume.checkpoint && r.writer) warn_from_scratch(r.plan);
   if (resume.checkpoint) {
     r.state = restore(r, *resume.checkpoint, resume.path);
     const TrainState& st = r.state;
-    if (r.writer) truncate_metrics(r.out / "metrics.jsonl", st.global_step, st.start_epoch);
+    if (r.writer) rundir::truncate_metrics(r.out, st.global_step, st.start_epoch);
     log_info("resuming '" + r.out.string() + "' from " + fs::path(resume.path).filename().string() + " (epoch " +
              std::to_string(st.start_epoch) +
              (st.start_step > 0 ? " and " + std::to_string(st.start_step) + " steps" : "") + ", step " +
@@ -210,8 +231,9 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     std::fprintf(stderr, "vexp: error: rank %d: %s\n", rank, what.c_str());
     std::fflush(stderr);
     std::error_code ec;
-    fs::create_directories(out / "failures", ec);
-    std::ofstream f(out / "failures" / ("rank_" + std::to_string(rank) + ".txt"), std::ios::app);
+    const rundir::RunDir dir(out);
+    fs::create_directories(dir.failures(), ec);
+    std::ofstream f(dir.failure_of_rank(rank), std::ios::app);
     f << what << "\n";
   };
   comm->set_watchdog(plan.dist.timeout_s, report);

@@ -37,7 +37,7 @@ namespace {
 class MetricsLog {
  public:
   MetricsLog(const fs::path& out, bool writer, int64_t& lost)
-      : writer_(writer), path_((out / "metrics.jsonl").string()), lost_(lost) {
+      : writer_(writer), path_(rundir::RunDir(out).metrics().string()), lost_(lost) {
     if (!writer_) return;
     open_file();
     if (!tb_.open(out.string())) log_warn("cannot write TensorBoard events in '" + out.string() + "'");

@@ -9,6 +9,8 @@
 //   trainer_loop.cpp     the epochs: steps, divergence checks, evaluation, checkpoints
 //   trainer_eval.cpp     evaluation on the validation split
 //   trainer_report.cpp   progress display, test fault injection, the summary
+//   trainer_provenance.cpp  provenance.jsonl: this invocation's record
+// Every file of the run directory is named, written and read by vexp::rundir.
 #pragma once
 
 #include <chrono>
@@ -33,7 +35,10 @@
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/session.hpp"
 #include "vexp/runtime/trainer.hpp"
+#include "vexp/rundir/files.hpp"
+#include "vexp/rundir/provenance.hpp"
 
 namespace vexp::trainer {
 
@@ -168,10 +173,9 @@ struct RunDirRefused : std::runtime_error {
 base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt);
 // Failure records of an earlier invocation move to failures/previous/.
 void set_aside_stale_failures(const fs::path& out);
-// The checkpoints folder and resolved.toml.
+// The checkpoints folder and resolved.toml (a resumed run's metrics are cut back
+// with rundir::truncate_metrics).
 void start_run_dir(const Run& r);
-// Keeps the metrics lines up to `global_step` / `epochs_done`.
-void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_done);
 // "; the last good checkpoint is X" (or that none was written yet), for errors.
 std::string last_good_checkpoint(const fs::path& ckpt_dir);
 
@@ -216,6 +220,26 @@ struct LoopResult {
 // Trains from r.state to the last epoch (or --stop-after): throws
 // InterruptedError when a stop was asked for, DivergedError when the loss diverges.
 LoopResult train_epochs(Run& r);
+
+// ---- trainer_provenance.cpp ----
+
+// This invocation as provenance.jsonl records it (hosts left empty: host_names is a collective).
+rundir::Invocation describe_invocation(const Run& r, const Session& s);
+// The record of this invocation: appended by rank 0 when constructed (every rank
+// constructs it: the host names are gathered from all), completed by finish().
+// Failing to write it is a warning, never the run's failure.
+class ProvenanceRecord {
+ public:
+  ProvenanceRecord(Run& r, const Session& s);
+  // finished | stopped | interrupted | diverged | failed; only the first call counts.
+  void finish(const std::string& outcome) noexcept;
+
+ private:
+  fs::path out_;
+  bool writer_;
+  int64_t number_ = 0;
+  bool done_ = false;
+};
 
 // ---- trainer_report.cpp ----
 

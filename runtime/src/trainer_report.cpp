@@ -153,12 +153,12 @@ TrainResult finish(Run& r, LoopResult loop) {
       {"skipped_samples", static_cast<int64_t>(bad.size())}};
   if (r.metrics_lines_lost > 0) {
     summary["metrics_lines_lost"] = r.metrics_lines_lost;
-    log_warn(std::to_string(r.metrics_lines_lost) + " line(s) of '" + (r.out / "metrics.jsonl").string() +
+    log_warn(std::to_string(r.metrics_lines_lost) + " line(s) of '" + rundir::RunDir(r.out).metrics().string() +
              "' could not be written: its curves lack them (summary.json: metrics_lines_lost)");
   }
   // The reports place chance (1/classes for top-1) from it.
   if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
-  write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
+  rundir::write_summary(r.out, summary);
   return res;
 }
 

@@ -1,18 +1,11 @@
 // The run directory: its path, the checkpoint a run continues from, the files
-// written before the first step (checkpoints/, resolved.toml), the metrics of a
-// resumed run cut back to its checkpoint, and the failure records of earlier
-// invocations set aside.
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
+// written before the first step (checkpoints/, resolved.toml) and the failure
+// records of earlier invocations set aside. The files themselves are named,
+// written and read by vexp::rundir.
 #include "trainer_parts.hpp"
-#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {
-
-using json = nlohmann::json;
 
 std::string run_name_of(const dsl::RecipePlan& plan, const TrainOptions& opt) {
   return plan.run.name.empty() ? fs::path(opt.recipe_path).stem().string() : plan.run.name;
@@ -26,7 +19,7 @@ fs::path run_dir_of(const dsl::RecipePlan& plan, const TrainOptions& opt) {
 
 base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt) {
   std::error_code ec;
-  if (fs::exists(out / "sweep.db", ec))
+  if (rundir::RunDir(out).is_sweep_dir())
     throw RunDirRefused("'" + out.string() +
                         "' is a sweep directory (it holds sweep.db), not a run directory: give --out another directory");
   if (opt.resume && opt.resume_from.empty() && !fs::exists(out, ec)) return {};
@@ -40,7 +33,8 @@ base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt) {
 }
 
 ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer) {
-  const fs::path ckpt_dir = out / "checkpoints";
+  const rundir::RunDir dir(out);
+  const fs::path ckpt_dir = dir.checkpoints();
   ResumePoint rp;
   if (!opt.resume_from.empty()) {
     if (!fs::is_regular_file(opt.resume_from))
@@ -49,8 +43,7 @@ ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bo
     rp.checkpoint = load_checkpoint(rp.path);
     return rp;
   }
-  const bool holds_run =
-      fs::exists(out / "summary.json") || fs::exists(out / "metrics.jsonl") || !latest_checkpoint(ckpt_dir).empty();
+  const bool holds_run = dir.holds_run();
   if (opt.resume_auto && writer)
     log_info(std::string("--resume auto: '") + out.string() +
              (holds_run ? "' holds a run: continuing it" : "' holds no run: starting it"));
@@ -101,7 +94,7 @@ const fs::file_time_type g_process_start = fs::file_time_type::clock::now();
 }  // namespace
 
 void set_aside_stale_failures(const fs::path& out) {
-  const fs::path dir = out / "failures";
+  const fs::path dir = rundir::RunDir(out).failures();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return;
   int moved = 0;
@@ -110,46 +103,22 @@ void set_aside_stale_failures(const fs::path& out) {
     std::error_code tec;
     const auto t = fs::last_write_time(it->path(), tec);
     if (tec || t >= g_process_start) continue;
-    fs::create_directories(dir / "previous", tec);
+    fs::create_directories(dir / rundir::kFailuresPrevious, tec);
     const std::string stem = it->path().stem().string(), ext = it->path().extension().string();
-    fs::path target = dir / "previous" / it->path().filename();
-    for (int k = 1; fs::exists(target); ++k) target = dir / "previous" / (stem + "." + std::to_string(k) + ext);
+    fs::path target = dir / rundir::kFailuresPrevious / it->path().filename();
+    for (int k = 1; fs::exists(target); ++k)
+      target = dir / rundir::kFailuresPrevious / (stem + "." + std::to_string(k) + ext);
     fs::rename(it->path(), target, tec);
     if (!tec) ++moved;
   }
   if (moved > 0)
     log_info("moved " + std::to_string(moved) + " failure record(s) of an earlier invocation to '" +
-             (dir / "previous").string() + "'");
+             (dir / rundir::kFailuresPrevious).string() + "'");
 }
 
 void start_run_dir(const Run& r) {
   fs::create_directories(r.ckpt_dir);
-  write_file_atomic((r.out / "resolved.toml").string(),
-                    "# resolved recipe, hash " + r.recipe_hash + "\n" + dsl::to_toml(r.plan.resolved));
-}
-
-// Keeps the metrics lines up to (and including) `global_step`/`epoch`, so that a
-// resumed run's log reads as if it had never stopped.
-void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_done) {
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec))) return;
-  // A FIFO or a device in its place is refused, not read without end.
-  std::istringstream in(base::read_file_bounded(path.string(), base::kMaxLogFileBytes));
-  std::string out, line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    try {
-      json j = json::parse(line);
-      // A line of the wrong types (j.value throws) is dropped like a torn one.
-      std::string type = j.value("type", "");
-      if (type == "step" && j.value("global_step", int64_t(0)) > global_step) continue;
-      if (type == "eval" && j.value("epoch", int64_t(0)) > epochs_done) continue;
-    } catch (const std::exception&) {
-      continue;  // a torn last line from a crash
-    }
-    out += line + "\n";
-  }
-  write_file_atomic(path.string(), out);
+  rundir::write_resolved(r.out, r.recipe_hash, dsl::to_toml(r.plan.resolved));
 }
 
 std::string last_good_checkpoint(const fs::path& ckpt_dir) {

@@ -249,6 +249,134 @@ assert sum(len(s["y"]) for s in loss) == 99 * 1000 + len(loss[0]["y"])
   ls -l "$tmp/run.html" "$tmp/sweep.html" | awk '{print $5, $NF}'
   finish
   ;;
+provenance)
+  # provenance.jsonl: one record per invocation (a resumed run appends), shown by the report.
+  "$vexp" --version >"$tmp/version" 2>&1 || fail "vexp --version failed"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run" --set run.log_every=1 --stop-after 1
+  # the same recipe: VEXP_TEST_EPOCHS now comes from the environment, with the value of its default
+  VEXP_TEST_EPOCHS=2 "$vexp" run data/tiny.toml --out "$tmp/run" --set run.log_every=1 --resume >"$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "the resumed run failed"; }
+  expect_out "resuming"
+  $PY - "$tmp/run" "$vexp" "$here" "$src" "$tmp/version" <<'PY' || fail "bad provenance.jsonl"
+import hashlib, json, os, re, socket, subprocess, sys
+run, vexp, here, src, version = sys.argv[1:6]
+sha = lambda f: hashlib.sha256(open(f, "rb").read()).hexdigest()
+recs = [json.loads(l) for l in open(run + "/provenance.jsonl")]
+assert len(recs) == 2, recs
+a, b = recs
+assert [r["invocation"] for r in recs] == [1, 2] and a["format"] == "vexp-provenance-1"
+assert a["outcome"] == "stopped" and b["outcome"] == "finished", (a["outcome"], b["outcome"])
+iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+for r in recs:
+    assert iso.match(r["start"]) and iso.match(r["end"]) and r["start"] <= r["end"], (r["start"], r["end"])
+assert a["end"] <= b["start"]
+# the command line, with --set kept apart from the recipe
+assert a["argv"] == [vexp, "run", "data/tiny.toml", "--out", run, "--set", "run.log_every=1", "--stop-after", "1"], a["argv"]
+assert b["argv"][-1] == "--resume", b["argv"]
+assert a["overrides"] == b["overrides"] == ["run.log_every=1"], a["overrides"]
+assert a["cwd"] == here, a["cwd"]
+# the recipe: its path made absolute, every file of the extends chain with its SHA-256
+assert a["recipe"]["path"] == here + "/data/tiny.toml", a["recipe"]
+files = a["recipe"]["files"]
+assert len(files) >= 2 and files[0]["path"] == here + "/data/tiny.toml", files
+assert os.path.realpath(files[1]["path"]) == os.path.realpath(src + "/recipes/quickstart/tsm_motion.toml"), files
+for f in files:
+    assert os.path.isabs(f["path"]) and f["sha256"] == sha(f["path"]), f
+assert a["recipe"]["hash"] == open(run + "/resolved.toml").readline().split()[-1]
+# the interpolated variable: its default first, then the environment's value
+va = {v["name"]: v for v in a["variables"]}; vb = {v["name"]: v for v in b["variables"]}
+assert va["VEXP_TEST_EPOCHS"] == {"name": "VEXP_TEST_EPOCHS", "value": "2", "environment": None}, va
+assert vb["VEXP_TEST_EPOCHS"]["environment"] == "2", vb
+# vexp itself: version and build tag as `vexp --version` says, a commit of this repository (or unknown)
+ver = open(version).read()
+assert ("vexp %s (%s;" % (a["vexp"]["version"], a["vexp"]["build_tag"])) in ver, (ver, a["vexp"])
+c = a["vexp"]["commit"]
+if c != "unknown":
+    assert re.match(r"^[0-9a-f]{40}$", c), c
+    assert subprocess.run(["git", "-C", src, "cat-file", "-e", c + "^{commit}"]).returncode == 0, c
+# where and how it ran
+assert a["hosts"] == [socket.gethostname()] and a["ranks"] == 1 and a["launcher"] == "none" and a["comm"] == "local", a
+assert a["data"]["dataset"] == "synthetic_motion", a["data"]
+lib = a["libraries"]
+torch_tag = re.search(r"torch=([0-9.]+)", a["vexp"]["build_tag"]).group(1)
+assert lib["torch"].startswith(torch_tag + "."), lib
+assert "libavcodec.so" in lib["ffmpeg"], lib          # vexp links FFmpeg (libs/media)
+assert set(lib) >= {"torch", "cuda", "cudnn", "nccl", "mpi", "ffmpeg"}, lib
+for k in ("nccl", "mpi"):
+    assert lib[k] == "not loaded" or lib[k].startswith("lib" + k), lib
+# every plugin library loaded, with its content hash
+assert a["plugins"], a
+for p in a["plugins"]:
+    assert p["name"] and p["version"] and p["sha256"] == sha(p["file"]), p
+assert {"synthetic_motion", "comm_local", "resnet", "temporal_shift"} <= {p["name"] for p in a["plugins"]}, a["plugins"]
+PY
+  # the report shows it (each invocation, the last record whole)
+  expect_rc 0 -- "$vexp" report "$tmp/run"
+  $PY - "$tmp/run" <<'PY' || fail "the report does not show the provenance"
+import hashlib, html as H, json, sys
+run = sys.argv[1]
+page = open(run + "/report.html", encoding="utf-8").read()
+recs = [json.loads(l) for l in open(run + "/provenance.jsonl")]
+assert "<h2>Provenance</h2>" in page or ">Provenance<" in page, "no provenance section"
+assert "not recorded in the run directory" not in page
+assert 'id="provenance-invocations"' in page and 'id="provenance"' in page
+for want in ("stopped", "finished", "VEXP_TEST_EPOCHS", "run.log_every=1", recs[1]["recipe"]["files"][0]["sha256"],
+             recs[1]["vexp"]["build_tag"], " --resume", "libraries.torch", "plugins."):
+    assert H.escape(want, quote=False) in page, want
+PY
+  # a run directory of an earlier vexp (no provenance.jsonl) still reports, saying so
+  cp -r "$tmp/run" "$tmp/old" && rm "$tmp/old/provenance.jsonl" "$tmp/old/report.html"
+  expect_rc 0 -- "$vexp" report "$tmp/old"
+  grep -q "not recorded in the run directory (no provenance.jsonl" "$tmp/old/report.html" || fail "old run: no note"
+  # a failing invocation completes its record too
+  VEXP_TEST_FAULT=nan_loss@step=2 "$vexp" run data/tiny.toml --out "$tmp/div" >"$tmp/out" 2>&1
+  [ $? -eq 3 ] || { cat "$tmp/out"; fail "the NaN loss did not diverge"; }
+  $PY -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; assert len(r)==1 and r[0]["outcome"]=="diverged" and r[0]["end"], r' \
+    "$tmp/div/provenance.jsonl" || fail "the diverged invocation's record is not complete"
+  # data roots are made absolute (a relative root is relative to where the run started)
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 16 --val-clips 8
+  (cd "$tmp" && VEXP_MOTION_DATA=motion "$vexp" run "$here/data/tiny_video.toml" --out vrun) >"$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "the video run failed"; }
+  $PY - "$tmp" <<'PY' || fail "the data root is not recorded absolute"
+import json, os, sys
+tmp = sys.argv[1]
+r = json.loads(open(tmp + "/vrun/provenance.jsonl").readline())
+assert r["data"]["roots"] == {"root": tmp + "/motion"}, r["data"]
+assert r["cwd"] == tmp and {"name": "VEXP_MOTION_DATA", "value": "motion", "environment": "motion"} in r["variables"], r
+PY
+  # a provenance.jsonl that is a FIFO: one line naming it, nothing written
+  mkdir "$tmp/fifo" && cp "$tmp/run/summary.json" "$tmp/run/metrics.jsonl" "$tmp/fifo/" && mkfifo "$tmp/fifo/provenance.jsonl"
+  expect_rc 1 -- timeout 20 "$vexp" report "$tmp/fifo"
+  expect_out "$tmp/fifo/provenance.jsonl' is a FIFO, not a regular file"
+  [ -e "$tmp/fifo/report.html" ] && fail "a refused report wrote a file"
+  exit 0
+  ;;
+compare_provenance)
+  # vexp compare and the comparison report: where two runs' provenance differs.
+  tiny_run "$tmp/a" --set optim.lr=0.05
+  tiny_run "$tmp/b" --set optim.lr=0.1
+  expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/b"
+  expect_out "provenance that differs"
+  expect_out "  overrides"
+  expect_out "    tiny (a): run.log_every=1 optim.lr=0.05"
+  expect_out "    tiny (b): run.log_every=1 optim.lr=0.1"
+  expect_out "  argv"
+  expect_no_out "  recipe.files"      # the same recipe files
+  expect_no_out "  start"             # times always differ: left out
+  expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/a"
+  expect_out "provenance: the same in every run"
+  expect_rc 0 -- "$vexp" compare --json "$tmp/a" "$tmp/b"
+  $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[1]["provenance"]["overrides"]==["run.log_every=1","optim.lr=0.1"], r' "$tmp/out" \
+    || fail "compare --json lacks the provenance"
+  # a run of an earlier vexp (no provenance.jsonl) against a new one
+  cp -r "$tmp/a" "$tmp/old" && rm "$tmp/old/provenance.jsonl"
+  expect_rc 0 -- "$vexp" compare "$tmp/old" "$tmp/b"
+  expect_out "(not recorded)"
+  expect_rc 0 -- "$vexp" report "$tmp/a" "$tmp/b" --out "$tmp/cmp.html"
+  grep -q 'id="provenance-differences"' "$tmp/cmp.html" || fail "the comparison report has no provenance differences"
+  grep -q "optim.lr=0.05" "$tmp/cmp.html" || fail "the comparison report does not show the overrides"
+  exit 0
+  ;;
 *)
   fail "unknown test $name"
   ;;

@@ -175,6 +175,17 @@ resume_on_other_ranks)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/up" --resume
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/up"
+  # provenance.jsonl: one record per invocation, each with its own ranks, hosts and launcher
+  $PY - "$tmp/down" "$tmp/up" <<'PY' || fail "bad provenance of the requeued runs"
+import json, socket, sys
+for d, ranks in ((sys.argv[1], [2, 1]), (sys.argv[2], [1, 2])):
+    recs = [json.loads(l) for l in open(d + "/provenance.jsonl")]
+    assert [r["ranks"] for r in recs] == ranks and [r["outcome"] for r in recs] == ["stopped", "finished"], recs
+    for r in recs:
+        assert r["hosts"] == [socket.gethostname()] * r["ranks"], r["hosts"]
+        assert ("mpirun" in r["launcher"]) == (r["ranks"] == 2), r["launcher"]
+        assert r["comm"] == "mpi" and r["libraries"]["mpi"].startswith("libmpi"), r["libraries"]
+PY
   # With accumulation (2 micro-batches per GPU) the emulated rank sums a step's four
   # micro-batches in another order than the allreduce of two: equal to float rounding
   # (docs/distributed.md gives the bound); BatchNorm follows GPU 0's two micro-batches.

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -406,6 +408,39 @@ nesterov = "${NEST:-true}"
   EXPECT_EQ(at(r.root, "run.log_every"), Value("x3"));  // not the whole string: stays text
   EXPECT_EQ(at(r.root, "optim.lr"), Value(0.5));
   EXPECT_EQ(at(r.root, "optim.nesterov"), Value(true));
+}
+
+// The recipe records each variable it interpolated once (for provenance.jsonl): its
+// value in the environment (none when unset) and the value the recipe received.
+TEST(Interpolation, RecordsTheVariablesAndTheirValues) {
+  Diagnostics d;
+  LoadOptions o = with_env({{"ROOT", "/data/k400"}, {"EMPTY", ""}});
+  o.overrides = {{"run.out", "\"${OUT_DIR:-runs/x}\""}};
+  Recipe r = load_recipe_text(R"([run]
+name = "${ROOT}-${EMPTY:-e}"
+epochs = "${EPOCHS:-3}"
+seed = "$${NOT_A_VARIABLE}"
+[data.params]
+root = "${ROOT}"
+)",
+                              "r.toml", o, d)
+                 .value();
+  EXPECT_FALSE(d.has_errors()) << d.str();
+  ASSERT_EQ(r.variables.size(), 4u);
+  std::vector<std::string> names;
+  for (const auto& v : r.variables) names.push_back(v.name);
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
+            (std::set<std::string>{"ROOT", "EMPTY", "EPOCHS", "OUT_DIR"}));
+  std::map<std::string, Interpolation> by;
+  for (const auto& v : r.variables) by[v.name] = v;
+  EXPECT_EQ(by["ROOT"].environment, std::optional<std::string>("/data/k400"));
+  EXPECT_EQ(by["ROOT"].value, "/data/k400");
+  EXPECT_EQ(by["EMPTY"].environment, std::optional<std::string>(""));
+  EXPECT_EQ(by["EMPTY"].value, "e");
+  EXPECT_FALSE(by["EPOCHS"].environment.has_value());
+  EXPECT_EQ(by["EPOCHS"].value, "3");
+  EXPECT_EQ(by["EPOCHS"].loc.str(), "r.toml:3:1");
+  EXPECT_EQ(by["OUT_DIR"].value, "runs/x");
 }
 
 TEST(Interpolation, MissingVariablesAndBadSyntaxAreErrorsAtTheValue) {

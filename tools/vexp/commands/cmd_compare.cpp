@@ -1,10 +1,12 @@
 // vexp compare RUN_DIR...: finished runs side by side (a repeated run name gets the
-// shortest tail of its directory that tells the runs apart).
+// shortest tail of its directory that tells the runs apart), then where their
+// provenance (the last invocation of each, provenance.jsonl) differs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,8 @@
 #include "common.hpp"
 #include "report/run_files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/rundir/files.hpp"
+#include "vexp/rundir/provenance.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -54,6 +58,45 @@ std::vector<std::string> row_labels(const std::vector<std::string>& names, const
   return labels;
 }
 
+// The rows of the runs' last provenance records that are not the same in all
+// (times left out); a run without provenance.jsonl reads "(not recorded)".
+void print_provenance_differences(const std::vector<nlohmann::json>& records, const std::vector<std::string>& labels) {
+  std::vector<std::string> keys;
+  std::vector<std::map<std::string, std::string>> rows(records.size());
+  size_t recorded = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].is_null()) continue;
+    ++recorded;
+    for (const auto& [k, v] : rundir::flatten_record(records[i])) {
+      if (k == "invocation" || k == "start" || k == "end") continue;
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      rows[i][k] = v;
+    }
+  }
+  if (recorded == 0) {
+    std::printf("\nprovenance: not recorded (no run directory has a provenance.jsonl)\n");
+    return;
+  }
+  std::string out;
+  size_t n = 0;
+  for (const auto& k : keys) {
+    std::vector<std::string> vals;
+    for (size_t i = 0; i < records.size(); ++i) {
+      const auto it = rows[i].find(k);
+      vals.push_back(records[i].is_null() ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
+    }
+    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
+    ++n;
+    out += "  " + base::printable(k, 200) + "\n";
+    for (size_t i = 0; i < vals.size(); ++i) out += "    " + labels[i] + ": " + base::printable(vals[i], 2000) + "\n";
+  }
+  if (n == 0)
+    std::printf("\nprovenance: the same in every run (%zu rows of the last invocation's record)\n", keys.size());
+  else
+    std::printf("\nprovenance that differs (%zu of %zu rows of each run's last invocation, provenance.jsonl):\n%s", n,
+                keys.size(), out.c_str());
+}
+
 }  // namespace
 
 void add_compare(CLI::App& app) {
@@ -64,11 +107,15 @@ void add_compare(CLI::App& app) {
   cmd->add_flag("--json", *as_json, "Machine-readable output");
   cmd->callback([dirs, as_json] {
     auto rows = nlohmann::json::array();
+    std::vector<nlohmann::json> provenance;  // each run's last record (null: none)
     for (const auto& d : *dirs) {
-      const std::filesystem::path p = std::filesystem::path(d) / "summary.json";
-      nlohmann::json j = report::read_summary(p);
+      const rundir::RunDir dir(d);
+      nlohmann::json j = report::cli_errors([&] { return rundir::read_summary(dir.summary()); });
       if (j.is_null()) throw Exit{kExitFailure, "'" + d + "' has no summary.json: it is not a finished run directory"};
+      const rundir::Provenance p = report::cli_errors([&] { return rundir::read_provenance(dir.dir); });
+      provenance.push_back(p.records.empty() ? nlohmann::json() : p.records.back());
       j["run_dir"] = d;
+      j["provenance"] = provenance.back();
       rows.push_back(j);
     }
     if (*as_json) {
@@ -99,6 +146,7 @@ void add_compare(CLI::App& app) {
                   num("top5", 0), num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
                   static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
     }
+    if (rows.size() > 1) print_provenance_differences(provenance, labels);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "vexp/runtime/checkpoint.hpp"
 #include "model_session.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
 namespace vexp::cli {
@@ -36,11 +37,11 @@ void add_export(CLI::App& app) {
     const std::string weights = weights_file(*source, "");
     // The recipe: --recipe, else the run's resolved.toml (RUN/checkpoints/epoch_NNNN.pt).
     fs::path run_dir = fs::path(weights).parent_path().parent_path();
-    if (from_dir) run_dir = fs::is_regular_file(fs::path(*source) / "resolved.toml") ? fs::path(*source) : run_dir;
+    if (from_dir) run_dir = fs::is_regular_file(rundir::RunDir(*source).resolved()) ? fs::path(*source) : run_dir;
     PyRef root;  // the file, read once
     refuse_output_onto_input(*to, "--to", weights, "the checkpoint");
     refuse_output_onto_input(*to, "--to", *source, "the source");
-    refuse_output_onto_input(*to, "--to", !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string(),
+    refuse_output_onto_input(*to, "--to", !recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string(),
                              "the recipe");
     if (recipe->empty()) {
       // The file first: a state dict of another project (or a vexp export) is told as
@@ -53,7 +54,7 @@ void add_export(CLI::App& app) {
       }
     }
     RecipeArgs args;
-    args.path = !recipe->empty() ? *recipe : (run_dir / "resolved.toml").string();
+    args.path = !recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string();
     args.plugin_paths = *plugin_paths;
     if (!fs::is_regular_file(args.path))
       throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};

@@ -71,6 +71,7 @@ void add_run(CLI::App& app) {
     if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
     refuse_backend_of_one(args->path, s.plan->comm);  // before anything is written
     opt->recipe_path = args->path;
+    opt->overrides = args->sets;  // provenance.jsonl keeps them apart from the recipe files
     TrainResult r;
     try {
       r = train(s, *opt);

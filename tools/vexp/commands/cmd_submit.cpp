@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "vexp/rundir/files.hpp"
 #include "launch/slurm_job.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/lock.hpp"
@@ -311,7 +312,7 @@ void run_status(const std::string& dir) {
   } catch (const base::Error& e) {
     throw Exit{kExitFailure, e.what()};
   }
-  const bool done = fs::exists(fs::path(dir) / "summary.json", ec);
+  const bool done = fs::exists(rundir::RunDir(dir).summary(), ec);
   std::cout << printable(dir) << ": " << (done ? "the run is complete (summary.json)" : "the run is not complete")
             << "\n";
   if (rec.jobs.empty()) {

@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/rundir/files.hpp"
 
 namespace vexp::cli::slurm {
 
@@ -27,7 +28,7 @@ std::string run_dir_problem(const std::string& dir) {
   return "";
 }
 
-std::string jobs_file(const std::string& run_dir) { return (fs::path(run_dir) / "jobs.jsonl").string(); }
+std::string jobs_file(const std::string& run_dir) { return rundir::RunDir(run_dir).jobs().string(); }
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);

@@ -20,6 +20,7 @@
 #include "vexp/sweep/expansion.hpp"
 #include "report/sweep_results.hpp"
 #include "vexp/build_tag.hpp"
+#include "vexp/rundir/provenance.hpp"
 
 namespace vexp::report {
 namespace fs = std::filesystem;
@@ -290,6 +291,50 @@ void jobs_section(Page& p, const RunData& r) {
     p.body += "<p>" + std::to_string(rec.bad_lines) + " line(s) of jobs.jsonl are not job events (skipped).</p>\n";
 }
 
+// Where the run came from (provenance.jsonl): each invocation in a line, then the
+// last one's record whole, and what an earlier invocation had otherwise.
+void provenance_section(Page& p, const RunData& r) {
+  p.h2("Provenance");
+  if (r.provenance.empty()) {
+    p.body += "<p>Not recorded in the run directory: it has no provenance.jsonl (a run of a vexp before 0.1's "
+              "provenance records).</p>\n";
+    return;
+  }
+  p.body += "<div class=\"scroll\"><table id=\"provenance-invocations\">\n<tr><th>invocation</th><th>start</th>"
+            "<th>end</th><th>outcome</th><th>command line</th></tr>\n";
+  for (const auto& rec : r.provenance) {
+    std::string argv;
+    for (const auto& [k, v] : rundir::flatten_record(rec))
+      if (k == "argv") argv = v;
+    auto text = [&](const char* key) {
+      const auto it = rec.find(key);
+      return it == rec.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+    };
+    const std::string outcome = text("outcome");
+    p.body += "<tr><td>" + esc(text("invocation")) + "</td><td>" + esc(text("start")) + "</td><td>" +
+              esc(text("end").empty() ? "(not recorded)" : text("end")) + "</td><td>" +
+              esc(outcome.empty() ? "(running, or ended without a word)" : outcome) + "</td><td><code>" + esc(argv) +
+              "</code></td></tr>\n";
+  }
+  p.body += "</table></div>\n";
+  const json& last = r.provenance.back();
+  p.body += "<p>The " + std::string(r.provenance.size() > 1 ? "last invocation's" : "invocation's") +
+            " record (<code>provenance.jsonl</code>):</p>\n<div class=\"scroll\"><table id=\"provenance\">\n";
+  for (const auto& [k, v] : rundir::flatten_record(last))
+    p.body += "<tr><th><code>" + esc(k) + "</code></th><td><code>" + esc(v) + "</code></td></tr>\n";
+  p.body += "</table></div>\n";
+  for (size_t i = 0; i + 1 < r.provenance.size(); ++i) {
+    const auto diff = rundir::differences(r.provenance[i], last);
+    if (diff.empty()) continue;
+    p.body += "<p>Invocation " + esc(r.provenance[i].value("invocation", json()).dump()) + " differed in:</p>\n"
+              "<div class=\"scroll\"><table>\n<tr><th>key</th><th>then</th><th>last</th></tr>\n";
+    for (const auto& d : diff)
+      p.body += "<tr><td><code>" + esc(d.key) + "</code></td><td><code>" + esc(d.a) + "</code></td><td><code>" +
+                esc(d.b) + "</code></td></tr>\n";
+    p.body += "</table></div>\n";
+  }
+}
+
 void run_report(Page& p, const RunData& r) {
   message_box(p, r);
   const json& s = r.summary;
@@ -319,9 +364,17 @@ void run_report(Page& p, const RunData& r) {
     row("step time (logged steps)",
         esc(fmt("data %.1f %%", 100 * t.data / t.total) + fmt(", compute %.1f %%", 100 * t.compute / t.total) +
             fmt(", communication %.1f %%", 100 * t.comm / t.total) + fmt(", other %.1f %%", 100 * t.other / t.total)));
-  row("vexp version, build tag",
-      "not recorded in the run directory; this report was written by vexp " VEXP_VERSION " (" + esc(host_build_tag()) +
-          ")");
+  if (r.provenance.empty()) {
+    row("vexp version, build tag",
+        "not recorded in the run directory (no provenance.jsonl: a run of an earlier vexp); this report was written by "
+        "vexp " VEXP_VERSION " (" + esc(host_build_tag()) + ")");
+  } else {
+    const json& last = r.provenance.back();
+    const json v = last.value("vexp", json::object());
+    row("vexp version, build tag",
+        esc(v.value("version", "?") + " (commit " + v.value("commit", "?") + "), " + v.value("build_tag", "?")) +
+            (r.provenance.size() > 1 ? " (the last of " + std::to_string(r.provenance.size()) + " invocations)" : ""));
+  }
   if (r.unreadable_lines) row("skipped metrics.jsonl lines (not JSON, or of the wrong types)", std::to_string(r.unreadable_lines));
   row("directory", esc(r.dir.string()));
   p.body += "</table></div>\n";
@@ -333,17 +386,77 @@ void run_report(Page& p, const RunData& r) {
     p.body += "<p>What differs from " + esc(r.base) + ":</p>\n<table><tr><th>key = value</th></tr>\n";
     for (const auto& o : r.overrides) p.body += "<tr><td><code>" + esc(o) + "</code></td></tr>\n";
     p.body += "</table>\n";
+  } else if (!r.provenance.empty()) {
+    const json& last = r.provenance.back();
+    const json rec = last.value("recipe", json::object());
+    const json ov = last.value("overrides", json::array());
+    p.body += "<p>Recipe <code>" + esc(rec.value("path", "?")) + "</code> (its files and their SHA-256: Provenance, below), ";
+    if (!ov.is_array() || ov.empty()) {
+      p.body += "no <code>--set</code> overrides.</p>\n";
+    } else {
+      p.body += "with these <code>--set</code> overrides:</p>\n<table><tr><th>key = value</th></tr>\n";
+      for (const auto& o : ov)
+        p.body += "<tr><td><code>" + esc(o.is_string() ? o.get<std::string>() : o.dump()) + "</code></td></tr>\n";
+      p.body += "</table>\n";
+    }
   } else {
-    p.body += "<p>The run directory keeps the resolved recipe only (not the file it came from), so what differs "
-              "from its base is shown for sweep trials and between the runs of a comparison "
+    p.body += "<p>The run directory keeps the resolved recipe only (no provenance.jsonl: a run of an earlier vexp), so "
+              "what differs from its base is shown for sweep trials and between the runs of a comparison "
               "(<code>vexp report RUN_DIR OTHER_RUN_DIR</code>).</p>\n";
   }
   if (!r.resolved.empty())
     p.body += "<details><summary>resolved.toml (" + std::to_string(r.keys.size()) + " keys)</summary><pre>" +
               esc(r.resolved) + "</pre></details>\n";
+  provenance_section(p, r);
 }
 
 // ---- comparison -------------------------------------------------------------
+
+// The rows of the runs' last provenance records that are not the same in all
+// (start and end times left out: they always differ).
+void provenance_differences(Page& p, const std::vector<RunData>& runs, const std::vector<std::string>& names) {
+  p.h2("Provenance that differs");
+  std::vector<std::string> keys;
+  std::vector<std::map<std::string, std::string>> rows(runs.size());
+  std::set<std::string> seen;
+  size_t recorded = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].provenance.empty()) continue;
+    ++recorded;
+    for (const auto& [k, v] : rundir::flatten_record(runs[i].provenance.back())) {
+      if (k == "invocation" || k == "start" || k == "end") continue;
+      rows[i][k] = v;
+      if (seen.insert(k).second) keys.push_back(k);
+    }
+  }
+  if (recorded == 0) {
+    p.body += "<p>Not recorded: none of these run directories has a provenance.jsonl.</p>\n";
+    return;
+  }
+  std::string body;
+  size_t n = 0;
+  for (const auto& k : keys) {
+    std::vector<std::string> vals;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto it = rows[i].find(k);
+      vals.push_back(runs[i].provenance.empty() ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
+    }
+    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
+    ++n;
+    body += "<tr><td><code>" + esc(k) + "</code></td>";
+    for (const auto& v : vals) body += "<td><code>" + esc(v) + "</code></td>";
+    body += "</tr>\n";
+  }
+  if (n == 0) {
+    p.body += "<p>None: the last invocations' records agree in all " + std::to_string(keys.size()) + " rows.</p>\n";
+    return;
+  }
+  p.body += "<p>" + std::to_string(n) + " of " + std::to_string(keys.size()) +
+            " rows of the last invocations' records (<code>provenance.jsonl</code>).</p>\n"
+            "<div class=\"scroll\"><table id=\"provenance-differences\">\n<tr><th>key</th>";
+  for (const auto& nm : names) p.body += "<th>" + esc(nm) + "</th>";
+  p.body += "</tr>\n" + body + "</table></div>\n";
+}
 
 // Labels that tell the runs apart: the run name, with the folder where names repeat.
 std::vector<std::string> run_labels(const std::vector<RunData>& runs) {
@@ -420,6 +533,7 @@ void comparison_report(Page& p, const std::vector<RunData>& runs) {
     for (const auto& nm : names) p.body += "<th>" + esc(nm) + "</th>";
     p.body += "</tr>\n" + rows + "</table></div>\n";
   }
+  provenance_differences(p, runs, names);
   p.h2("Curves");
   std::vector<const RunData*> ptrs;
   for (const auto& r : runs) ptrs.push_back(&r);

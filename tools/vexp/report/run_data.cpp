@@ -9,24 +9,13 @@
 #include "vexp/sweep/directory.hpp"
 #include "report/sweep_results.hpp"
 #include "vexp/dsl/recipe.hpp"
+#include "vexp/rundir/provenance.hpp"
 
 namespace vexp::report {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string read_text(const fs::path& p) { return read_run_file(p); }
-
-double num(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-std::optional<double> opt_num(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 
 // "model.node.features.depth" for a node with id "features"; arrays of tables
 // without ids by index.
@@ -50,25 +39,17 @@ void flatten(const dsl::Value& v, const std::string& prefix, std::vector<std::pa
 // Where a run's failure is recorded: failures/rank_R.txt (several ranks), the
 // sweep's log.txt (a trial).
 std::string recorded_failure(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir / "failures", ec)) {
-    for (const auto& e : fs::directory_iterator(dir / "failures", ec)) {
-      if (!e.is_regular_file()) continue;
-      std::istringstream in(read_text(e.path()));
-      std::string line, last;
-      while (std::getline(in, line))
-        if (!line.empty()) last = line;
-      if (!last.empty()) return e.path().filename().string() + ": " + last;
-    }
-  }
-  if (fs::exists(dir / "log.txt")) return sweep::last_error(dir / "log.txt");
+  const std::string failure = cli_errors([&] { return rundir::recorded_failure(dir); });
+  if (!failure.empty()) return failure;
+  const rundir::RunDir d(dir);
+  if (fs::exists(d.trial_log())) return sweep::last_error(d.trial_log());
   return "";
 }
 
 // The trial of a sweep whose run directory DIR is (DIR = SWEEP/trials/NNN).
 void sweep_trial_overrides(RunData& r) {
   const fs::path sweep_dir = r.dir.parent_path().parent_path();
-  if (r.dir.parent_path().filename() != "trials" || !fs::exists(sweep_dir / "sweep.db")) return;
+  if (r.dir.parent_path().filename() != "trials" || !rundir::RunDir(sweep_dir).is_sweep_dir()) return;
   try {
     const sweep::Opened o = sweep::open_results(sweep_dir.string());
     std::error_code ec;
@@ -84,10 +65,6 @@ void sweep_trial_overrides(RunData& r) {
 
 }  // namespace
 
-bool is_run_dir(const fs::path& dir) {
-  return fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "summary.json");
-}
-
 RunData read_run(const fs::path& dir_in) {
   std::error_code ec;
   if (!fs::is_directory(dir_in, ec))
@@ -95,70 +72,33 @@ RunData read_run(const fs::path& dir_in) {
   RunData r;
   r.dir = fs::absolute(dir_in, ec).lexically_normal();
   if (r.dir.filename().empty()) r.dir = r.dir.parent_path();
-  if (!is_run_dir(r.dir) && !fs::exists(r.dir / "resolved.toml"))
+  const rundir::RunDir d(r.dir);
+  if (!d.is_run_dir(/*resolved_counts=*/true))
     throw cli::Exit{cli::kExitFailure, "'" + dir_in.string() +
                                            "' is not a run directory (it has no metrics.jsonl, summary.json or "
                                            "resolved.toml) nor a sweep directory (no sweep.db)"};
   // metrics.jsonl: a line that is not a step or eval record of the right types
   // (a torn last line of a crashed run, or anything else) is skipped and counted.
-  {
-    const fs::path file = r.dir / "metrics.jsonl";
-    SkippedLines skipped;
-    for_each_log_line(file, [&](const std::string& line, int64_t number) {
-      if (line.empty()) return;
-      json j;
-      try {
-        j = json::parse(line);
-      } catch (const std::exception&) {
-        skipped.add(file, number, "not JSON");
-        return;
-      }
-      const std::string why = metrics_record_problem(j);
-      if (!why.empty()) {
-        skipped.add(file, number, why);
-        return;
-      }
-      const std::string type = j.value("type", "");
-      if (type == "step") {
-        StepLine s;
-        s.global_step = static_cast<int64_t>(num(j, "global_step"));
-        s.epoch = static_cast<int64_t>(num(j, "epoch"));
-        s.step = static_cast<int64_t>(num(j, "step"));
-        s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
-        s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
-        s.lr = num(j, "lr");
-        s.clips_per_s = num(j, "clips_per_s");
-        s.step_s = num(j, "step_s");
-        s.data_s = num(j, "data_s");
-        s.compute_s = num(j, "compute_s");
-        s.comm_s = num(j, "comm_s");
-        if (j.contains("epochs_trained") && j["epochs_trained"].is_number()) s.epochs_trained = j["epochs_trained"].get<double>();
-        r.steps_per_epoch = std::max(r.steps_per_epoch, s.step);
-        r.steps.push_back(s);
-      } else if (type == "eval") {
-        EvalLine e;
-        e.epoch = static_cast<int64_t>(num(j, "epoch"));
-        e.global_step = static_cast<int64_t>(num(j, "global_step"));
-        e.top1 = opt_num(j, "top1");
-        e.top5 = opt_num(j, "top5");
-        e.val_loss = opt_num(j, "val_loss");
-        r.evals.push_back(e);
-      }
-    });
-    r.unreadable_lines = skipped.count;
-    if (skipped.count > 0) std::cerr << "vexp: warning: " << skipped.text(file) << "\n";
-  }
-  // summary.json
-  r.summary = read_summary(r.dir / "summary.json");
+  rundir::Metrics m = cli_errors([&] { return rundir::read_metrics(r.dir); });
+  r.steps = std::move(m.steps);
+  r.evals = std::move(m.evals);
+  for (const auto& s : r.steps) r.steps_per_epoch = std::max(r.steps_per_epoch, s.step);
+  r.unreadable_lines = m.skipped.count;
+  if (m.skipped.count > 0) std::cerr << "vexp: warning: " << m.skipped.text(d.metrics()) << "\n";
+  r.summary = cli_errors([&] { return rundir::read_summary(d.summary()); });
   // resolved.toml, flattened
-  r.resolved = read_text(r.dir / "resolved.toml");
+  r.resolved = cli_errors([&] { return rundir::read_text(d.resolved()); });
   if (!r.resolved.empty()) {
-    dsl::Diagnostics d;
+    dsl::Diagnostics diags;
     dsl::LoadOptions opts;
     opts.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    auto rec = dsl::load_recipe_text(r.resolved, (r.dir / "resolved.toml").string(), opts, d);
+    auto rec = dsl::load_recipe_text(r.resolved, d.resolved().string(), opts, diags);
     if (rec) flatten(rec->root, "", r.keys);
   }
+  // provenance.jsonl (runs of an earlier vexp have none)
+  rundir::Provenance prov = cli_errors([&] { return rundir::read_provenance(r.dir); });
+  r.provenance = std::move(prov.records);
+  if (prov.skipped.count > 0) std::cerr << "vexp: warning: " << prov.skipped.text(d.provenance()) << "\n";
   // name and status
   r.name = r.summary.is_object() ? r.summary.value("name", "") : "";
   if (r.name.empty()) r.name = key_value(r, "run.name");

@@ -1,6 +1,7 @@
-// What a run directory holds, read for the reports: metrics.jsonl (step and eval
-// lines), summary.json (a finished run), resolved.toml (flattened to key = value),
-// failures/rank_R.txt and, for a sweep trial, log.txt.
+// What a run directory holds, read for the reports through vexp::rundir:
+// metrics.jsonl (step and eval records), summary.json (a finished run),
+// resolved.toml (flattened to key = value), provenance.jsonl (one record per
+// invocation), failures/rank_R.txt and, for a sweep trial, log.txt.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vexp/rundir/files.hpp"
+
 namespace vexp::report {
 
-struct StepLine {
-  int64_t global_step = 0, epoch = 0, step = 0, ranks = 1;
-  double loss = 0, lr = 0, clips_per_s = 0, step_s = 0, data_s = 0, compute_s = 0, comm_s = 0;
-  double epochs_trained = -1;  // clips seen / clips per epoch after this step; -1: not logged (older runs)
-};
-struct EvalLine {
-  int64_t epoch = 0, global_step = 0;
-  std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
-};
+using StepLine = rundir::StepRecord;
+using EvalLine = rundir::EvalRecord;
 
 struct RunData {
   std::filesystem::path dir;
@@ -38,6 +34,7 @@ struct RunData {
   std::vector<std::pair<std::string, std::string>> keys;  // resolved recipe flattened: "optim.lr" = "0.1"
   std::vector<std::string> overrides;                     // --set of a sweep trial ("optim.lr=0.1")
   std::string base;                                       // the recipe those overrides apply to
+  std::vector<nlohmann::json> provenance;  // provenance.jsonl's records, oldest first (none: an older run)
 };
 
 // Reads DIR; throws cli::Exit when DIR is not a run directory (no metrics.jsonl,
@@ -45,7 +42,7 @@ struct RunData {
 RunData read_run(const std::filesystem::path& dir);
 
 // Whether DIR looks like a run directory (holds metrics.jsonl or summary.json).
-bool is_run_dir(const std::filesystem::path& dir);
+inline bool is_run_dir(const std::filesystem::path& dir) { return rundir::RunDir(dir).is_run_dir(); }
 
 // The value of a flattened recipe key ("" when the run does not have it).
 std::string key_value(const RunData& r, const std::string& key);

@@ -1,9 +1,7 @@
-// The files of run and sweep directories, read as data from outside: a directory
-// may be a copy, a download or a trap (a FIFO, a link to /dev/zero or /dev/urandom,
-// a 10 GB log), and a file in it may hold JSON of the wrong shape. Each file is read
-// only when it is a regular file of bounded size, otherwise one line (cli::Exit,
-// failure) names it; a JSON value of the wrong type names the file, the line and
-// the key.
+// The files of run and sweep directories for the CLI: vexp::rundir's readers
+// (bounded, never blocking, a wrong type named with its file, line and key) with
+// their rundir::Error turned into cli::Exit (failure), one line naming the file.
+// New code reads run directories through vexp/rundir/files.hpp directly.
 #pragma once
 
 #include <cstdint>
@@ -14,37 +12,40 @@
 #include <nlohmann/json.hpp>
 
 #include "vexp/base/files.hpp"
+#include "vexp/rundir/files.hpp"
 
 namespace vexp::report {
 
-// The text of `path` ("" when it does not exist). Exit when it is not a regular file
-// of at most `max_bytes`, or cannot be read.
+// rundir::read_text: the text of `path` ("" when it does not exist).
 std::string read_run_file(const std::filesystem::path& path, std::uint64_t max_bytes = base::kMaxTextFileBytes);
 
-// Calls `fn(line, number)` for each line of the log `path` (metrics.jsonl, log.txt;
-// numbers from 1), streamed: nothing when it does not exist, Exit when it is not a
-// regular file of at most kMaxLogFileBytes. Never blocks on a FIFO.
+// rundir::for_each_line: each line of the log `path` (metrics.jsonl, log.txt), streamed.
 void for_each_log_line(const std::filesystem::path& path,
                        const std::function<void(const std::string& line, std::int64_t number)>& fn);
 
-// summary.json of a run directory: null when there is none; Exit naming the file
-// (and the key) when it is not a JSON object whose known keys have their types
-// (name, status, device, ...: strings; top1, epochs, ...: numbers or null).
+// rundir::read_summary: summary.json (null when there is none), its keys' types checked.
 nlohmann::json read_summary(const std::filesystem::path& file);
 
-// Why the record `j` of metrics.jsonl cannot be used ("" when it can): not an
-// object, `type` not a string, or a known key of a step / eval record (global_step,
-// epoch, loss, top1, ...) that is not a number (or null, written for NaN).
-std::string metrics_record_problem(const nlohmann::json& j);
+// rundir::metrics_record_problem: why a metrics.jsonl record cannot be used ("" when it can).
+using rundir::metrics_record_problem;
+using rundir::SkippedLines;
 
-// Counts the lines of a metrics.jsonl that were skipped and remembers where, for
-// one warning: "skipped 2 lines of DIR/metrics.jsonl (DIR/metrics.jsonl:3: key
-// 'global_step' is a string, expected a number; ...:7: not JSON)".
-struct SkippedLines {
-  std::int64_t count = 0;
-  std::string where;  // the first few "file:line: why", separated by "; "
-  void add(const std::filesystem::path& file, std::int64_t line, const std::string& why);
-  std::string text(const std::filesystem::path& file) const;
-};
+// Runs `fn`, turning a rundir::Error into cli::Exit (failure).
+template <class F>
+auto cli_errors(F&& fn) -> decltype(fn());
 
+}  // namespace vexp::report
+
+#include "common.hpp"
+#include "vexp/base/text.hpp"
+
+namespace vexp::report {
+template <class F>
+auto cli_errors(F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const rundir::Error& e) {
+    throw cli::Exit{cli::kExitFailure, base::printable(e.what(), 1024)};
+  }
+}
 }  // namespace vexp::report

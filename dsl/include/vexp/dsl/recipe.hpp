@@ -31,10 +31,19 @@ struct LoadOptions {
   std::function<std::optional<std::string>(const std::string&)> env;
 };
 
+// A ${VAR} the recipe interpolated (recorded once per name, in the order first met).
+struct Interpolation {
+  std::string name;
+  std::optional<std::string> environment;  // its value in the environment; nullopt: not set
+  std::string value;                       // what the recipe received (the default when unset or empty)
+  Loc loc;                                 // where it was first used
+};
+
 struct Recipe {
   std::string path;                 // the root file as given
   std::vector<std::string> files;   // root first, then bases in `extends` order
   Value root;                       // merged tree (a Table), overrides applied
+  std::vector<Interpolation> variables;  // the ${VAR}s interpolated into `root`
 };
 
 // Loads and merges. Problems go into `diags` (all of them, not just the first);

@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vexp/rundir/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
 namespace vexp {
@@ -33,19 +34,12 @@ PyRef load_checkpoint_file(const std::string& path);
 bool is_checkpoint(const PyRef& root);
 Checkpoint checkpoint_from(const PyRef& root, const std::string& path);
 
-// The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of
-// the next one: epoch_NNNN.pt, or epoch_NNNN_step_SSSSSS.pt (an interrupted run).
-std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step = 0);
-// The checkpoint files (named as above) in `dir`, newest (most epochs, then steps)
-// first; other files, NAME.corrupt among them, are not checkpoints.
-std::vector<std::string> checkpoints_newest_first(const std::string& dir);
-// The newest of them ("" when there is none).
-std::string latest_checkpoint(const std::string& dir);
-// Deletes the checkpoints of `dir` older than its newest `keep` (keep >= 1) and
-// returns their paths; `written` (the one just saved, which a resume starts from)
-// is never deleted, even where a newer-named one exists. NAME.corrupt files and
-// anything else that is not a checkpoint are left alone.
-std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written);
+// Checkpoint file names (epoch_NNNN.pt, epoch_NNNN_step_SSSSSS.pt), their order,
+// the newest one and pruning belong to the run directory: vexp/rundir/files.hpp.
+using rundir::checkpoint_file_name;
+using rundir::checkpoints_newest_first;
+using rundir::latest_checkpoint;
+using rundir::prune_checkpoints;
 
 // Writes `content` to `path` atomically (a temporary file of this process's own,
 // fsync, rename, fsync of the folder); `mode`: the permissions of the new file.

@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "vexp/runtime/session.hpp"
 
@@ -18,6 +19,10 @@ struct TrainOptions {
   std::string resume_from;    // a checkpoint file to continue from (implies resume)
   int64_t stop_after_epochs = 0;  // >0: stop this invocation after that many epochs
   std::string recipe_path;    // for the default run name
+  // For provenance.jsonl: the --set KEY=VALUE texts as given (kept apart from the
+  // recipe files) and the command line (empty: this process's, /proc/self/cmdline).
+  std::vector<std::string> overrides;
+  std::vector<std::string> argv;
 };
 
 struct TrainResult {

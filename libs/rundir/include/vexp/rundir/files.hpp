@@ -1,0 +1,177 @@
+// The run directory: every file `vexp run` writes there, named once, and the one
+// way to write and read each (torch-free; docs/recipes.md, "The run directory").
+//
+//   resolved.toml      the recipe as trained (every default filled in, overrides
+//                      applied), first line "# resolved recipe, hash H"
+//   metrics.jsonl      one JSON record per line: "step" records (the logged window
+//                      of steps) and "eval" records (after an evaluation)
+//   summary.json       the result of a finished run (absent until it finishes)
+//   provenance.jsonl   one record per invocation: where the run came from
+//                      (provenance.hpp)
+//   checkpoints/       epoch_NNNN.pt, epoch_NNNN_step_SSSSSS.pt (an interrupted epoch);
+//                      NAME.corrupt: a checkpoint that did not load, kept aside
+//   failures/          rank_R.txt: the error of rank R (multi-rank runs);
+//                      failures/previous/: those of earlier invocations
+//   events.out.tfevents.T.HOST   TensorBoard scalars (the metrics records' figures)
+//   log.txt            a sweep trial's output, with its attempts' start and end lines
+//   jobs.jsonl         `vexp submit`'s Slurm job events
+//   report.html        `vexp report RUN`'s default output
+//   .vexp.lock         the directory lock (vexp::base::DirLock)
+//
+// Run directories come from outside (a copy, a download): every read is bounded
+// (vexp::base::read_file_bounded limits), never blocks on a FIFO, and a value of the
+// wrong type is an Error naming the file, the line and the key. Every whole-file
+// write goes through vexp::base::write_file_atomic.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vexp/base/files.hpp"
+
+namespace vexp::rundir {
+
+namespace fs = std::filesystem;
+
+// One line naming the file (and line and key) at fault.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- names ------------------------------------------------------------------
+
+inline constexpr const char* kResolved = "resolved.toml";
+inline constexpr const char* kMetrics = "metrics.jsonl";
+inline constexpr const char* kSummary = "summary.json";
+inline constexpr const char* kProvenance = "provenance.jsonl";
+inline constexpr const char* kCheckpoints = "checkpoints";
+inline constexpr const char* kFailures = "failures";
+inline constexpr const char* kFailuresPrevious = "previous";  // under failures/
+inline constexpr const char* kTrialLog = "log.txt";
+inline constexpr const char* kJobs = "jobs.jsonl";
+inline constexpr const char* kReport = "report.html";
+inline constexpr const char* kSweepDb = "sweep.db";            // marks a sweep directory, not a run directory
+inline constexpr const char* kTensorBoardPrefix = "events.out.tfevents.";
+
+// The first line of resolved.toml, followed by the recipe hash.
+inline constexpr const char* kResolvedHashTag = "# resolved recipe, hash ";
+
+// The paths of one run directory.
+struct RunDir {
+  fs::path dir;
+  explicit RunDir(fs::path d) : dir(std::move(d)) {}
+  fs::path resolved() const { return dir / kResolved; }
+  fs::path metrics() const { return dir / kMetrics; }
+  fs::path summary() const { return dir / kSummary; }
+  fs::path provenance() const { return dir / kProvenance; }
+  fs::path checkpoints() const { return dir / kCheckpoints; }
+  fs::path failures() const { return dir / kFailures; }
+  fs::path failure_of_rank(int rank) const { return failures() / ("rank_" + std::to_string(rank) + ".txt"); }
+  fs::path trial_log() const { return dir / kTrialLog; }
+  fs::path jobs() const { return dir / kJobs; }
+  fs::path report() const { return dir / kReport; }
+
+  // Whether it holds a run of its own (what refuses a plain start and what --resume
+  // auto continues): a summary, metrics or a checkpoint.
+  bool holds_run() const;
+  // Whether it looks like a run directory to report: metrics.jsonl or summary.json
+  // (or, with `resolved_counts`, resolved.toml: a run that stopped before its first step).
+  bool is_run_dir(bool resolved_counts = false) const;
+  // Whether it is a sweep directory (holds sweep.db).
+  bool is_sweep_dir() const;
+};
+
+// ---- checkpoints ------------------------------------------------------------
+
+// The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of
+// the next one: epoch_NNNN.pt, or epoch_NNNN_step_SSSSSS.pt (an interrupted run).
+std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step = 0);
+// The checkpoint files (named as above) in `dir`, newest (most epochs, then steps)
+// first; other files, NAME.corrupt among them, are not checkpoints.
+std::vector<std::string> checkpoints_newest_first(const std::string& dir);
+// The newest of them ("" when there is none).
+std::string latest_checkpoint(const std::string& dir);
+// Deletes the checkpoints of `dir` older than its newest `keep` (keep >= 1) and
+// returns their paths; `written` (the one just saved, which a resume starts from)
+// is never deleted. Files that are not checkpoints are left alone.
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written);
+
+// ---- reading ----------------------------------------------------------------
+
+// The text of `path` ("" when it does not exist). Error when it is not a regular
+// file of at most `max_bytes`, or cannot be read.
+std::string read_text(const fs::path& path, std::uint64_t max_bytes = base::kMaxTextFileBytes);
+
+// Calls `fn(line, number)` for each line of the log `path` (numbers from 1),
+// streamed: nothing when it does not exist, Error when it is not a regular file of
+// at most kMaxLogFileBytes. Never blocks on a FIFO; a log growing while read is
+// read up to the limit.
+void for_each_line(const fs::path& path, const std::function<void(const std::string& line, std::int64_t number)>& fn);
+
+// summary.json: null when there is none; Error naming the file (and the key) when
+// it is not a JSON object whose known keys have their types (summary_string_keys:
+// strings; summary_number_keys: numbers, or null for a value that was not finite).
+nlohmann::json read_summary(const fs::path& file);
+const std::vector<const char*>& summary_string_keys();
+const std::vector<const char*>& summary_number_keys();
+
+// Why the record `j` of metrics.jsonl cannot be used ("" when it can): not an
+// object, `type` not a string, or a known key that is not a number (or null).
+std::string metrics_record_problem(const nlohmann::json& j);
+
+// A "step" record: the logged window of steps ending at `global_step`.
+struct StepRecord {
+  int64_t global_step = 0, epoch = 0, step = 0, ranks = 1;
+  double loss = 0;  // NaN when written as null (not finite)
+  double lr = 0, clips_per_s = 0, step_s = 0, data_s = 0, compute_s = 0, comm_s = 0;
+  double epochs_trained = -1;  // epochs' worth of clips trained after it; -1: not logged (older runs)
+};
+// An "eval" record: the evaluation after `epoch` epochs.
+struct EvalRecord {
+  int64_t epoch = 0, global_step = 0;
+  std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
+  // top1, top5 or val_loss by name (nullopt for any other name or a null value).
+  std::optional<double> value(const std::string& key) const;
+};
+// Counts skipped lines and remembers where, for one warning: "skipped 2 lines of
+// 'DIR/metrics.jsonl' (DIR/metrics.jsonl:3: key 'global_step' is a string, ...)".
+struct SkippedLines {
+  std::int64_t count = 0;
+  std::string where;  // the first few "file:line: why", separated by "; "
+  void add(const fs::path& file, std::int64_t line, const std::string& why);
+  std::string text(const fs::path& file) const;
+};
+struct Metrics {
+  std::vector<StepRecord> steps;
+  std::vector<EvalRecord> evals;
+  SkippedLines skipped;  // lines that are not JSON or not records of the right types
+};
+// metrics.jsonl of the run directory `dir` (empty when there is none).
+Metrics read_metrics(const fs::path& dir);
+
+// The recipe hash in the first line of resolved.toml ("" when absent).
+std::string resolved_hash(const fs::path& resolved_toml);
+
+// The last non-empty line of the first failure record of `dir` (failures/rank_R.txt),
+// as "rank_R.txt: LINE"; "" when there is none.
+std::string recorded_failure(const fs::path& dir);
+
+// ---- writing (the trainer's rank 0) -----------------------------------------
+
+// resolved.toml: the hash line, then the resolved recipe's TOML.
+void write_resolved(const fs::path& dir, const std::string& recipe_hash, const std::string& toml);
+// summary.json (pretty-printed JSON object).
+void write_summary(const fs::path& dir, const nlohmann::json& summary);
+// Keeps the metrics lines up to (and including) `global_step` / `epochs_done`, so
+// that a resumed run's log reads as if it had never stopped; torn or mistyped lines
+// are dropped.
+void truncate_metrics(const fs::path& dir, int64_t global_step, int64_t epochs_done);
+
+}  // namespace vexp::rundir

@@ -1,0 +1,128 @@
+// provenance.jsonl: where a run came from, one JSON record per invocation of
+// `vexp run` on the run directory (a resumed or requeued run appends one). Each
+// record is written when the invocation starts and completed (end time, outcome)
+// when it ends, also when it fails where the process can still write.
+// Fields: docs/recipes.md, "The run directory".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vexp/rundir/files.hpp"
+
+namespace vexp::rundir {
+
+// The "format" of every record; a reader refuses none it knows less of (fields are
+// only ever added).
+inline constexpr const char* kProvenanceFormat = "vexp-provenance-1";
+
+struct HashedFile {
+  std::string path;    // absolute
+  std::string sha256;  // "" when it could not be read (`error` says why)
+  std::string error;
+};
+
+// A ${VAR} the recipe interpolated: its value in the environment (nullopt: not
+// set) and the value the recipe received (the default of ${VAR:-default} when unset or empty).
+struct Variable {
+  std::string name;
+  std::optional<std::string> environment;
+  std::string value;
+};
+
+struct PluginRecord {
+  std::string file;  // absolute path of the library
+  std::string name, version, build_tag;
+  std::string sha256;  // "" when it could not be read
+};
+
+struct Invocation {
+  int64_t number = 0;        // 1, 2, ...: which invocation of the run directory
+  std::string start, end;    // ISO 8601 UTC; end "" while it runs (or when it died without a word)
+  std::string outcome;       // "" while it runs; finished | stopped | interrupted | diverged | failed
+  std::string vexp_version, vexp_commit, build_tag;
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::string recipe;                     // the root recipe, absolute
+  std::vector<HashedFile> recipe_files;   // the root, then its `extends` chain
+  std::string recipe_hash;                // resolved.toml's hash
+  std::vector<std::string> overrides;     // --set KEY=VALUE, as given, apart from the recipe files
+  std::vector<Variable> variables;
+  std::string dataset;
+  std::map<std::string, std::string> data_roots;  // data.params KEY -> absolute path
+  std::vector<std::string> hosts;                 // one per rank
+  int64_t ranks = 1;
+  std::string launcher;                           // "none" when started directly
+  std::map<std::string, std::string> job;         // SLURM_JOB_ID and the like, when set
+  std::string comm;                               // the communication backend
+  std::map<std::string, std::string> libraries;   // torch, cuda, cudnn, nccl, mpi, ffmpeg
+  std::vector<PluginRecord> plugins;
+
+  nlohmann::json to_json() const;
+};
+
+// ---- the file -----------------------------------------------------------------
+
+// Appends `inv` as the next record of DIR/provenance.jsonl (inv.number is set to
+// it); the file is rewritten atomically. Returns the number.
+int64_t append_invocation(const fs::path& dir, Invocation& inv);
+// Completes record `number`: end time now, `outcome`. Atomic rewrite.
+void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome);
+
+// The records of DIR/provenance.jsonl, oldest first (none when there is no file);
+// lines that are not JSON objects with a "format" string are skipped (counted).
+struct Provenance {
+  std::vector<nlohmann::json> records;
+  SkippedLines skipped;
+};
+Provenance read_provenance(const fs::path& dir);
+
+// A record as "key" = "text" rows, in the record's order: "vexp.version", "argv"
+// (one shell-like line), "recipe.files[1].sha256", "libraries.torch", ...
+std::vector<std::pair<std::string, std::string>> flatten_record(const nlohmann::json& record);
+
+// The rows of two records that differ (either side "" where absent), leaving out
+// what differs between any two invocations: number, start, end.
+struct Difference {
+  std::string key, a, b;
+};
+std::vector<Difference> differences(const nlohmann::json& a, const nlohmann::json& b);
+
+// ---- what a process knows of itself (torch-free) --------------------------------
+
+// vexp's version and the git commit it was built from ("unknown" outside git),
+// fixed when CMake configured the build.
+const char* vexp_version();
+const char* vexp_commit();
+
+// Now, "2026-01-31T12:00:00Z".
+std::string utc_now();
+// This process's argv, from /proc/self/cmdline (empty when unreadable).
+std::vector<std::string> own_argv();
+std::string host_name();
+// The job-id variables of the batch systems that are set: SLURM_JOB_ID,
+// SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_RESTART_COUNT, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID.
+using EnvLookup = std::function<const char*(const char*)>;
+std::map<std::string, std::string> job_ids(const EnvLookup& env);
+
+// The files mapped into this process (/proc/self/maps), real paths, each once.
+std::vector<std::string> mapped_files();
+std::vector<std::string> mapped_files_of(const std::string& maps_text);
+// The mapped libraries named lib<stem>.* or lib<stem>-* (file names, ", " between),
+// or "not loaded". Stems: "mpi", "nccl", "cudart", "cudnn", "avcodec", ...
+std::string loaded_library(const std::vector<std::string>& mapped, const std::string& stem);
+// mpi, nccl, cuda (cudart), cudnn and ffmpeg (libavcodec, libavformat, libavutil) from `mapped`.
+std::map<std::string, std::string> loaded_libraries(const std::vector<std::string>& mapped);
+
+// `path` made absolute against the working directory and normalised (not resolved:
+// a link stays what was written).
+std::string absolute_path(const std::string& path);
+
+}  // namespace vexp::rundir

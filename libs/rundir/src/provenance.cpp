@@ -1,0 +1,309 @@
+#include "vexp/rundir/provenance.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <set>
+#include <sstream>
+
+#include "vexp/base/files.hpp"
+
+namespace vexp::rundir {
+
+using json = nlohmann::json;
+
+namespace {
+
+// One POSIX shell word: unchanged when it holds only letters, digits and
+// _-+=/.,:@%, else in single quotes.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+        return std::isalnum(c) || std::string_view("_-+=/.,:@%").find(static_cast<char>(c)) != std::string_view::npos;
+      }))
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string scalar_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "(none)";
+  return v.dump();
+}
+
+void flatten(const json& v, const std::string& key, std::vector<std::pair<std::string, std::string>>& out) {
+  auto join = [&](const std::string& k) { return key.empty() ? k : key + "." + k; };
+  if (v.is_object()) {
+    for (const auto& [k, c] : v.items()) flatten(c, join(k), out);
+    return;
+  }
+  if (v.is_array()) {
+    const bool objects = !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_object(); });
+    if (!objects) {
+      std::string line;
+      for (const auto& e : v) line += (line.empty() ? "" : " ") + shell_word(scalar_text(e));
+      out.emplace_back(key, line);
+      return;
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto name = v[i].find("name");
+      const bool named = name != v[i].end() && name->is_string() && !name->get<std::string>().empty();
+      json rest = v[i];
+      if (named) rest.erase("name");
+      flatten(rest, named ? join(name->get<std::string>()) : key + "[" + std::to_string(i) + "]", out);
+    }
+    return;
+  }
+  out.emplace_back(key, scalar_text(v));
+}
+
+// The lines of provenance.jsonl (its text read bounded), kept whatever they hold.
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_text(file));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  try {
+    base::write_file_atomic(file.string(), text);
+  } catch (const std::exception& e) {
+    throw Error(e.what());
+  }
+}
+
+std::optional<json> record_of(const std::string& line) {
+  try {
+    json j = json::parse(line);
+    if (j.is_object() && j.contains("format") && j["format"].is_string()) return j;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+json Invocation::to_json() const {
+  json files = json::array();
+  for (const auto& f : recipe_files) {
+    json e{{"path", f.path}, {"sha256", f.sha256}};
+    if (!f.error.empty()) e["error"] = f.error;
+    files.push_back(e);
+  }
+  json vars = json::array();
+  for (const auto& v : variables)
+    vars.push_back({{"name", v.name}, {"value", v.value}, {"environment", v.environment ? json(*v.environment) : json()}});
+  json plugs = json::array();
+  for (const auto& p : plugins)
+    plugs.push_back({{"name", p.name}, {"version", p.version}, {"file", p.file}, {"sha256", p.sha256},
+                     {"build_tag", p.build_tag}});
+  return json{{"format", kProvenanceFormat},
+              {"invocation", number},
+              {"start", start},
+              {"end", end},
+              {"outcome", outcome},
+              {"vexp", {{"version", vexp_version}, {"commit", vexp_commit}, {"build_tag", build_tag}}},
+              {"argv", argv},
+              {"cwd", cwd},
+              {"recipe", {{"path", recipe}, {"hash", recipe_hash}, {"files", files}}},
+              {"overrides", overrides},
+              {"variables", vars},
+              {"data", {{"dataset", dataset}, {"roots", data_roots}}},
+              {"hosts", hosts},
+              {"ranks", ranks},
+              {"launcher", launcher},
+              {"job", job},
+              {"comm", comm},
+              {"libraries", libraries},
+              {"plugins", plugs}};
+}
+
+int64_t append_invocation(const fs::path& dir, Invocation& inv) {
+  const fs::path file = RunDir(dir).provenance();
+  std::vector<std::string> lines = lines_of(file);
+  int64_t last = 0;
+  for (const auto& l : lines)
+    if (auto r = record_of(l)) {
+      const auto n = r->find("invocation");
+      if (n != r->end() && n->is_number_integer()) last = std::max(last, n->get<int64_t>());
+    }
+  inv.number = last + 1;
+  lines.push_back(inv.to_json().dump());
+  write_lines(file, lines);
+  return inv.number;
+}
+
+void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome) {
+  const fs::path file = RunDir(dir).provenance();
+  std::vector<std::string> lines = lines_of(file);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    auto r = record_of(*it);
+    if (!r) continue;
+    const auto n = r->find("invocation");
+    if (n == r->end() || !n->is_number_integer() || n->get<int64_t>() != number) continue;
+    (*r)["end"] = utc_now();
+    (*r)["outcome"] = outcome;
+    *it = r->dump();
+    write_lines(file, lines);
+    return;
+  }
+  throw Error("'" + file.string() + "' has no record of invocation " + std::to_string(number) + " to complete");
+}
+
+Provenance read_provenance(const fs::path& dir) {
+  Provenance p;
+  const fs::path file = RunDir(dir).provenance();
+  for_each_line(file, [&](const std::string& line, int64_t number) {
+    if (line.empty()) return;
+    if (auto r = record_of(line))
+      p.records.push_back(std::move(*r));
+    else
+      p.skipped.add(file, number, "not a JSON object with a \"format\"");
+  });
+  return p;
+}
+
+std::vector<std::pair<std::string, std::string>> flatten_record(const json& record) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!record.is_object()) return out;
+  // The record's own order (nlohmann::json sorts keys): the keys of to_json first.
+  static const char* const order[] = {"invocation", "start", "end", "outcome", "vexp", "argv", "cwd",
+                                      "recipe", "overrides", "variables", "data", "hosts", "ranks",
+                                      "launcher", "job", "comm", "libraries", "plugins"};
+  std::set<std::string> done{"format"};
+  for (const char* k : order) {
+    done.insert(k);
+    const auto it = record.find(k);
+    if (it != record.end()) flatten(*it, k, out);
+  }
+  for (const auto& [k, v] : record.items())
+    if (!done.count(k)) flatten(v, k, out);
+  return out;
+}
+
+std::vector<Difference> differences(const json& a, const json& b) {
+  const auto fa = flatten_record(a), fb = flatten_record(b);
+  auto skip = [](const std::string& k) { return k == "invocation" || k == "start" || k == "end"; };
+  std::map<std::string, std::string> mb(fb.begin(), fb.end());
+  std::vector<Difference> out;
+  std::set<std::string> seen;
+  for (const auto& [k, v] : fa) {
+    seen.insert(k);
+    if (skip(k)) continue;
+    const auto it = mb.find(k);
+    const std::string other = it == mb.end() ? "" : it->second;
+    if (other != v || it == mb.end()) out.push_back({k, v, other});
+  }
+  for (const auto& [k, v] : fb)
+    if (!seen.count(k) && !skip(k)) out.push_back({k, "", v});
+  return out;
+}
+
+std::string utc_now() {
+  char b[64];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+std::vector<std::string> own_argv() {
+  std::vector<std::string> argv;
+  std::string text;
+  try {
+    text = base::read_file_bounded("/proc/self/cmdline", 1 << 20);
+  } catch (const std::exception&) {
+    return argv;
+  }
+  size_t start = 0;
+  for (size_t nul; (nul = text.find('\0', start)) != std::string::npos; start = nul + 1)
+    argv.push_back(text.substr(start, nul - start));
+  if (start < text.size()) argv.push_back(text.substr(start));
+  return argv;
+}
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "unknown";
+  return host;
+}
+
+std::map<std::string, std::string> job_ids(const EnvLookup& env) {
+  std::map<std::string, std::string> out;
+  for (const char* v : {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT", "PBS_JOBID",
+                        "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID"})
+    if (const char* x = env(v); x && *x) out[v] = x;
+  return out;
+}
+
+std::vector<std::string> mapped_files_of(const std::string& maps_text) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::istringstream in(maps_text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (seen.insert(path).second) out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<std::string> mapped_files() {
+  // /proc files report a size of 0: read_file_bounded reads them to their end.
+  try {
+    return mapped_files_of(base::read_file_bounded("/proc/self/maps", 64ull << 20));
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+std::string loaded_library(const std::vector<std::string>& mapped, const std::string& stem) {
+  const std::string prefix = "lib" + stem;
+  std::vector<std::string> names;
+  for (const auto& p : mapped) {
+    const std::string f = fs::path(p).filename().string();
+    if (f.size() <= prefix.size() || f.compare(0, prefix.size(), prefix) != 0) continue;
+    const char next = f[prefix.size()];
+    if (next != '.' && next != '-') continue;
+    if (f.find(".so") == std::string::npos) continue;
+    if (std::find(names.begin(), names.end(), f) == names.end()) names.push_back(f);
+  }
+  if (names.empty()) return "not loaded";
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::map<std::string, std::string> loaded_libraries(const std::vector<std::string>& mapped) {
+  std::map<std::string, std::string> out;
+  out["mpi"] = loaded_library(mapped, "mpi");
+  out["nccl"] = loaded_library(mapped, "nccl");
+  out["cuda"] = loaded_library(mapped, "cudart");
+  out["cudnn"] = loaded_library(mapped, "cudnn");
+  std::string ff;
+  for (const char* stem : {"avcodec", "avformat", "avutil"}) {
+    const std::string l = loaded_library(mapped, stem);
+    if (l != "not loaded") ff += (ff.empty() ? "" : ", ") + l;
+  }
+  out["ffmpeg"] = ff.empty() ? "not loaded" : ff;
+  return out;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return path;
+  return p.lexically_normal().string();
+}
+
+}  // namespace vexp::rundir

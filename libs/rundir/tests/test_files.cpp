@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "vexp/base/files.hpp"
+#include "vexp/rundir/files.hpp"
+
+using namespace vexp::rundir;
+using json = nlohmann::json;
+
+namespace {
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+}  // namespace
+
+TEST(RunDirFiles, NamesAndKinds) {
+  vexp::base::TempDir tmp;
+  RunDir d(tmp.path());
+  EXPECT_EQ(d.metrics(), tmp.path() / "metrics.jsonl");
+  EXPECT_EQ(d.failure_of_rank(3), tmp.path() / "failures" / "rank_3.txt");
+  EXPECT_FALSE(d.holds_run());
+  EXPECT_FALSE(d.is_run_dir());
+  write_resolved(tmp.path(), "00ff", "[run]\nname = \"x\"\n");
+  EXPECT_FALSE(d.is_run_dir());
+  EXPECT_TRUE(d.is_run_dir(true));
+  EXPECT_EQ(resolved_hash(d.resolved()), "00ff");
+  EXPECT_EQ(read_text(d.resolved()), "# resolved recipe, hash 00ff\n[run]\nname = \"x\"\n");
+  fs::create_directories(d.checkpoints());
+  write(d.checkpoints() / checkpoint_file_name(2), "x");
+  EXPECT_TRUE(d.holds_run());
+  write(tmp.path() / "sweep.db", "");
+  EXPECT_TRUE(d.is_sweep_dir());
+}
+
+TEST(RunDirFiles, CheckpointNamesOrderAndPruning) {
+  EXPECT_EQ(checkpoint_file_name(3), "epoch_0003.pt");
+  EXPECT_EQ(checkpoint_file_name(3, 17), "epoch_0003_step_000017.pt");
+  vexp::base::TempDir tmp;
+  for (auto n : {checkpoint_file_name(1), checkpoint_file_name(2), checkpoint_file_name(2, 5), checkpoint_file_name(10),
+                 std::string("epoch_0011.pt.corrupt"), std::string("notes.txt")})
+    write(tmp.path() / n, "x");
+  const auto all = checkpoints_newest_first(tmp.path().string());
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(fs::path(all[0]).filename(), "epoch_0010.pt");
+  EXPECT_EQ(fs::path(all[1]).filename(), "epoch_0002_step_000005.pt");
+  EXPECT_EQ(fs::path(all[3]).filename(), "epoch_0001.pt");
+  EXPECT_EQ(fs::path(latest_checkpoint(tmp.path().string())).filename(), "epoch_0010.pt");
+  // keep 1, but the one just written (older-named) stays too
+  const auto removed = prune_checkpoints(tmp.path().string(), 1, (tmp.path() / "epoch_0002.pt").string());
+  EXPECT_EQ(removed.size(), 2u);
+  EXPECT_TRUE(fs::exists(tmp.path() / "epoch_0002.pt"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "epoch_0011.pt.corrupt"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "notes.txt"));
+}
+
+TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
+  vexp::base::TempDir tmp;
+  write(tmp.path() / "metrics.jsonl",
+        "{\"type\":\"step\",\"epoch\":1,\"step\":2,\"global_step\":2,\"loss\":1.5,\"lr\":0.1,\"ranks\":2,"
+        "\"epochs_trained\":0.5}\n"
+        "not json\n"
+        "{\"type\":\"step\",\"global_step\":\"3\"}\n"
+        "{\"type\":\"step\",\"epoch\":1,\"step\":4,\"global_step\":4,\"loss\":null}\n"
+        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":4,\"top1\":0.25,\"top5\":null,\"val_loss\":1.2}\n"
+        "{\"type\":\"step\",\"epoch\":2,\"st");  // a torn last line
+  const Metrics m = read_metrics(tmp.path());
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].ranks, 2);
+  EXPECT_DOUBLE_EQ(m.steps[0].epochs_trained, 0.5);
+  EXPECT_EQ(m.steps[1].epochs_trained, -1);
+  EXPECT_TRUE(std::isnan(m.steps[1].loss));
+  ASSERT_EQ(m.evals.size(), 1u);
+  EXPECT_EQ(m.evals[0].value("top1"), 0.25);
+  EXPECT_FALSE(m.evals[0].value("top5"));
+  EXPECT_FALSE(m.evals[0].value("clips_per_s"));
+  EXPECT_EQ(m.skipped.count, 3);
+  EXPECT_NE(m.skipped.where.find("metrics.jsonl:3: key 'global_step' is a string, expected a number"), std::string::npos)
+      << m.skipped.where;
+  EXPECT_NE(m.skipped.where.find("metrics.jsonl:2: not JSON"), std::string::npos);
+  // no file: no records
+  vexp::base::TempDir empty;
+  EXPECT_TRUE(read_metrics(empty.path()).steps.empty());
+}
+
+TEST(RunDirFiles, TruncateMetricsKeepsTheResumedPrefix) {
+  vexp::base::TempDir tmp;
+  write(tmp.path() / "metrics.jsonl",
+        "{\"type\":\"step\",\"global_step\":3}\n{\"type\":\"eval\",\"epoch\":1}\n{\"type\":\"step\",\"global_step\":6}\n"
+        "{\"type\":\"eval\",\"epoch\":2}\n{\"type\":\"step\",\"glo");
+  truncate_metrics(tmp.path(), 3, 1);
+  EXPECT_EQ(read_text(tmp.path() / "metrics.jsonl"), "{\"type\":\"step\",\"global_step\":3}\n{\"type\":\"eval\",\"epoch\":1}\n");
+}
+
+TEST(RunDirFiles, SummaryTypesAreChecked) {
+  vexp::base::TempDir tmp;
+  EXPECT_TRUE(read_summary(tmp.path() / "summary.json").is_null());
+  write_summary(tmp.path(), json{{"name", "a"}, {"top1", 0.5}, {"val_loss", nullptr}});
+  EXPECT_EQ(read_summary(tmp.path() / "summary.json")["top1"], 0.5);
+  write(tmp.path() / "summary.json", "{\"top1\": \"high\"}");
+  try {
+    read_summary(tmp.path() / "summary.json");
+    FAIL() << "a string top1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("summary.json': key 'top1' is a string, expected a number"), std::string::npos)
+        << e.what();
+  }
+  write(tmp.path() / "summary.json", "[1]");
+  EXPECT_THROW(read_summary(tmp.path() / "summary.json"), Error);
+  write(tmp.path() / "summary.json", "{");
+  EXPECT_THROW(read_summary(tmp.path() / "summary.json"), Error);
+}
+
+TEST(RunDirFiles, HostileFilesAreRefusedNotWaitedOn) {
+  vexp::base::TempDir tmp;
+  ASSERT_EQ(::mkfifo((tmp.path() / "metrics.jsonl").c_str(), 0600), 0);
+  EXPECT_THROW(read_metrics(tmp.path()), Error);
+  ASSERT_EQ(::mkfifo((tmp.path() / "summary.json").c_str(), 0600), 0);
+  EXPECT_THROW(read_summary(tmp.path() / "summary.json"), Error);
+  fs::create_symlink("/dev/zero", tmp.path() / "resolved.toml");
+  EXPECT_THROW(resolved_hash(tmp.path() / "resolved.toml"), Error);
+}
+
+TEST(RunDirFiles, RecordedFailureIsTheLastLineOfTheFirstRank) {
+  vexp::base::TempDir tmp;
+  EXPECT_EQ(recorded_failure(tmp.path()), "");
+  fs::create_directories(tmp.path() / "failures");
+  write(tmp.path() / "failures" / "rank_1.txt", "first\nsecond\n\n");
+  write(tmp.path() / "failures" / "rank_0.txt", "rank zero's\n");
+  EXPECT_EQ(recorded_failure(tmp.path()), "rank_0.txt: rank zero's");
+}

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "vexp/base/files.hpp"
+#include "vexp/rundir/provenance.hpp"
+
+using namespace vexp::rundir;
+using json = nlohmann::json;
+
+namespace {
+Invocation sample() {
+  Invocation inv;
+  inv.start = "2026-01-31T12:00:00Z";
+  inv.vexp_version = "0.1.0";
+  inv.vexp_commit = "abc";
+  inv.build_tag = "torch=1.13";
+  inv.argv = {"vexp", "run", "my recipe.toml", "--set", "optim.lr=0.1"};
+  inv.recipe = "/r/my recipe.toml";
+  inv.recipe_files = {{"/r/my recipe.toml", "11", ""}, {"/r/base.toml", "22", ""}};
+  inv.overrides = {"optim.lr=0.1"};
+  inv.variables = {{"DATA", std::string("/d"), "/d"}, {"EPOCHS", std::nullopt, "2"}};
+  inv.dataset = "kinetics";
+  inv.data_roots = {{"root", "/d"}};
+  inv.hosts = {"h0", "h1"};
+  inv.ranks = 2;
+  inv.launcher = "none";
+  inv.comm = "mpi";
+  inv.libraries = {{"torch", "1.13.0"}, {"mpi", "libmpi.so.40"}};
+  inv.plugins = {{"/p/libresnet.so", "resnet", "1.2", "tag", "33"}};
+  return inv;
+}
+}  // namespace
+
+TEST(Provenance, AppendFinishAndReadBack) {
+  vexp::base::TempDir tmp;
+  Invocation a = sample();
+  EXPECT_EQ(append_invocation(tmp.path(), a), 1);
+  Provenance p = read_provenance(tmp.path());
+  ASSERT_EQ(p.records.size(), 1u);
+  EXPECT_EQ(p.records[0]["format"], kProvenanceFormat);
+  EXPECT_EQ(p.records[0]["end"], "");
+  finish_invocation(tmp.path(), 1, "stopped");
+  Invocation b = sample();
+  b.argv.push_back("--resume");
+  EXPECT_EQ(append_invocation(tmp.path(), b), 2);
+  finish_invocation(tmp.path(), 2, "finished");
+  p = read_provenance(tmp.path());
+  ASSERT_EQ(p.records.size(), 2u);
+  EXPECT_EQ(p.records[0]["outcome"], "stopped");
+  EXPECT_NE(p.records[0]["end"], "");
+  EXPECT_EQ(p.records[1]["invocation"], 2);
+  EXPECT_EQ(p.records[1]["outcome"], "finished");
+  EXPECT_EQ(p.records[1]["argv"].back(), "--resume");
+  EXPECT_EQ(p.records[1]["overrides"], json::array({"optim.lr=0.1"}));
+  EXPECT_TRUE(p.records[1]["variables"][1]["environment"].is_null());
+  EXPECT_THROW(finish_invocation(tmp.path(), 7, "failed"), Error);
+}
+
+TEST(Provenance, ForeignLinesAreKeptAndSkipped) {
+  vexp::base::TempDir tmp;
+  std::ofstream(tmp.path() / "provenance.jsonl") << "garbage\n{\"format\":\"vexp-provenance-1\",\"invocation\":4}\n";
+  Invocation a = sample();
+  EXPECT_EQ(append_invocation(tmp.path(), a), 5);
+  const Provenance p = read_provenance(tmp.path());
+  EXPECT_EQ(p.records.size(), 2u);
+  EXPECT_EQ(p.skipped.count, 1);
+  EXPECT_EQ(read_text(tmp.path() / "provenance.jsonl").rfind("garbage\n", 0), 0u);
+}
+
+TEST(Provenance, FlattenAndDifferences) {
+  const json a = sample().to_json();
+  const auto rows = flatten_record(a);
+  std::map<std::string, std::string> m(rows.begin(), rows.end());
+  EXPECT_EQ(m.at("argv"), "vexp run 'my recipe.toml' --set optim.lr=0.1");
+  EXPECT_EQ(m.at("recipe.files[1].sha256"), "22");
+  EXPECT_EQ(m.at("variables.EPOCHS.environment"), "(none)");
+  EXPECT_EQ(m.at("variables.DATA.value"), "/d");
+  EXPECT_EQ(m.at("plugins.resnet.version"), "1.2");
+  EXPECT_EQ(m.at("libraries.mpi"), "libmpi.so.40");
+  EXPECT_EQ(rows.front().first, "invocation");
+  Invocation other = sample();
+  other.overrides = {"optim.lr=0.2"};
+  other.start = "2027-01-01T00:00:00Z";
+  other.plugins[0].sha256 = "44";
+  other.libraries.erase("mpi");
+  const auto d = differences(a, other.to_json());
+  std::vector<std::string> keys;
+  for (const auto& x : d) keys.push_back(x.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"overrides", "libraries.mpi", "plugins.resnet.sha256"}));
+  EXPECT_EQ(d[0].a, "optim.lr=0.1");
+  EXPECT_EQ(d[0].b, "optim.lr=0.2");
+  EXPECT_EQ(d[1].b, "");
+  EXPECT_TRUE(differences(a, a).empty());
+}
+
+TEST(Provenance, LoadedLibrariesFromMaps) {
+  const std::string maps =
+      "7f0-7f1 r-xp 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi.so.40.30.2\n"
+      "7f1-7f2 r-xp 00000000 08:01 12 /usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi_cxx.so.40.30.1\n"
+      "7f2-7f3 r--p 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi.so.40.30.2\n"
+      "7f3-7f4 r-xp 00000000 08:01 13 /usr/lib/x86_64-linux-gnu/libavcodec.so.59.37.100\n"
+      "7f4-7f5 r-xp 00000000 08:01 14 /opt/torch/lib/libcudart-d0da41ae.so.11.0\n"
+      "7f5-7f6 rw-p 00000000 00:00 0 [heap]\n";
+  const auto files = mapped_files_of(maps);
+  EXPECT_EQ(files.size(), 4u);
+  EXPECT_EQ(loaded_library(files, "mpi"), "libmpi.so.40.30.2");
+  EXPECT_EQ(loaded_library(files, "nccl"), "not loaded");
+  const auto libs = loaded_libraries(files);
+  EXPECT_EQ(libs.at("cuda"), "libcudart-d0da41ae.so.11.0");
+  EXPECT_EQ(libs.at("ffmpeg"), "libavcodec.so.59.37.100");
+  EXPECT_EQ(libs.at("cudnn"), "not loaded");
+  // this very process: the test binary is mapped, libstdc++ too
+  EXPECT_NE(loaded_library(mapped_files(), "stdc++"), "not loaded");
+}
+
+TEST(Provenance, ProcessFacts) {
+  const auto argv = own_argv();
+  ASSERT_FALSE(argv.empty());
+  EXPECT_NE(argv[0].find("vexp_rundir_tests"), std::string::npos);
+  EXPECT_FALSE(host_name().empty());
+  const auto jobs = job_ids([](const char* v) -> const char* {
+    return std::string(v) == "SLURM_JOB_ID" ? "123" : std::string(v) == "PBS_JOBID" ? "" : nullptr;
+  });
+  EXPECT_EQ(jobs, (std::map<std::string, std::string>{{"SLURM_JOB_ID", "123"}}));
+  EXPECT_EQ(utc_now().size(), 20u);
+  EXPECT_STRNE(vexp_version(), "");
+  EXPECT_EQ(absolute_path("/a/b/../c"), "/a/c");
+  EXPECT_EQ(absolute_path("x/./y"), (fs::current_path() / "x/y").string());
+}
