@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {
@@ -158,7 +159,7 @@ TrainResult finish(Run& r, LoopResult loop) {
   }
   // The reports place chance (1/classes for top-1) from it.
   if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
-  write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
+  base::write_file_atomic((r.out / "summary.json").string(), summary.dump(2) + "\n");
   return res;
 }
 

@@ -124,7 +124,7 @@ void set_aside_stale_failures(const fs::path& out) {
 
 void start_run_dir(const Run& r) {
   fs::create_directories(r.ckpt_dir);
-  write_file_atomic((r.out / "resolved.toml").string(),
+  base::write_file_atomic((r.out / "resolved.toml").string(),
                     "# resolved recipe, hash " + r.recipe_hash + "\n" + dsl::to_toml(r.plan.resolved));
 }
 
@@ -149,7 +149,7 @@ void truncate_metrics(const fs::path& path, int64_t global_step, int64_t epochs_
     }
     out += line + "\n";
   }
-  write_file_atomic(path.string(), out);
+  base::write_file_atomic(path.string(), out);
 }
 
 std::string last_good_checkpoint(const fs::path& ckpt_dir) {

@@ -19,6 +19,7 @@
 #include "report/sweep_grid.hpp"
 #include "sweep/expansion.hpp"
 #include "sweep/report.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/build_tag.hpp"
 
 namespace vexp::report {
@@ -641,7 +642,7 @@ void write_atomic(const std::string& path, const std::string& text) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  cli::write_file_atomic(path, text);
+  base::write_file_atomic(path, text);
 }
 
 }  // namespace

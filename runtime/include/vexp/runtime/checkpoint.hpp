@@ -47,8 +47,4 @@ std::string latest_checkpoint(const std::string& dir);
 // anything else that is not a checkpoint are left alone.
 std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written);
 
-// Writes `content` to `path` atomically (a temporary file of this process's own,
-// fsync, rename, fsync of the folder); `mode`: the permissions of the new file.
-void write_file_atomic(const std::string& path, const std::string& content, unsigned mode = 0644);
-
 }  // namespace vexp
