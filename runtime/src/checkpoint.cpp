@@ -24,20 +24,6 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kFormat = "vexp-checkpoint-1";
 
-// vexp::base::write_file_atomic (a private mkstemp temporary in the same folder,
-// fsync, rename), then an fsync of the folder: readers see the old file or the new
-// one, never a torn one, no planted link at a guessable temporary name is
-// followed, and the rename itself reaches the disk.
-void write_bytes_atomic(const std::string& path, const char* data, size_t size, unsigned mode) {
-  const fs::path target(path);
-  base::write_file_atomic(path, std::string_view(data, size), mode);
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  if (int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
 c10::IValue to_dict(const std::map<std::string, at::Tensor>& tensors) {
   c10::Dict<std::string, at::Tensor> d;
   for (const auto& [k, v] : tensors) d.insert(k, v.detach().cpu().contiguous());
@@ -80,10 +66,6 @@ std::string state_dict_hint(const PyRef& root, const std::string& path) {
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
-  write_bytes_atomic(path, content.data(), content.size(), mode);
-}
-
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
   root.insert(c10::IValue(std::string("format")), c10::IValue(std::string(kFormat)));
@@ -91,7 +73,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   root.insert(c10::IValue(std::string("optimizer")), to_dict(ckpt.optimizer));
   root.insert(c10::IValue(std::string("meta")), c10::IValue(ckpt.meta_json));
   std::vector<char> bytes = pickle_save_plain(c10::IValue(root));
-  write_bytes_atomic(path, bytes.data(), bytes.size(), 0644);
+  base::write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));  // folder fsynced too
 }
 
 bool is_checkpoint(const PyRef& root) {

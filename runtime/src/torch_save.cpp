@@ -101,12 +101,12 @@ void save_tensor_dict(const std::string& path, const std::vector<std::pair<std::
     root = c10::IValue(outer);
   }
   std::vector<char> bytes = pickle_save_plain(root);
-  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  base::write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 void save_tensor(const std::string& path, const at::Tensor& t) {
   std::vector<char> bytes = pickle_save_plain(c10::IValue(t.detach().cpu().contiguous()));
-  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  base::write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
 }
 
 }  // namespace vexp

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {

@@ -1,13 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of the vexp CLI. Usage: cli_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_cli_${name}_XXXX")
-trap 'rm -rf "$tmp"' EXIT
-PY=/usr/bin/python3
-
-source "$here/testlib.sh"
+source "$src/tests/support/setup.sh" cli
 
 cd "$here"
 case "$name" in
@@ -811,6 +806,24 @@ bench_allreduce)
       "$vexp" bench allreduce --backend mpi --mb 1 --reps 3
     expect_out "allreduce mpi, 2 rank(s)"
   fi
+  ;;
+private_home)
+  # tests/support/setup.sh: a test never reads the user's per-user state. A made-up
+  # user whose trusted-plugin list names a folder, and whose VEXP_PLUGIN_PATH is set,
+  # starts a test script: the script sees a private HOME, no VEXP_PLUGIN_PATH and no
+  # trusted folder.
+  fake=$tmp/user
+  mkdir -p "$fake/.config" "$tmp/trusted"
+  HOME=$fake XDG_CONFIG_HOME=$fake/.config "$vexp" trust "$tmp/trusted" >"$tmp/plant" 2>&1 || { cat "$tmp/plant"; fail "cannot trust a folder for the made-up user"; }
+  HOME=$fake XDG_CONFIG_HOME=$fake/.config "$vexp" trust --list | grep -qxF "$tmp/trusted" || fail "the made-up user's list lacks $tmp/trusted"
+  HOME=$fake XDG_CONFIG_HOME=$fake/.config VEXP_PLUGIN_PATH=$tmp/trusted \
+    expect_rc 0 -- bash "$here/cli_tests.sh" home_probe "$vexp" "$src" "$build"
+  expect_out "home: private"; expect_out "plugin path: unset"; expect_no_out "$tmp/trusted"
+  ;;
+home_probe)  # started by private_home
+  case "$HOME:$XDG_CONFIG_HOME" in "$tmp"/*:"$tmp"/*) echo "home: private" ;; *) echo "home: $HOME, config: ${XDG_CONFIG_HOME:-}" ;; esac
+  echo "plugin path: ${VEXP_PLUGIN_PATH-unset}"
+  "$vexp" trust --list
   ;;
 *) fail "unknown test" ;;
 esac

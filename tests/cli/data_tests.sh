@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end tests of the miniature Kinetics-400 (vexp data make-synthetic --layout
 # kinetics400) and of vexp data prepare kinetics400. Usage: data_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_data_${name}_XXXX")
 bgpid=""
-cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-PY=/usr/bin/python3
-source "$here/testlib.sh"
+cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; }  # then setup.sh removes $tmp
+source "$src/tests/support/setup.sh" data
 cd "$here"
 
 # The fixture: 8 classes, 16 good train and 8 good val videos; broken 3 + 1; missing 2 + 1.

@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # The GPU path's CPU-side checks (docs/gpu.md): gpu_tests.sh NAME VEXP SRC BUILD
-set -uo pipefail
 name=$1 vexp=$2 src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/testlib.sh"
+source "$src/tests/support/setup.sh" gpu
 
 case "$name" in
 plan)

@@ -4,13 +4,9 @@
 # Only scale is overridden (world size, clips per GPU, input size, epochs, threads);
 # never a list name, a format or the data section's structure.
 # Usage: kinetics_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_k400_${name}_XXXX")
-trap 'rm -rf "$tmp"' EXIT
-PY=/usr/bin/python3
-source "$here/testlib.sh"
+source "$src/tests/support/setup.sh" k400
 cd "$tmp"
 unset VEXP_R50_IMAGENET
 

@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests of vexp info / predict / export and `pretrained` nodes.
 # Usage: models_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_models_${name}_XXXX")
-trap 'rm -rf "$tmp"' EXIT
-PY=/usr/bin/python3
 CHECK_CRASH_EVERY_RUN=1  # every run here is also checked for crashes
-source "$here/testlib.sh"
+source "$src/tests/support/setup.sh" models
 quick=$src/recipes/quickstart/tsm_motion.toml
 k400=$src/recipes/kinetics400
 

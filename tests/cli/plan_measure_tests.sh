@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests of `vexp plan --measure-local` and the shipped cluster files.
 # Usage: plan_measure_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_plan_${name}_XXXX")
-trap 'rm -rf "$tmp"' EXIT
-PY=/usr/bin/python3
 CHECK_CRASH_EVERY_RUN=1
-source "$here/testlib.sh"
+source "$src/tests/support/setup.sh" plan
 quick=$src/recipes/quickstart/tsm_motion.toml
 # The smallest measurement: one step of one recipe, two small allreduces, a 4 MiB file.
 small=(--measure-steps 1 --measure-warmup 0 --allreduce-mb 0.01,32 --storage-mb 4 --ranks 2 --measure-threads 1)

@@ -5,15 +5,11 @@
 # a screenshot in BUILD/report_screenshots/). Without Chromium a test is skipped
 # (exit 77) after checking everything that needs no browser.
 # Usage: report_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_report_${name}_XXXX")
-trap 'rm -rf "$tmp"' EXIT
-PY=/usr/bin/python3
+source "$src/tests/support/setup.sh" report
 shots="$build/report_screenshots"
 mkdir -p "$shots"
-source "$here/testlib.sh"
 cd "$here"
 
 skipped=0

@@ -1,16 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end tests of vexp sweep / results / report and of the TensorBoard files
 # of vexp run. Usage: sweep_tests.sh NAME VEXP SOURCE_DIR BUILD_DIR
-set -uo pipefail
 name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_sweep_${name}_XXXX")
 bgpid=""
-cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-PY=/usr/bin/python3
-
-source "$here/testlib.sh"
+cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; }  # then setup.sh removes $tmp
+source "$src/tests/support/setup.sh" sweep
 # db_check DIR PYTHON: runs PYTHON with `rows` = the trials table as dicts (and `db`).
 db_check() {
   $PY - "$1" "$2" <<'PY' || fail "sweep.db check failed"

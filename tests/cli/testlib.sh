@@ -1,4 +1,5 @@
-# Shared helpers of the end-to-end test scripts (sourced; they set $name and $tmp first).
+# Shared helpers of the end-to-end test scripts, sourced by tests/support/setup.sh
+# (which every script sources first; it sets $tmp).
 # expect_rc CODE -- cmd...: runs cmd, stdout+stderr to $tmp/out, checks the exit code
 # (and, when CHECK_CRASH_EVERY_RUN=1, that the run did not crash).
 fail() { echo "FAIL [$name]: $*" >&2; exit 1; }

@@ -1,27 +1,18 @@
 #!/usr/bin/env bash
 # Distributed end-to-end tests. Usage: dist_tests.sh NAME VEXP SOURCE_DIR MPIRUN
-set -uo pipefail
 name=$1 vexp=$2 src=$3 mpirun=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_dist_${name}_XXXX")
 bg=""
-cleanup() { [ -n "$bg" ] && kill -9 $bg 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-PY=/usr/bin/python3
+cleanup() { [ -n "$bg" ] && kill -9 $bg 2>/dev/null; }  # then setup.sh removes $tmp
+source "$src/tests/support/setup.sh" dist
 MPI=("$mpirun" --allow-run-as-root --oversubscribe --bind-to none)
 export VEXP_TEST_EPOCHS=${VEXP_TEST_EPOCHS:-2}
 
-fail() { echo "FAIL [$name]: $*" >&2; exit 1; }
-expect_rc() {
-  local want=$1; shift; [ "$1" = "--" ] && shift
-  "$@" >"$tmp/out" 2>&1; local rc=$?
-  [ "$rc" -eq "$want" ] || { cat "$tmp/out" >&2; fail "'$*' exited $rc, expected $want"; }
-}
 expect_fail() {
   "$@" >"$tmp/out" 2>&1; local rc=$?
   [ "$rc" -ne 0 ] || { cat "$tmp/out" >&2; fail "'$*' succeeded, expected a failure"; }
 }
-expect_out() { grep -qF -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "output lacks: $1"; }; }
+# testlib's no_crash also refuses "Aborted"; a failing rank's mpirun output may say so.
 no_crash() {
   for bad in "terminate called" "core dumped" "Segmentation fault"; do
     ! grep -qF -- "$bad" "$tmp/out" || { cat "$tmp/out" >&2; fail "output has: $bad"; }

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     root.insert(c10::IValue(std::string("optimizer")), c10::Dict<std::string, at::Tensor>());
     root.insert(c10::IValue(std::string("meta")), c10::IValue(std::string("{}")));
     const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(root));
-    vexp::write_file_atomic((dir / "old_ckpt.pt").string(), std::string(bytes.begin(), bytes.end()));
+    vexp::base::write_file_atomic((dir / "old_ckpt.pt").string(), std::string(bytes.begin(), bytes.end()));
   }
   std::vector<fs::path> files{dir / "vexp_ckpt.pt", dir / "old_ckpt.pt"};
   for (const auto& e : fs::directory_iterator(argv[1]))
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     if (!one_line || !named || memory) {
       std::fprintf(stderr, "FAIL: iteration %ld (seed %s): %s\n", i, seed.name.c_str(), why.c_str());
       const fs::path kept = dir / ("failure_" + std::to_string(i) + ".pth");
-      vexp::write_file_atomic(kept.string(), bytes);
+      vexp::base::write_file_atomic(kept.string(), bytes);
       tmp.keep();
       std::fprintf(stderr, "  the mutant is kept as %s\n", kept.c_str());
       ++failures;

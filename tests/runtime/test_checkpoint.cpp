@@ -84,15 +84,4 @@ TEST(Checkpoint, TruncatedFileIsAClearError) {
   fs::remove_all(dir);
 }
 
-TEST(Checkpoint, AtomicWriteReplacesWholeFiles) {
-  auto dir = temp_dir("atomic");
-  vexp::write_file_atomic((dir / "s.json").string(), "first");
-  vexp::write_file_atomic((dir / "s.json").string(), "second");
-  std::ifstream in(dir / "s.json");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(s, "second");
-  EXPECT_THROW(vexp::write_file_atomic((dir / "no/such/dir/x").string(), "x"), std::runtime_error);
-  fs::remove_all(dir);
-}
-
 }  // namespace

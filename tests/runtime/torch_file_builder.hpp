@@ -9,6 +9,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp::test {
@@ -94,7 +95,7 @@ inline std::string torch_zip(const std::vector<std::pair<std::string, std::strin
   return out;
 }
 inline void write_torch_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& records) {
-  write_file_atomic(path, torch_zip(records));
+  base::write_file_atomic(path, torch_zip(records));
 }
 
 struct LegacyStorage {

@@ -2,15 +2,11 @@
 # vexp under a real Slurm (tests/slurm/slurm_fixture.sh starts it). Usage:
 # slurm_tests.sh NAME VEXP SOURCE_DIR MPIRUN. Exit 77 (a skip) with the reason where
 # this machine cannot run the cluster.
-set -uo pipefail
 name=$1 vexp=$2 src=$3 mpirun=$4
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_slurm_${name}_XXXX")
-PY=/usr/bin/python3
-source "$src/tests/cli/testlib.sh"
+source "$src/tests/support/setup.sh" slurm
 source "$here/slurm_fixture.sh"
 cleanup() { slurm_stop; rm -rf "$tmp"; }
-trap cleanup EXIT
 
 R=$src/tests/cli/data/tiny.toml
 MPI=("$mpirun" --allow-run-as-root --oversubscribe --bind-to none)

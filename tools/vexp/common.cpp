@@ -18,14 +18,6 @@ void refuse_output_onto_input(const std::string& out, const std::string& option,
                                "' that this command reads; write it elsewhere"};
 }
 
-void write_file_atomic(const std::string& path, const std::string& text, const std::string& label) {
-  try {
-    base::write_file_atomic(path, text);
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, (label.empty() ? std::string() : label + ": ") + e.what()};
-  }
-}
-
 std::string exe_path() {
   char self[4096];
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);

@@ -59,12 +59,6 @@ std::string exe_path();
 // _-+=/.,:@%, else in single quotes (each ' written '\''). For commands printed to users.
 std::string shell_quote(const std::string& s);
 
-// vexp::base::write_file_atomic (a private temporary beside it, then a rename: a
-// reader never sees half a file, a failure leaves the old one, a non-regular target
-// is refused) with its error as Exit (failure) "LABEL: cannot write 'PATH': ..."
-// (no "LABEL: " when empty).
-void write_file_atomic(const std::string& path, const std::string& text, const std::string& label = "");
-
 // An output must never replace what the command reads: Exit (invalid) "OPTION 'OUT'
 // is WHAT 'INPUT' that this command reads; write it elsewhere" when `out` and `input`
 // are the same file (hard links and symlinks seen through). No-op for an empty input.

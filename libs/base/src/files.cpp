@@ -115,9 +115,9 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return resolved(a) == resolved(b);
 }
 
-TempDir::TempDir(const std::string& prefix) {
+TempDir::TempDir(const std::string& prefix, const std::string& parent) {
   const char* t = std::getenv("TMPDIR");
-  std::string base = t && *t ? t : "/tmp";
+  std::string base = !parent.empty() ? parent : t && *t ? t : "/tmp";
   std::string templ = base + "/" + prefix + "_XXXXXX";
   if (!::mkdtemp(templ.data())) throw Error("cannot make a temporary folder in '" + base + "': " + std::strerror(errno));
   path_ = templ;
@@ -166,6 +166,11 @@ void write_file_atomic(const std::string& path, std::string_view text, unsigned 
     const int err = errno;
     ::unlink(templ.c_str());
     throw Error("cannot write '" + path + "': " + std::strerror(err));
+  }
+  // The rename is durable only once the folder's entry is on disk.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
   }
 }
 

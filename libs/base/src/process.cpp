@@ -75,7 +75,12 @@ int spawn(const std::vector<std::string>& argv, const SpawnOptions& o, FileActio
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+  if (o.own_process_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0].c_str(), &fa.fa, &attr, args.data(), envp.data());
   posix_spawnattr_destroy(&attr);
@@ -210,6 +215,19 @@ std::optional<std::string> find_program(const std::string& name) {
     start = end + 1;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& program,
+                                     const std::string& rank_stdout_dir) {
+  std::vector<std::string> m{"mpirun"};
+  if (::geteuid() == 0) m.push_back("--allow-run-as-root");
+  m.insert(m.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)});
+  if (!rank_stdout_dir.empty())
+    m.insert(m.end(), {"/bin/sh", "-c",
+                       "r=${OMPI_COMM_WORLD_RANK:?not started by Open MPI mpirun}; exec \"$@\" >\"$0/rank.$r.out\"",
+                       rank_stdout_dir});
+  m.insert(m.end(), program.begin(), program.end());
+  return m;
 }
 
 }  // namespace vexp::base

@@ -94,4 +94,23 @@ TEST(Files, AtomicWriteReplacesAndRefusesSpecialFiles) {
   int others = 0;
   for (const auto& e : fs::directory_iterator(t.path())) others += e.path().filename() != "summary.json" && e.path().filename() != "fifo";
   EXPECT_EQ(others, 0);
+  // A folder that does not exist: one sentence naming the file, nothing written.
+  const std::string lost = (t.path() / "no/such/dir/x").string();
+  EXPECT_NE(message_of([&] { write_file_atomic(lost, "x"); }).find("cannot write '" + lost + "'"), std::string::npos);
+  EXPECT_FALSE(fs::exists(t.path() / "no"));
+}
+
+TEST(Files, TempDirUnderAGivenParent) {
+  TempDir outer("vexp_test");
+  fs::path inner_path;
+  {
+    TempDir inner("measure", outer.path().string());
+    inner_path = inner.path();
+    EXPECT_EQ(inner_path.parent_path(), outer.path());
+    EXPECT_EQ(inner_path.filename().string().rfind("measure_", 0), 0u) << inner_path;
+    EXPECT_TRUE(fs::is_directory(inner_path));
+  }
+  EXPECT_FALSE(fs::exists(inner_path));
+  EXPECT_NE(message_of([&] { TempDir bad("x", (outer.path() / "missing").string()); }).find("missing"),
+            std::string::npos);
 }

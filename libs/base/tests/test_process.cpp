@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
 #include <fstream>
 #include <sstream>
 
@@ -66,4 +71,61 @@ TEST(Process, EnvironmentEntriesAreSetForTheChild) {
   o.env_set = {"VEXP_BASE_TEST=a b;c"};
   EXPECT_TRUE(run_program({"sh", "-c", "printf %s \"$VEXP_BASE_TEST\""}, o).ok());
   EXPECT_EQ(read_file_bounded(o.stdout_path), "a b;c");
+}
+
+namespace {
+// "PGRP PID" of a child shell (field 5 of /proc/PID/stat is its process group).
+std::pair<std::string, std::string> child_group_and_pid(bool own_group, const std::string& out) {
+  SpawnOptions o;
+  o.stdout_path = out;
+  o.own_process_group = own_group;
+  EXPECT_TRUE(run_program({"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$"}, o).ok());
+  std::ifstream in(out);
+  std::string group, pid;
+  in >> group >> pid;
+  return {group, pid};
+}
+}  // namespace
+
+TEST(Process, OwnProcessGroupOnlyWhenAsked) {
+  TempDir t("vexp_test");
+  const auto [own, own_pid] = child_group_and_pid(true, (t.path() / "own").string());
+  EXPECT_FALSE(own_pid.empty());
+  EXPECT_EQ(own, own_pid);  // the leader of a group of its own
+  const auto [shared, shared_pid] = child_group_and_pid(false, (t.path() / "shared").string());
+  EXPECT_EQ(shared, std::to_string(::getpgrp()));  // ours
+  EXPECT_NE(shared, shared_pid);
+}
+
+TEST(Process, MpirunArgvIsBuiltInOnePlace) {
+  const std::vector<std::string> prog{"/opt/vexp bin/vexp", "run", "a b.toml"};
+  std::vector<std::string> want{"mpirun"};
+  if (::geteuid() == 0) want.push_back("--allow-run-as-root");
+  for (const char* w : {"--oversubscribe", "--bind-to", "none", "-np", "3"}) want.push_back(w);
+  std::vector<std::string> plain = want;
+  plain.insert(plain.end(), prog.begin(), prog.end());
+  EXPECT_EQ(mpirun_argv(3, prog), plain);
+
+  // Per-rank output: the tail after `-np N` is what each rank runs. Run it as rank 2
+  // would (Open MPI sets OMPI_COMM_WORLD_RANK) with a program whose arguments hold
+  // shell syntax: they reach it as they are, and its output lands in DIR/rank.2.out.
+  TempDir t("vexp_test");
+  const std::string dir = (t.path() / "it's out").string();
+  std::filesystem::create_directories(dir);
+  const std::string evil = "$(touch x); `y` \"z\"";
+  const std::vector<std::string> m = mpirun_argv(2, {"printf", "%s", evil}, dir);
+  ASSERT_GT(m.size(), want.size());
+  EXPECT_TRUE(std::equal(want.begin(), want.end() - 1, m.begin()));
+  const std::vector<std::string> rank(m.begin() + static_cast<std::ptrdiff_t>(want.size()), m.end());
+  ASSERT_EQ(rank.front(), "/bin/sh");
+  SpawnOptions o;
+  o.env_set = {"OMPI_COMM_WORLD_RANK=2"};
+  EXPECT_TRUE(run_program(rank, o).ok());
+  EXPECT_EQ(read_file_bounded(dir + "/rank.2.out"), evil);
+  // Not started by Open MPI: the rank script refuses instead of writing rank..out.
+  SpawnOptions none;
+  none.env_set = {"OMPI_COMM_WORLD_RANK="};
+  none.stderr_path = (t.path() / "err").string();
+  EXPECT_FALSE(run_program(rank, none).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/rank..out"));
 }

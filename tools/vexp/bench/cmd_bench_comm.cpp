@@ -20,6 +20,7 @@
 #include <ATen/Parallel.h>
 
 #include "common.hpp"
+#include "vexp/base/process.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
@@ -76,11 +77,9 @@ void add_bench_comm(CLI::App& app) {
     if (*nproc > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
       std::string self = exe_path();
       if (self.empty()) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
-      std::vector<std::string> argv{"mpirun"};
-      if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-      argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(*nproc), self,
-                               "bench", "comm", "--recipe", *recipe, "--step-recipe", *step_recipe, "--reps",
-                               std::to_string(*reps), "--steps", std::to_string(*steps)});
+      std::vector<std::string> argv =
+          base::mpirun_argv(*nproc, {self, "bench", "comm", "--recipe", *recipe, "--step-recipe", *step_recipe,
+                                     "--reps", std::to_string(*reps), "--steps", std::to_string(*steps)});
       std::vector<char*> c;
       for (auto& a : argv) c.push_back(a.data());
       c.push_back(nullptr);

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "common.hpp"
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/dataset.hpp"
 
@@ -55,12 +55,12 @@ void add_check(CLI::App& app) {
                 "Validate without the data: a missing data root or list file is a warning, not an error");
   cmd->callback([args, print, no_data] {
     // A cluster description (a top-level [cluster] table) is checked as one (vexp plan --cluster).
-    if (dsl::is_cluster_file(args->path)) {
+    if (plan::is_cluster_file(args->path)) {
       dsl::Diagnostics d;
-      const auto c = dsl::load_cluster(args->path, d);
+      const auto c = plan::load_cluster(args->path, d);
       for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
       if (!c) throw Exit{kExitInvalid, ""};
-      std::cout << args->path << ": ok (" << dsl::cluster_summary(*c) << ")\n";
+      std::cout << args->path << ": ok (" << plan::cluster_summary(*c) << ")\n";
       return;
     }
     Session s;

@@ -8,8 +8,9 @@
 #include "vexp/base/text.hpp"
 #include "plan/measure_local.hpp"
 #include "plan/output.hpp"
-#include "plan/planner.hpp"
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/runtime/dry_run.hpp"
+#include "vexp/plan/cluster.hpp"
+#include "vexp/plan/planner.hpp"
 
 namespace vexp::cli {
 
@@ -54,17 +55,36 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
   return out;
 }
 
-dsl::Cluster open_cluster(const std::string& path) {
+plan::Cluster open_cluster(const std::string& path) {
   dsl::Diagnostics d;
-  std::optional<dsl::Cluster> c;
+  std::optional<plan::Cluster> c;
   try {
-    c = dsl::load_cluster(path, d);
-  } catch (const dsl::RecipeError& e) {
+    c = plan::load_cluster(path, d);
+  } catch (const plan::PlanError& e) {
     throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
   }
   for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
   if (!c) throw Exit{kExitInvalid, ""};
   return *c;
+}
+
+// The planner's RecipeOpener: a fresh session of `recipe` with `overrides`, validated
+// for planning (as `vexp run --dry-run`); Exit (invalid) with its diagnostics
+// otherwise. The first opening prints the recipe's warnings; the re-plans at other
+// GPU counts (`quiet`) only their errors.
+void open_for_planning(Session& s, const std::string& recipe, const std::vector<dsl::Override>& overrides,
+                       const std::vector<std::string>& plugin_paths, bool quiet) {
+  load_session_plugins(s, plugin_paths);
+  std::string note;
+  bool ok = false;
+  try {
+    ok = open_recipe_for_planning(s, recipe, overrides, note);
+  } catch (const dsl::RecipeError& e) {
+    throw Exit{kExitInvalid, e.what()};
+  }
+  if (quiet && ok) return;
+  if (!print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
+  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
 }
 
 void run_plan(const PlanArgs& a) {
@@ -84,8 +104,8 @@ void run_plan(const PlanArgs& a) {
   if (a.recipes.empty()) throw Exit{kExitInvalid, "vexp plan needs at least one RECIPE"};
   if (!a.tune.empty() && a.recipes.size() != 1)
     throw Exit{kExitInvalid, "--tune writes one recipe's overlay: give one RECIPE"};
-  if (!a.plot.empty()) plan::check_output_path(a.plot, "--plot");
-  if (!a.tune.empty()) plan::check_output_path(a.tune, "--tune");
+  if (!a.plot.empty()) check_output_path(a.plot, "--plot");
+  if (!a.tune.empty()) check_output_path(a.tune, "--tune");
   const std::vector<std::pair<std::string, std::string>> outputs = {{a.tune, "--tune"}, {a.plot, "--plot"}};
   for (const auto& [out, option] : outputs) {
     if (out.empty()) continue;
@@ -93,7 +113,7 @@ void run_plan(const PlanArgs& a) {
     for (const auto& r : a.recipes) refuse_output_onto_input(out, option, r, "the recipe");
     refuse_output_onto_input(out, option, a.cluster, "the cluster file");
   }
-  const dsl::Cluster cluster = open_cluster(a.cluster);
+  const plan::Cluster cluster = open_cluster(a.cluster);
   plan::PlanOptions o;
   if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);
   o.data.layout = a.layout;
@@ -101,17 +121,26 @@ void run_plan(const PlanArgs& a) {
   o.bucket_mb = a.bucket_mb;
   o.fixed_batch = a.fixed_batch;
   o.overrides = parse_sets(a.sets);
-  o.plugin_paths = a.plugin_paths;
+  const plan::RecipeOpener open = [&a](Session& s, const std::string& recipe,
+                                       const std::vector<dsl::Override>& overrides, bool quiet) {
+    open_for_planning(s, recipe, overrides, a.plugin_paths, quiet);
+  };
   std::vector<plan::RecipeResult> results;
-  for (const auto& r : a.recipes) results.push_back(plan::plan_recipe(r, cluster, o));
-  if (a.json) std::cout << plan::plan_json(cluster, results).dump(2) << "\n";
-  else std::cout << plan::plan_table(cluster, results);
+  for (const auto& r : a.recipes) {
+    try {
+      results.push_back(plan::plan_recipe(r, cluster, o, open));
+    } catch (const plan::PlanError& e) {
+      throw Exit{kExitInvalid, e.what()};
+    }
+  }
+  if (a.json) std::cout << plan_json(cluster, results).dump(2) << "\n";
+  else std::cout << plan_table(cluster, results);
   if (!a.plot.empty()) {
-    plan::write_plot(results, a.plot);
+    write_plot(results, a.plot);
     if (!a.json) std::cout << "plot: " << a.plot << "\n";
   }
   if (!a.tune.empty()) {
-    plan::write_tune(cluster, results.front(), a.tune);
+    write_tune(cluster, results.front(), a.tune);
     if (!a.json) std::cout << "overlay: " << a.tune << " (vexp check " << a.tune << ")\n";
   }
 }

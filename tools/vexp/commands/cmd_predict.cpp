@@ -339,7 +339,7 @@ void add_predict(CLI::App& app) {
           std::vector<double> row(l[n].data_ptr<double>(), l[n].data_ptr<double>() + l.size(1));
           j["logits"].push_back(row);
         }
-        write_file_atomic(*logits_out, j.dump() + "\n");
+        base::write_file_atomic(*logits_out, j.dump() + "\n");
       } else {
         save_tensor(*logits_out, logits);
       }

@@ -24,7 +24,7 @@
 #include "vexp/base/lock.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
 #include "vexp/runtime/dry_run.hpp"
 
 namespace vexp::cli {
@@ -41,12 +41,12 @@ struct SubmitArgs {
   bool dry_run = false;
 };
 
-dsl::Cluster open_submit_cluster(const std::string& path) {
+plan::Cluster open_submit_cluster(const std::string& path) {
   dsl::Diagnostics d;
-  std::optional<dsl::Cluster> c;
+  std::optional<plan::Cluster> c;
   try {
-    c = dsl::load_cluster(path, d);
-  } catch (const dsl::RecipeError& e) {
+    c = plan::load_cluster(path, d);
+  } catch (const plan::PlanError& e) {
     throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
   }
   for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
@@ -103,17 +103,17 @@ void run_submit(const SubmitArgs& a) {
   for (const auto& [name, v] : {std::pair<const char*, const std::string*>{"--partition", &a.partition},
                                 {"--account", &a.account}})
     if (!v->empty())
-      if (auto why = dsl::slurm_name_problem(*v); !why.empty())
+      if (auto why = plan::slurm_name_problem(*v); !why.empty())
         throw Exit{kExitInvalid, std::string(name) + " '" + printable(*v, 60) + "' " + why};
   if (!a.time.empty())
-    if (auto why = dsl::slurm_time_problem(a.time); !why.empty())
+    if (auto why = plan::slurm_time_problem(a.time); !why.empty())
       throw Exit{kExitInvalid, "--time '" + printable(a.time, 60) + "' " + why};
   for (const auto& x : a.recipe.sets)
     if (base::has_control(x))
       throw Exit{kExitInvalid, "--set '" + printable(x, 60) + "' holds a newline or control character"};
 
-  const dsl::Cluster c = open_submit_cluster(a.cluster);
-  const dsl::ClusterScheduler& sch = c.scheduler;
+  const plan::Cluster c = open_submit_cluster(a.cluster);
+  const plan::ClusterScheduler& sch = c.scheduler;
 
   // sbatch first: without it nothing else is worth doing.
   if (!a.dry_run && !base::find_program("sbatch"))
@@ -169,7 +169,7 @@ void run_submit(const SubmitArgs& a) {
 
   const std::string time = a.time.empty() ? sch.time : a.time;
   if (!time.empty()) {
-    const int64_t limit = *dsl::slurm_time_seconds(time);
+    const int64_t limit = *plan::slurm_time_seconds(time);
     if (sch.signal_lead_s >= limit)
       throw Exit{kExitInvalid, "the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
                                    cf + "'s signal_lead_s = " + std::to_string(sch.signal_lead_s) +

@@ -1,8 +1,6 @@
 #include "launch/run_dist.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +11,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "vexp/base/process.hpp"
 #include "vexp/runtime/dry_run.hpp"
 #include "vexp/runtime/launcher.hpp"
 
@@ -120,29 +119,20 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   RecipeArgs checked = args;
   checked.require_data = true;  // refuse before starting ranks
   if (!open_session(s, checked)) throw Exit{kExitInvalid, ""};
-  std::vector<std::string> argv{"mpirun"};
-  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(nproc)});
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
-  self[n] = '\0';
-  argv.push_back(self);
-  argv.push_back("run");
-  argv.push_back(args.path);
+  const std::string self = exe_path();
+  if (self.empty()) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+  std::vector<std::string> rank_argv{self, "run", args.path};
   for (const auto& set : args.sets) {
-    argv.push_back("--set");
-    argv.push_back(set);
+    rank_argv.push_back("--set");
+    rank_argv.push_back(set);
   }
-  for (const auto& a : args.plugin_path_argv()) argv.push_back(a);  // the ranks may load what we may
+  for (const auto& a : args.plugin_path_argv()) rank_argv.push_back(a);  // the ranks may load what we may
   if (s.plan->comm == "local") {
-    argv.push_back("--set");
-    argv.push_back("dist.backend=mpi");
+    rank_argv.push_back("--set");
+    rank_argv.push_back("dist.backend=mpi");
   }
-  argv.insert(argv.end(), passthrough.begin(), passthrough.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
+  rank_argv.insert(rank_argv.end(), passthrough.begin(), passthrough.end());
+  const std::vector<std::string> argv = base::mpirun_argv(nproc, rank_argv);
   const std::string resume = resume_command();
   std::cerr << "vexp: starting " << nproc << " local ranks with mpirun\n";
   std::cerr.flush();
@@ -159,41 +149,26 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   ::pthread_sigmask(SIG_BLOCK, &block, &old);  // no handler runs before g_mpirun is known
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Exit{kExitFailure, std::string("pipe failed: ") + std::strerror(errno)};
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Exit{kExitFailure, std::string("fork failed: ") + std::strerror(errno)};
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(SIGINT, &dfl, nullptr);
-    ::sigaction(SIGTERM, &dfl, nullptr);
+  // mpirun in a process group of its own (a terminal's Ctrl-C reaches only this
+  // process), its input /dev/null (it would forward a terminal's input, and stop on it).
+  base::SpawnOptions o;
+  o.stdin_path = "/dev/null";
+  o.own_process_group = true;
+  o.env_set = {"VEXP_RESUME_COMMAND=" + resume};
+  int pid = -1;
+  try {
+    pid = base::start_program(argv, o);
+  } catch (const base::Error& e) {
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    int devnull = ::open("/dev/null", O_RDONLY);  // mpirun would forward a terminal's input (and stop on it)
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::setenv("VEXP_RESUME_COMMAND", resume.c_str(), 1);
-    ::execvp("mpirun", cargv.data());
-    const int e = errno;
-    (void)!::write(err_pipe[1], &e, sizeof e);
-    ::_exit(127);
+    throw Exit{kExitFailure, "--nproc " + std::to_string(nproc) + ": " + e.what() +
+                                 " (install openmpi-bin, or launch with mpirun/srun yourself)"};
   }
-  ::setpgid(pid, pid);
   g_mpirun = pid;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  ::close(err_pipe[1]);
-  int exec_errno = 0;
-  const bool exec_failed = ::read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  ::close(err_pipe[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const base::ProcessStatus status = base::wait_program(pid);
   g_mpirun = 0;
-  if (exec_failed)
-    throw Exit{kExitFailure, std::string("cannot start mpirun for --nproc ") + std::to_string(nproc) + ": " +
-                                 std::strerror(exec_errno) + " (install openmpi-bin, or launch with mpirun/srun yourself)"};
   if (g_signals > 0) throw Exit{130, ""};  // rank 0 said where the checkpoint is and how to continue
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const int code = status.signal ? 128 + status.signal : status.exit_code;
   if (code != 0) throw Exit{code, ""};
   return true;
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
 
 namespace vexp::cli::slurm {
 

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -24,8 +24,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "plan/link_fit.hpp"
-#include "plan/planner.hpp"
+#include "vexp/plan/link_fit.hpp"
+#include "vexp/plan/planner.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/dry_run.hpp"
 
@@ -78,78 +80,35 @@ void check_writable_target(const fs::path& path) {
 // Refuses a target that is not a regular file, then writes it atomically.
 void write_target_atomic(const fs::path& path, const std::string& text) {
   check_writable_target(path);
-  cli::write_file_atomic(path.string(), text);
+  base::write_file_atomic(path.string(), text);
 }
-
-// A temporary folder removed (with what it holds) when this goes out of scope.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const fs::path& parent) {
-    std::string tmpl = (parent / "vexp-measure-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw Exit{kExitFailure, "cannot make a temporary folder in '" + parent.string() + "'"};
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 struct Proc {
   int rc = -1;
   std::string out, err;
 };
 
-// Runs argv[0] (searched on PATH) with the arguments, stdin from /dev/null; returns
-// its exit code, standard output and standard error.
+// Runs argv[0] (searched on PATH) through vexp::base with the arguments, stdin from
+// /dev/null, its standard output and error in files of `scratch`; returns its exit
+// code (128 + N for signal N) and both outputs.
 Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) {
-  const fs::path err_file = scratch / ("stderr." + std::to_string(::getpid()));
-  int out_pipe[2];
-  if (::pipe(out_pipe) != 0) throw Exit{kExitFailure, "cannot make a pipe"};
-  std::vector<std::string> args = argv;
-  std::vector<char*> c;
-  for (auto& a : args) c.push_back(a.data());
-  c.push_back(nullptr);
-  const std::string err_path = err_file.string();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Exit{kExitFailure, "cannot start '" + argv[0] + "'"};
-  if (pid == 0) {
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in >= 0) ::dup2(in, 0);
-    if (err >= 0) ::dup2(err, 2);
-    ::dup2(out_pipe[1], 1);
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    ::execvp(c[0], c.data());
-    std::fprintf(stderr, "cannot run %s\n", c[0]);
-    ::_exit(127);
+  base::SpawnOptions o;
+  o.stdin_path = "/dev/null";
+  o.stdout_path = (scratch / "stdout").string();
+  o.stderr_path = (scratch / "stderr").string();
+  base::ProcessStatus st;
+  try {
+    st = base::run_program(argv, o);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
   }
-  ::close(out_pipe[1]);
   Proc p;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
-    if (n > 0) {
-      p.out.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
-  }
-  ::close(out_pipe[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  p.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  std::ifstream e(err_file);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  p.err = ss.str();
+  p.rc = st.signal ? 128 + st.signal : st.exit_code;
+  p.out = base::read_file_bounded(o.stdout_path, base::kMaxLogFileBytes);
+  p.err = base::read_file_bounded(o.stderr_path, base::kMaxLogFileBytes);
   std::error_code ec;
-  fs::remove(err_file, ec);
+  fs::remove(o.stdout_path, ec);
+  fs::remove(o.stderr_path, ec);
   return p;
 }
 
@@ -305,23 +264,6 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
-// mpirun (as root when needed) with `np` copies of `argv`; with `output_dir`, rank r's
-// standard output goes to output_dir/rank.r.json. Each rank redirects its own output (a
-// shell reading the rank Open MPI puts in its environment): --output-filename lays its
-// files out differently in Open MPI 4 (DIR/1/rank.N/stdout) and 5 (it fails, or with
-// --output dir= writes DIR/prterun-HOST-PID@1/rank.N/stdout).
-std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& argv, const fs::path& output_dir) {
-  std::vector<std::string> m{"mpirun"};
-  if (::geteuid() == 0) m.push_back("--allow-run-as-root");
-  m.insert(m.end(), {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(np)});
-  if (!output_dir.empty())
-    m.insert(m.end(), {"/bin/sh", "-c",
-                       "r=${OMPI_COMM_WORLD_RANK:?not started by Open MPI mpirun}; exec \"$@\" >\"$0/rank.$r.json\"",
-                       output_dir.string()});
-  m.insert(m.end(), argv.begin(), argv.end());
-  return m;
-}
-
 // `vexp bench train ... --json` (argv) run by `np` ranks at once with the local
 // backend: rank 0's JSON with each phase's samples pooled over all ranks and
 // their median, plus busy_ranks = np and every rank's JSON under "per_rank".
@@ -331,13 +273,13 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
   std::error_code ec;
   fs::remove_all(out_dir, ec);
   fs::create_directories(out_dir, ec);
-  const std::vector<std::string> m = mpirun_argv(np, argv, out_dir);
+  const std::vector<std::string> m = base::mpirun_argv(np, argv, out_dir.string());
   Proc p = run_process(m, scratch);
   if (p.rc != 0)
     throw measurement_error("measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m), p.err);
   json per_rank = json::array();
   for (int r = 0; r < np; ++r) {
-    const fs::path f = out_dir / ("rank." + std::to_string(r) + ".json");
+    const fs::path f = out_dir / ("rank." + std::to_string(r) + ".out");
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -420,7 +362,13 @@ void run_measure_local(const MeasureLocalArgs& a) {
   fs::create_directories(meas, ec);
   if (!fs::is_directory(meas, ec))
     throw Exit{kExitInvalid, "cannot make the folder '" + meas.string() + "' for the measurements"};
-  TempDir tmp(meas);
+  std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
+  try {
+    scratch.emplace("vexp-measure", meas.string());
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  const base::TempDir& tmp = *scratch;
   std::vector<std::string> plugin_argv;
   for (const auto& d : canonical_plugin_paths(a.plugin_paths)) plugin_argv.insert(plugin_argv.end(), {"--plugin-path", d});
 
@@ -463,7 +411,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
       if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
       argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
       say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
-      json j = run_json(argv, tmp.path);
+      json j = run_json(argv, tmp.path());
       j["command"] = join_cmd(argv);
       j["busy_ranks"] = 1;
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
@@ -471,16 +419,16 @@ void run_measure_local(const MeasureLocalArgs& a) {
 
       say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
           " ranks at once under mpirun)");
-      json busy = bench_train_busy(argv, ranks, tmp.path);
+      json busy = bench_train_busy(argv, ranks, tmp.path());
       profiles.push_back({r, key, save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
     }
   }
 
   // 2. Decode rates on a synthetic dataset: videos, and the same clips as frame folders.
   say("vexp data make-synthetic, extract-frames");
-  const fs::path vids = tmp.path / "videos", frames = tmp.path / "frames";
+  const fs::path vids = tmp.path() / "videos", frames = tmp.path() / "frames";
   auto run_checked = [&](const std::vector<std::string>& argv) {
-    Proc p = run_process(argv, tmp.path);
+    Proc p = run_process(argv, tmp.path());
     if (p.rc != 0) throw measurement_error("measurement step failed: " + join_cmd(argv), p.err);
   };
   run_checked({exe, "data", "make-synthetic", "--out", vids.string(), "--train-clips", "64", "--val-clips", "8", "--seed",
@@ -492,7 +440,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
                                   "--json"};
     for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
     argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
-    json j = run_json(argv, tmp.path);
+    json j = run_json(argv, tmp.path());
     j["command"] = join_cmd(argv);
     j["layout"] = layout;
     return j;
@@ -519,10 +467,10 @@ void run_measure_local(const MeasureLocalArgs& a) {
   json ar = json::array();
   for (double mb : sizes) {
     say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
-    const std::vector<std::string> argv = mpirun_argv(
+    const std::vector<std::string> argv = base::mpirun_argv(
         ranks, {exe, "bench", "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"},
         {});
-    json j = run_json(argv, tmp.path);
+    json j = run_json(argv, tmp.path());
     j["command"] = join_cmd(argv);
     const double bytes = j.at("mb").get<double>() * 1048576.0, secs = j.at("median_ms").get<double>() / 1e3;
     points.push_back({bytes, secs});
@@ -544,7 +492,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
 
   // 4. Storage.
   say("storage read bandwidth (" + fmt(a.storage_mb) + " MiB file)");
-  Storage st = measure_storage(tmp.path, a.storage_mb);
+  Storage st = measure_storage(tmp.path(), a.storage_mb);
   const std::string from_storage =
       save("storage.json", json{{"file_system_of", fs::absolute(meas).string()}, {"read_GBps", st.read_GBps},
                                 {"runs", st.runs}, {"frames_clip_bytes", frames_clip_bytes},

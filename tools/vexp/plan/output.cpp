@@ -11,9 +11,9 @@
 #include "report/gnuplot.hpp"
 #include "vexp/base/files.hpp"
 
-namespace vexp::plan {
+namespace vexp::cli {
 namespace fs = std::filesystem;
-using cli::Exit;
+using namespace vexp::plan;
 
 namespace {
 
@@ -51,7 +51,7 @@ void check_output_path(const std::string& path, const std::string& option) {
     throw Exit{cli::kExitInvalid, option + " '" + path + "': no such folder '" + parent.string() + "'"};
 }
 
-std::string plan_table(const dsl::Cluster& c, const std::vector<RecipeResult>& results) {
+std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& results) {
   std::ostringstream out;
   for (size_t i = 0; i < results.size(); ++i) {
     const RecipeResult& r = results[i];
@@ -121,7 +121,7 @@ std::string plan_table(const dsl::Cluster& c, const std::vector<RecipeResult>& r
   return out.str();
 }
 
-nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>& results) {
+nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& results) {
   nlohmann::json plans = nlohmann::json::array();
   for (const RecipeResult& r : results) {
     nlohmann::json rows = nlohmann::json::array();
@@ -162,7 +162,11 @@ namespace {
 // Refuses a target that is not a regular file, then writes it atomically.
 void write_atomically(const std::string& path, const std::string& text, const std::string& option) {
   check_output_path(path, option);
-  cli::write_file_atomic(path, text, option);
+  try {
+    base::write_file_atomic(path, text);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, option + ": " + e.what()};
+  }
 }
 
 }  // namespace
@@ -250,7 +254,7 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
   }
 }
 
-void write_tune(const dsl::Cluster& c, const RecipeResult& r, const std::string& path) {
+void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path) {
   check_output_path(path, "--tune");
   const fs::path dir = fs::absolute(path).parent_path();
   const std::string base = fs::absolute(r.recipe).lexically_normal().lexically_relative(dir).string();
@@ -276,4 +280,4 @@ void write_tune(const dsl::Cluster& c, const RecipeResult& r, const std::string&
   write_atomically(path, o.str(), "--tune");
 }
 
-}  // namespace vexp::plan
+}  // namespace vexp::cli

@@ -1,5 +1,7 @@
 // What `vexp plan` prints and writes: the table with its advice, the JSON of
-// docs/planning.md, the gnuplot PNG and the --tune recipe overlay.
+// docs/planning.md, the gnuplot PNG and the --tune recipe overlay. CLI-side (it
+// throws the CLI's Exit and draws with report/'s gnuplot helper); the numbers come
+// from the planner library (libs/plan, vexp/plan/planner.hpp).
 #pragma once
 
 #include <string>
@@ -7,22 +9,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/planner.hpp"
+#include "vexp/plan/planner.hpp"
 
-namespace vexp::plan {
+namespace vexp::cli {
 
-std::string plan_table(const dsl::Cluster& c, const std::vector<RecipeResult>& results);
-nlohmann::json plan_json(const dsl::Cluster& c, const std::vector<RecipeResult>& results);
+std::string plan_table(const plan::Cluster& c, const std::vector<plan::RecipeResult>& results);
+nlohmann::json plan_json(const plan::Cluster& c, const std::vector<plan::RecipeResult>& results);
 // Efficiency and the step-time split against GPU count, one column of panels per
 // recipe; written to `png` atomically (a temporary next to it, then rename) with
 // gnuplot. Throws cli::Exit.
-void write_plot(const std::vector<RecipeResult>& results, const std::string& png);
+void write_plot(const std::vector<plan::RecipeResult>& results, const std::string& png);
 // The overlay: extends = RECIPE (relative to the overlay's folder) and the keys
 // whose suggested value differs. Refuses a target that exists and is not a
 // regular file; written atomically. Throws cli::Exit.
-void write_tune(const dsl::Cluster& c, const RecipeResult& r, const std::string& path);
+void write_tune(const plan::Cluster& c, const plan::RecipeResult& r, const std::string& path);
 
 // Refuses (cli::Exit, invalid) an output path that exists and is not a regular file.
 void check_output_path(const std::string& path, const std::string& option);
 
-}  // namespace vexp::plan
+}  // namespace vexp::cli

@@ -19,6 +19,7 @@
 #include "report/sweep_grid.hpp"
 #include "vexp/sweep/expansion.hpp"
 #include "report/sweep_results.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/rundir/provenance.hpp"
 
@@ -755,7 +756,7 @@ void write_atomic(const std::string& path, const std::string& text) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  cli::write_file_atomic(path, text);
+  base::write_file_atomic(path, text);
 }
 
 }  // namespace

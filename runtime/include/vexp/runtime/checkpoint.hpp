@@ -41,8 +41,4 @@ using rundir::checkpoints_newest_first;
 using rundir::latest_checkpoint;
 using rundir::prune_checkpoints;
 
-// Writes `content` to `path` atomically (a temporary file of this process's own,
-// fsync, rename, fsync of the folder); `mode`: the permissions of the new file.
-void write_file_atomic(const std::string& path, const std::string& content, unsigned mode = 0644);
-
 }  // namespace vexp

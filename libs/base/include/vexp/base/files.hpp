@@ -40,11 +40,12 @@ bool is_within(const std::filesystem::path& outer, const std::filesystem::path& 
 // one does not exist yet, the same resolved path.
 bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
 
-// A folder only this process's user can read, made with mkdtemp under $TMPDIR (or
-// /tmp) and removed with everything in it when the object goes away.
+// A folder only this process's user can read, made with mkdtemp under `parent`
+// (default: $TMPDIR, or /tmp) as PREFIX_XXXXXX, and removed with everything in it
+// when the object goes away. Throws Error naming the parent when it cannot be made.
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix = "vexp");
+  explicit TempDir(const std::string& prefix = "vexp", const std::string& parent = "");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -57,10 +58,13 @@ class TempDir {
   bool keep_ = false;
 };
 
-// Writes `text` to `path` through a private temporary file in the same folder
-// (mkstemp), fsync, and a rename: a reader never sees half a file and a failure
-// leaves the old file as it was. Refuses (Error) when `path` exists and is not a
-// regular file. mode: permission bits of the new file.
+// vexp's one atomic writer. Writes `text` to `path` through a private temporary
+// file in the same folder (mkstemp: no planted link at a guessable name is
+// followed), fsync, a rename, then an fsync of the folder (so the rename itself
+// reaches the disk): a reader sees the old file or the new one, never a torn one,
+// and a failure leaves the old file as it was. Refuses (Error) when `path` exists
+// and is not a regular file. mode: permission bits of the new file. Errors:
+// Error "cannot write 'PATH': REASON".
 void write_file_atomic(const std::string& path, std::string_view text, unsigned mode = 0644);
 
 }  // namespace vexp::base

@@ -17,6 +17,9 @@ struct SpawnOptions {
   std::string stderr_path;  // "" = inherit; "=stdout" sends stderr where stdout goes
   bool append = false;      // open stdout/stderr files for appending
   std::vector<std::string> env_set;  // "KEY=VALUE" entries added to (or replacing in) the environment
+  // Start the program in a process group of its own (its pid): a terminal's Ctrl-C
+  // then reaches only vexp, which decides what the child gets (launch_local_ranks).
+  bool own_process_group = false;
 };
 
 // How a program ended: its exit code, or the signal that killed it.
@@ -53,5 +56,16 @@ Captured run_capture(const std::vector<std::string>& argv, bool merge_stderr = f
 // The path of a program found on PATH (or `name` itself when it holds a '/' and is
 // executable), or nullopt.
 std::optional<std::string> find_program(const std::string& name);
+
+// The one place vexp builds an Open MPI `mpirun` command line for ranks on this
+// machine: `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np NP
+// PROGRAM...` (--allow-run-as-root only when running as root; oversubscribed and
+// unbound, as ranks share this machine's cores). With `rank_stdout_dir`, rank r's
+// standard output goes to DIR/rank.r.out: each rank redirects its own (a fixed
+// /bin/sh script reading the rank Open MPI puts in its environment, the program's
+// argv passed as arguments, never as shell text), because --output-filename lays
+// its files out differently in Open MPI 4 and 5.
+std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& program,
+                                     const std::string& rank_stdout_dir = "");
 
 }  // namespace vexp::base

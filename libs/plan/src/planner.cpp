@@ -1,19 +1,15 @@
-#include "plan/planner.hpp"
+#include "vexp/plan/planner.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
+#include <cstdio>
 #include <set>
 
-#include "common.hpp"
 #include "vexp/dsl/validate.hpp"
 #include "vexp/runtime/buckets.hpp"
 #include "vexp/runtime/dry_run.hpp"
 
 namespace vexp::plan {
-
-using cli::Exit;
-using cli::kExitInvalid;
 
 std::string model_key(const dsl::RecipePlan& plan) {
   std::string key;
@@ -37,25 +33,6 @@ std::string model_key(const dsl::RecipePlan& plan) {
 
 namespace {
 
-// A fresh session of `recipe` with `overrides`, validated for planning (as
-// `vexp run --dry-run`); Exit (invalid) with its diagnostics otherwise.
-void open_for_planning(Session& s, const std::string& recipe, const PlanOptions& o,
-                       const std::vector<dsl::Override>& overrides, bool quiet) {
-  cli::load_session_plugins(s, o.plugin_paths);
-  std::string note;
-  bool ok = false;
-  try {
-    ok = open_recipe_for_planning(s, recipe, overrides, note);
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
-  // The first opening prints the recipe's warnings; the re-plans at other GPU
-  // counts only their errors.
-  if (quiet && ok) return;
-  if (!cli::print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
-  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
-}
-
 StepShape shape_of(const DistPlan& p) {
   StepShape s;
   s.gpus = p.ranks;
@@ -70,7 +47,8 @@ StepShape shape_of(const DistPlan& p) {
 
 }  // namespace
 
-RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster, const PlanOptions& o) {
+RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, const PlanOptions& o,
+                         const RecipeOpener& open) {
   std::vector<dsl::Override> base = o.overrides;
   if (o.bucket_mb > 0) {
     char buf[64];
@@ -79,7 +57,7 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
                                           ? std::string(buf) + ".0" : std::string(buf)});
   }
   Session s0;
-  open_for_planning(s0, recipe, o, base, false);
+  open(s0, recipe, base, false);
   const dsl::RecipePlan& plan = *s0.plan;
   RecipeResult r;
   r.recipe = recipe;
@@ -96,7 +74,7 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
   try {
     p0 = plan_run(s0, r.world, &prof);
   } catch (const std::exception& e) {
-    throw Exit{kExitInvalid, recipe + ": " + e.what()};
+    throw PlanError(recipe + ": " + e.what());
   }
   r.grad_params = p0.grad_params;
   r.grad_bytes = p0.grad_bytes;
@@ -117,7 +95,7 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
     try {
       return compute_for(cluster, w, r.per_gpu, busy_ranks_for(cluster, g));
     } catch (const PlanError& e) {
-      throw Exit{kExitInvalid, recipe + ": " + e.what()};
+      throw PlanError(recipe + ": " + e.what());
     }
   };
   r.compute = compute_at(1);
@@ -129,23 +107,31 @@ RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster,
   // The plan at G GPUs: weak scaling re-plans with dist.world_size = G; fixed
   // batch keeps the recipe's world and launches G ranks (each emulates world / G).
   auto dist_plan_at = [&](int64_t g) -> DistPlan {
+    auto at_g = [&](const std::exception& e) {
+      return PlanError(recipe + " at " + std::to_string(g) + " GPU(s): " + e.what());
+    };
     try {
       if (o.fixed_batch) return make_dist_plan(plan, g, p0.train_size, p0.grad_params);
       if (g == r.world) return p0;
-      std::vector<dsl::Override> ov = base;
-      ov.push_back({"dist.world_size", std::to_string(g)});
-      Session sg;
-      open_for_planning(sg, recipe, o, ov, true);
+    } catch (const std::exception& e) {
+      throw at_g(e);
+    }
+    std::vector<dsl::Override> ov = base;
+    ov.push_back({"dist.world_size", std::to_string(g)});
+    Session sg;
+    open(sg, recipe, ov, true);  // outside the try: what the opener throws is the caller's
+    try {
       return make_dist_plan(*sg.plan, g, p0.train_size, p0.grad_params);
     } catch (const std::exception& e) {
-      throw Exit{kExitInvalid, recipe + " at " + std::to_string(g) + " GPU(s): " + e.what()};
+      throw at_g(e);
     }
   };
   auto row_at = [&](const DistPlan& dp, const std::vector<Bucket>& bk, const DataOptions& d) {
+    const Compute c = compute_at(dp.ranks);  // its PlanError already names the recipe
     try {
-      return predict(cluster, compute_at(dp.ranks), bk, d, shape_of(dp));
+      return predict(cluster, c, bk, d, shape_of(dp));
     } catch (const PlanError& e) {
-      throw Exit{kExitInvalid, recipe + ": " + e.what()};
+      throw PlanError(recipe + ": " + e.what());
     }
   };
   std::vector<int64_t> gpus = o.gpus.empty() ? std::vector<int64_t>{r.world} : o.gpus;

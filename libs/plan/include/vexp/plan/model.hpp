@@ -1,24 +1,18 @@
 // `vexp plan`'s performance model: one optimizer step of a data-parallel run on a
-// described cluster (dsl/cluster.hpp), split into compute, exposed communication
+// described cluster (cluster.hpp), split into compute, exposed communication
 // and exposed data loading. Torch-free: the model's numbers (MACs per parameter,
 // the reducer's bucket layout, the dry-run plan's batch geometry) are inputs.
 // docs/planning.md ("The model") has the equations.
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
+#include "vexp/plan/error.hpp"
 
 namespace vexp::plan {
-
-// A problem with the inputs (no profile for the model, a layout without a decode
-// rate, more GPUs than the cluster has): one sentence.
-struct PlanError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // One gradient bucket as the reducer sends it: its bytes on the wire and when its
 // last gradient is ready, as a fraction (0..1] of the last micro-batch's backward.
@@ -61,22 +55,22 @@ struct Workload {
   int64_t params = 0;         // trainable parameters
   int64_t threads = 0;        // run.threads: compute threads per rank (0: all the node's cores)
 };
-Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks = 1);
+Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks = 1);
 
 // Compute threads per rank that w.threads means on `c`: itself when > 0, else the
 // node's cores ([cpu] cores_per_node), as `vexp run` gives every rank all the
 // cores it sees when run.threads = 0.
-int64_t compute_threads(const dsl::Cluster& c, const Workload& w);
+int64_t compute_threads(const Cluster& c, const Workload& w);
 
 // Ranks computing at once on one node when `gpus` ranks run: min(gpus, gpus_per_node).
-int64_t busy_ranks_for(const dsl::Cluster& c, int64_t gpus);
+int64_t busy_ranks_for(const Cluster& c, int64_t gpus);
 
 // Time (ms) of one allreduce of `bytes` per rank over `ranks` ranks placed on
 // ceil(ranks / gpus_per_node) nodes; `algo` gets "ring" or "hierarchical".
 // One node: ring, 2(p-1) alpha_intra + 2(p-1)/p B / bw_intra. Several nodes: the
 // faster of a flat ring (bounded by the slower link) and the hierarchical
 // reduce-scatter / inter-node ring / all-gather, as NCCL picks per message size.
-double allreduce_ms(const dsl::Cluster& c, int64_t ranks, double bytes, std::string* algo = nullptr);
+double allreduce_ms(const Cluster& c, int64_t ranks, double bytes, std::string* algo = nullptr);
 
 // The geometry of one planned step (from the dry-run planner's DistPlan).
 struct StepShape {
@@ -95,12 +89,12 @@ struct DataOptions {
 };
 
 // Decode threads per rank that `o` means on `c`.
-double threads_per_gpu(const dsl::Cluster& c, const DataOptions& o);
+double threads_per_gpu(const Cluster& c, const DataOptions& o);
 // Clips/s one rank's loader delivers on `nodes` nodes: threads x per-core rate,
 // capped by its share of the storage bandwidth. PlanError when the layout has no rate.
-double data_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus);
+double data_clips_per_s(const Cluster& c, const DataOptions& o, int64_t gpus);
 // True when the storage cap, not the decode threads, limits data_clips_per_s.
-bool storage_bound(const dsl::Cluster& c, const DataOptions& o, int64_t gpus);
+bool storage_bound(const Cluster& c, const DataOptions& o, int64_t gpus);
 
 struct Row {
   int64_t gpus = 0, nodes = 0, ranks = 0, global_batch = 0, micro_steps = 0;
@@ -118,13 +112,13 @@ struct Row {
 // exposed comm = the last end - the backward's end; data (prefetched) is exposed
 // where it takes longer than compute + exposed comm. efficiency is left 0 (it
 // needs the 1-GPU row: set_efficiency).
-Row predict(const dsl::Cluster& c, const Compute& compute, const std::vector<Bucket>& buckets,
+Row predict(const Cluster& c, const Compute& compute, const std::vector<Bucket>& buckets,
             const DataOptions& data, const StepShape& s);
 
 // efficiency = clips/s / (gpus x the 1-GPU clips/s).
 void set_efficiency(Row& r, const Row& one_gpu);
 
 // ceil(gpus / gpus_per_node).
-int64_t nodes_for(const dsl::Cluster& c, int64_t gpus);
+int64_t nodes_for(const Cluster& c, int64_t gpus);
 
 }  // namespace vexp::plan

@@ -1,14 +1,14 @@
-// Cluster description files: dsl::load_cluster (dsl/cluster.hpp).
+// Cluster description files: plan::load_cluster (vexp/plan/cluster.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
 
 namespace fs = std::filesystem;
-using vexp::dsl::Cluster;
+using vexp::plan::Cluster;
 using vexp::dsl::Diagnostics;
 
 namespace {
@@ -71,7 +71,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 // The diagnostics of `text` loaded as /virtual/c.toml, one per line.
 std::string errors_of(const std::string& text, const std::string& path = "/virtual/c.toml") {
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(text, path, d);
+  auto c = vexp::plan::load_cluster_text(text, path, d);
   EXPECT_FALSE(c.has_value());
   return d.str();
 }
@@ -96,7 +96,7 @@ struct TempDir {
 
 TEST(Cluster, ValidFileIsRead) {
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->name, "test cluster");
   EXPECT_EQ(c->nodes, 2);
@@ -111,7 +111,7 @@ TEST(Cluster, ValidFileIsRead) {
   EXPECT_DOUBLE_EQ(c->cpu.frames_clips_per_s_per_core, 10.0);
   EXPECT_DOUBLE_EQ(c->cpu.videos_clips_per_s_per_core, 0.0);
   EXPECT_TRUE(c->storage.given);
-  EXPECT_NE(vexp::dsl::cluster_summary(*c).find("2 node(s) x 4 GPU(s)"), std::string::npos);
+  EXPECT_NE(vexp::plan::cluster_summary(*c).find("2 node(s) x 4 GPU(s)"), std::string::npos);
 }
 
 // Positions are where the key was written (line:1 here), as in recipes.
@@ -183,7 +183,7 @@ TEST(Cluster, FromBenchJson) {
   text = replace(text, "frames_clips_per_s_per_core = 10.0\n", "from_frames = \"data.json\"\n");
   const std::string path = t.write("c.toml", text);
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster(path, d);
+  auto c = vexp::plan::load_cluster(path, d);
   ASSERT_TRUE(c.has_value()) << d.str();
   const auto& p = c->profiles.at(0);
   EXPECT_EQ(p.frames, 8);
@@ -204,7 +204,7 @@ TEST(Cluster, FromBenchJson) {
     fs::remove(t.dir / "bench.json", ec);
     if (!content.empty()) t.write("bench.json", content);
     Diagnostics d2;
-    EXPECT_FALSE(vexp::dsl::load_cluster(path, d2).has_value());
+    EXPECT_FALSE(vexp::plan::load_cluster(path, d2).has_value());
     EXPECT_NE(d2.str().find(path + ":12:1: error: 'from' = \"bench.json\": "), std::string::npos) << d2.str();
     EXPECT_NE(d2.str().find(expect), std::string::npos) << d2.str();
   }
@@ -212,7 +212,7 @@ TEST(Cluster, FromBenchJson) {
   t.write("bench.json", bench);
   t.write("data.json", bench);
   Diagnostics d3;
-  EXPECT_FALSE(vexp::dsl::load_cluster(path, d3).has_value());
+  EXPECT_FALSE(vexp::plan::load_cluster(path, d3).has_value());
   EXPECT_NE(d3.str().find("is not a `vexp bench data --json` output"), std::string::npos) << d3.str();
   EXPECT_EQ(d3.error_count(), 1u);
 }
@@ -225,19 +225,33 @@ TEST(Cluster, FromAndFiguresTogetherIsAnError) {
 
 TEST(Cluster, IsClusterFile) {
   TempDir t;
-  EXPECT_TRUE(vexp::dsl::is_cluster_file(t.write("c.toml", kValid)));
-  EXPECT_FALSE(vexp::dsl::is_cluster_file(t.write("r.toml", "[run]\nname = \"x\"\n")));
-  EXPECT_FALSE(vexp::dsl::is_cluster_file(t.write("bad.toml", "[cluster\n")));
-  EXPECT_FALSE(vexp::dsl::is_cluster_file((t.dir / "missing.toml").string()));
+  EXPECT_TRUE(vexp::plan::is_cluster_file(t.write("c.toml", kValid)));
+  EXPECT_FALSE(vexp::plan::is_cluster_file(t.write("r.toml", "[run]\nname = \"x\"\n")));
+  EXPECT_FALSE(vexp::plan::is_cluster_file(t.write("bad.toml", "[cluster\n")));
+  EXPECT_FALSE(vexp::plan::is_cluster_file((t.dir / "missing.toml").string()));
+}
+
+TEST(Cluster, UnreadableFileIsThePlannersOwnError) {
+  // Not a dsl::RecipeError: the library's one error type, naming the file.
+  TempDir t;
+  const std::string missing = (t.dir / "missing.toml").string();
+  Diagnostics d;
+  try {
+    vexp::plan::load_cluster(missing, d);
+    FAIL() << "no error for a missing cluster file";
+  } catch (const vexp::plan::PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(vexp::plan::load_cluster(t.dir.string(), d), vexp::plan::PlanError);  // a folder
 }
 
 TEST(Cluster, BusyRanks) {
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->profiles.at(0).busy_ranks, 1);  // the default: measured alone
   d = Diagnostics{};
-  c = vexp::dsl::load_cluster_text(replace(kValid, "batch = 8\n", "batch = 8\nbusy_ranks = 4\nthreads = 2\n"),
+  c = vexp::plan::load_cluster_text(replace(kValid, "batch = 8\n", "batch = 8\nbusy_ranks = 4\nthreads = 2\n"),
                                    "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->profiles.at(0).busy_ranks, 4);
@@ -256,7 +270,7 @@ TEST(Cluster, BusyRanks) {
                                         "backward_ms = 80.0\noptimizer_ms = 2\nsource = \"typed in\"\n",
                                 "from = \"busy.json\"\n"));
   d = Diagnostics{};
-  c = vexp::dsl::load_cluster(path, d);
+  c = vexp::plan::load_cluster(path, d);
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->profiles.at(0).busy_ranks, 2);
   EXPECT_EQ(c->profiles.at(0).threads, 1);
@@ -277,7 +291,7 @@ TEST(Cluster, NumbersAreBoundedAndFinite) {
   EXPECT_NE(e5.find("'latency_us' in [links.inter]"), std::string::npos) << e5;
   // The largest machine allowed loads, and its GPU count fits easily.
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(
+  auto c = vexp::plan::load_cluster_text(
       replace(replace(kValid, "nodes = 2", "nodes = 100000"), "gpus_per_node = 4", "gpus_per_node = 1024"),
       "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
@@ -287,7 +301,7 @@ TEST(Cluster, NumbersAreBoundedAndFinite) {
 // [scheduler] (vexp submit): optional for vexp plan; checked where it is written.
 TEST(ClusterScheduler, AbsentIsNotGiven) {
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(kValid, "/virtual/c.toml", d);
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_FALSE(c->scheduler.given);
 }
@@ -298,7 +312,7 @@ TEST(ClusterScheduler, ValuesAndDefaults) {
                            "time = \"1-02:00:00\"\ncpus_per_node = 32\nsbatch = [\"--qos=high\"]\n"
                            "setup = [\"module load openmpi\"]\nbackend = \"nccl\"\n";
   Diagnostics d;
-  auto c = vexp::dsl::load_cluster_text(text, "/virtual/c.toml", d);
+  auto c = vexp::plan::load_cluster_text(text, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
   const auto& s = c->scheduler;
   EXPECT_TRUE(s.given);
@@ -345,7 +359,7 @@ TEST(ClusterScheduler, ProblemsAtTheirValues) {
 }
 
 TEST(ClusterScheduler, SlurmTimes) {
-  using vexp::dsl::slurm_time_seconds;
+  using vexp::plan::slurm_time_seconds;
   EXPECT_EQ(slurm_time_seconds("1"), 60);
   EXPECT_EQ(slurm_time_seconds("2:30"), 150);
   EXPECT_EQ(slurm_time_seconds("01:00:05"), 3605);
@@ -354,7 +368,7 @@ TEST(ClusterScheduler, SlurmTimes) {
   EXPECT_EQ(slurm_time_seconds("1-0:0:1"), 24 * 3600 + 1);
   for (const char* bad : {"", "1:", ":1", "1-", "a", "1:2:3:4", "1-2-3", "-1", "1 h", "1-1:1:1:1"})
     EXPECT_FALSE(slurm_time_seconds(bad).has_value()) << bad;
-  EXPECT_EQ(vexp::dsl::slurm_name_problem("debug"), "");
-  EXPECT_NE(vexp::dsl::slurm_name_problem("a b"), "");
-  EXPECT_NE(vexp::dsl::slurm_name_problem(""), "");
+  EXPECT_EQ(vexp::plan::slurm_name_problem("debug"), "");
+  EXPECT_NE(vexp::plan::slurm_name_problem("a b"), "");
+  EXPECT_NE(vexp::plan::slurm_name_problem(""), "");
 }

@@ -1,8 +1,8 @@
-// Cluster description files (`vexp plan --cluster FILE`, `vexp check FILE`):
-// a TOML file recognised by its top-level [cluster] table, checked like a recipe
+// Cluster description files (`vexp plan --cluster FILE`, `vexp submit --cluster
+// FILE`, `vexp check FILE`): a TOML file recognised by its top-level [cluster]
+// table, checked like a recipe with the recipe language's reader and diagnostics
 // (every problem one line `FILE:LINE:COL: error: ...`). docs/planning.md has the
-// format; the numbers feed the performance model of tools/vexp/plan/.
-// Torch-free.
+// format; the numbers feed the performance model (model.hpp). Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "vexp/dsl/diagnostics.hpp"
+#include "vexp/plan/error.hpp"
 
-namespace vexp::dsl {
+namespace vexp::plan {
 
 // Measured compute of one model on one rank ([[gpu.profile]]): typed in with its
 // `source`, or filled from a `vexp bench train --json` output (`from`).
@@ -29,7 +30,7 @@ struct ClusterProfile {
   double optimizer_ms = 0;    // per optimizer step
   std::string source;         // where typed-in numbers come from
   std::string from;           // the bench JSON (resolved against the cluster file's folder), "" when typed in
-  Loc loc;                    // where the [[gpu.profile]] table was written
+  dsl::Loc loc;                    // where the [[gpu.profile]] table was written
 };
 
 // [gpu.derive]: compute of a model with no profile, from its MACs.
@@ -83,7 +84,7 @@ struct ClusterScheduler {
   std::vector<std::string> setup;    // shell lines run before vexp (module load ...)
   int64_t signal_lead_s = 120;       // the stop signal comes this long before the time limit
   int64_t max_requeues = 3;          // requeues at the time limit before the run ends
-  Loc loc;
+  dsl::Loc loc;
 };
 
 struct Cluster {
@@ -110,10 +111,10 @@ bool is_cluster_file(const std::string& path);
 // wrong type, missing required key or section, a number that must be positive,
 // a typed-in figure without `source`, a `from` file that is missing or not the
 // bench JSON it should be). std::nullopt when there is any error. Throws
-// RecipeError when the file itself cannot be read.
-std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags);
+// PlanError when the file itself cannot be read.
+std::optional<Cluster> load_cluster(const std::string& path, dsl::Diagnostics& diags);
 // The same from text (tests); `from` paths resolve against `virtual_path`'s folder.
-std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, Diagnostics& diags);
+std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, dsl::Diagnostics& diags);
 
 // Why `v` cannot be a Slurm partition or account name (letters, digits, ._-), or "".
 // The message follows the value's name: "'partition' ... " + message.
@@ -127,4 +128,4 @@ std::optional<int64_t> slurm_time_seconds(const std::string& v);
 // "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s".
 std::string cluster_summary(const Cluster& c);
 
-}  // namespace vexp::dsl
+}  // namespace vexp::plan

@@ -1,16 +1,22 @@
 // `vexp plan`: a recipe planned at each GPU count through the dry-run planner
-// (open_recipe_for_planning with dist.world_size overridden like --set, then
-// plan_run / make_dist_plan), its model's gradient profile and the reducer's
-// bucket layout fed to the performance model (model.hpp), plus the advice.
+// (the recipe opened for planning with dist.world_size overridden like --set, then
+// plan_run / make_dist_plan of the runtime), its model's gradient profile and the
+// reducer's bucket layout fed to the performance model (model.hpp), plus the advice.
+// No CLI in here: the caller opens the recipe (RecipeOpener), problems are PlanError.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "plan/model.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/dsl/validate.hpp"
+#include "vexp/plan/model.hpp"
+
+namespace vexp {
+struct Session;  // vexp/runtime/session.hpp
+}
 
 namespace vexp::plan {
 
@@ -20,8 +26,16 @@ struct PlanOptions {
   double bucket_mb = 0;               // > 0: --bucket-mb (dist.bucket_mb overridden)
   bool fixed_batch = false;           // keep dist.world_size; emulate it on G GPUs
   std::vector<dsl::Override> overrides;       // --set
-  std::vector<std::string> plugin_paths;      // --plugin-path
 };
+
+// Opens `recipe` with `overrides` into the fresh session `s`, validated for
+// planning as `vexp run --dry-run` does (a missing dataset plugin stood in for),
+// or throws. `quiet`: a re-plan at another GPU count, whose warnings were already
+// shown with the first opening. What it throws leaves plan_recipe unchanged, so
+// the caller decides how an invalid recipe is reported (the CLI: its
+// diagnostics, then exit 2).
+using RecipeOpener = std::function<void(Session& s, const std::string& recipe,
+                                        const std::vector<dsl::Override>& overrides, bool quiet)>;
 
 struct Advice {
   double knee_efficiency = 0.8;       // the rule: the largest G with efficiency >= this
@@ -63,9 +77,11 @@ struct RecipeResult {
   Advice advice;
 };
 
-// Plans `recipe` on `cluster`. Throws cli::Exit (invalid recipe, impossible
-// geometry, no profile) with one line.
-RecipeResult plan_recipe(const std::string& recipe, const dsl::Cluster& cluster, const PlanOptions& options);
+// Plans `recipe` on `cluster`, each opening through `open`. Throws PlanError
+// ("RECIPE: ...", "RECIPE at G GPU(s): ...") when the geometry is impossible or
+// the cluster has no profile for the model; what `open` throws passes through.
+RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, const PlanOptions& options,
+                         const RecipeOpener& open);
 
 // The model key of a recipe (what [[gpu.profile]] model matches): the backbone
 // node's op and depth ("resnet50", "resnet3d50"), with its inflate_style when it

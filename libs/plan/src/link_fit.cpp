@@ -1,4 +1,4 @@
-#include "plan/link_fit.hpp"
+#include "vexp/plan/link_fit.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "plan/model.hpp"
+#include "vexp/plan/model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -43,16 +43,16 @@ std::vector<Bucket> model_buckets(const std::vector<int64_t>& numels, const std:
   return out;
 }
 
-int64_t compute_threads(const dsl::Cluster& c, const Workload& w) {
+int64_t compute_threads(const Cluster& c, const Workload& w) {
   if (w.threads > 0) return w.threads;
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.cpu.cores_per_node)));
 }
 
-int64_t busy_ranks_for(const dsl::Cluster& c, int64_t gpus) { return std::max<int64_t>(1, std::min(gpus, c.gpus_per_node)); }
+int64_t busy_ranks_for(const Cluster& c, int64_t gpus) { return std::max<int64_t>(1, std::min(gpus, c.gpus_per_node)); }
 
-Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks) {
+Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks) {
   const int64_t threads = compute_threads(c, w);
-  const dsl::ClusterProfile* best = nullptr;
+  const ClusterProfile* best = nullptr;
   double best_busy = 0, best_threads = 0;
   for (const auto& p : c.profiles) {
     if (p.model != w.model || p.frames != w.frames || p.size != w.size || p.precision != w.precision) continue;
@@ -65,7 +65,7 @@ Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, i
     }
   }
   if (best) {
-    const dsl::ClusterProfile& p = *best;
+    const ClusterProfile& p = *best;
     const double scale = static_cast<double>(per_gpu) / p.batch;
     Compute r;
     r.forward_ms = p.forward_ms * scale;
@@ -99,7 +99,7 @@ Compute compute_for(const dsl::Cluster& c, const Workload& w, int64_t per_gpu, i
                   " and no [gpu.derive] to derive one from the model's MACs");
 }
 
-int64_t nodes_for(const dsl::Cluster& c, int64_t gpus) { return (gpus + c.gpus_per_node - 1) / c.gpus_per_node; }
+int64_t nodes_for(const Cluster& c, int64_t gpus) { return (gpus + c.gpus_per_node - 1) / c.gpus_per_node; }
 
 namespace {
 // A ring over p members: 2(p-1) steps of latency alpha, 2(p-1)/p of the bytes
@@ -111,7 +111,7 @@ double ring_ms(int64_t p, double bytes, double alpha_ms, double bytes_per_ms) {
 }
 }  // namespace
 
-double allreduce_ms(const dsl::Cluster& c, int64_t ranks, double bytes, std::string* algo) {
+double allreduce_ms(const Cluster& c, int64_t ranks, double bytes, std::string* algo) {
   if (algo) algo->clear();
   if (ranks <= 1) return 0;
   const int64_t n = nodes_for(c, ranks);
@@ -135,12 +135,12 @@ double allreduce_ms(const dsl::Cluster& c, int64_t ranks, double bytes, std::str
   return std::min(flat, hier);
 }
 
-double threads_per_gpu(const dsl::Cluster& c, const DataOptions& o) {
+double threads_per_gpu(const Cluster& c, const DataOptions& o) {
   return o.threads_per_gpu > 0 ? o.threads_per_gpu : c.cpu.cores_per_node / static_cast<double>(c.gpus_per_node);
 }
 
 namespace {
-double per_core_rate(const dsl::Cluster& c, const std::string& layout) {
+double per_core_rate(const Cluster& c, const std::string& layout) {
   const double r = layout == "videos" ? c.cpu.videos_clips_per_s_per_core : c.cpu.frames_clips_per_s_per_core;
   if (r <= 0)
     throw PlanError("cluster '" + c.name + "' has no decode rate for the " + layout + " layout ([cpu] " + layout +
@@ -149,7 +149,7 @@ double per_core_rate(const dsl::Cluster& c, const std::string& layout) {
 }
 
 // Clips/s one rank may read from storage (infinite without a [storage] figure for the layout).
-double storage_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+double storage_clips_per_s(const Cluster& c, const DataOptions& o, int64_t gpus) {
   const double clip_bytes = o.layout == "videos" ? c.storage.videos_clip_bytes : c.storage.frames_clip_bytes;
   if (!c.storage.given || clip_bytes <= 0) return INFINITY;
   const int64_t n = nodes_for(c, gpus);
@@ -160,16 +160,16 @@ double storage_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t 
 }
 }  // namespace
 
-double data_clips_per_s(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+double data_clips_per_s(const Cluster& c, const DataOptions& o, int64_t gpus) {
   const double decode = threads_per_gpu(c, o) * per_core_rate(c, o.layout);
   return std::min(decode, storage_clips_per_s(c, o, gpus));
 }
 
-bool storage_bound(const dsl::Cluster& c, const DataOptions& o, int64_t gpus) {
+bool storage_bound(const Cluster& c, const DataOptions& o, int64_t gpus) {
   return storage_clips_per_s(c, o, gpus) < threads_per_gpu(c, o) * per_core_rate(c, o.layout);
 }
 
-Row predict(const dsl::Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
+Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
             const StepShape& s) {
   const int64_t max_gpus = c.nodes * c.gpus_per_node;
   if (s.gpus > max_gpus)

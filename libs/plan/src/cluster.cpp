@@ -1,4 +1,4 @@
-#include "vexp/dsl/cluster.hpp"
+#include "vexp/plan/cluster.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -14,7 +14,8 @@
 #include "vexp/schema/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
 
-namespace vexp::dsl {
+namespace vexp::plan {
+using namespace vexp::dsl;  // the recipe language reads and checks the file
 namespace fs = std::filesystem;
 
 namespace {
@@ -533,7 +534,12 @@ bool is_cluster_file(const std::string& path) {
 }
 
 std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags) {
-  auto rec = load_recipe(path, literal_options(), diags);  // throws RecipeError when unreadable
+  std::optional<Recipe> rec;
+  try {
+    rec = load_recipe(path, literal_options(), diags);
+  } catch (const RecipeError& e) {  // the file itself cannot be read
+    throw PlanError(e.what());
+  }
   if (!rec) return std::nullopt;
   return load_from(*rec, path, diags);
 }
@@ -558,4 +564,4 @@ std::string cluster_summary(const Cluster& c) {
   return buf;
 }
 
-}  // namespace vexp::dsl
+}  // namespace vexp::plan

@@ -1,11 +1,11 @@
-// vexp plan's performance model (tools/vexp/plan/model.hpp), on hand-computed cases.
+// vexp plan's performance model (libs/plan: vexp/plan/model.hpp), on hand-computed cases.
 #include <gtest/gtest.h>
 
-#include "plan/model.hpp"
+#include "vexp/plan/model.hpp"
 #include "vexp/runtime/buckets.hpp"
 
 using namespace vexp::plan;
-using vexp::dsl::Cluster;
+using vexp::plan::Cluster;
 
 namespace {
 
@@ -190,7 +190,7 @@ TEST(PlanModel, StorageCapsTheDecodeRate) {
 
 TEST(PlanModel, ComputeFromProfileOrDerived) {
   Cluster c = pair();
-  vexp::dsl::ClusterProfile p;
+  vexp::plan::ClusterProfile p;
   p.model = "tsm_resnet50";
   p.frames = 8;
   p.size = 224;
@@ -227,8 +227,8 @@ TEST(PlanModel, EfficiencyAndRefusals) {
 }
 
 namespace {
-vexp::dsl::ClusterProfile cpu_profile(int64_t threads, int64_t busy, double forward_ms) {
-  vexp::dsl::ClusterProfile p;
+vexp::plan::ClusterProfile cpu_profile(int64_t threads, int64_t busy, double forward_ms) {
+  vexp::plan::ClusterProfile p;
   p.model = "tsm_resnet18";
   p.frames = 8;
   p.size = 32;

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "plan/link_fit.hpp"
+#include "vexp/plan/link_fit.hpp"
 
 namespace {
 

@@ -1,0 +1,27 @@
+# The one setup of every shell end-to-end test (tests/cli, tests/dist, tests/slurm,
+# tests/hostile). A script sets $name (the test) and $src (the source tree), then
+#   source "$src/tests/support/setup.sh" KIND
+# and gets:
+#   set -uo pipefail;
+#   $tmp: a private folder ${TMPDIR:-/tmp}/vexp_KIND_NAME_XXXX, removed on exit, after
+#         the script's own `cleanup` function when it defines one (to stop what it
+#         started in the background);
+#   a private $HOME and $XDG_CONFIG_HOME inside $tmp: the user's per-user state (the
+#         trusted plugin folders of `vexp trust`, anything under ~/.config) is never
+#         read nor written, and no test sees another's;
+#   VEXP_PLUGIN_PATH unset: only the build's plugin folder and what a test names;
+#   $PY: /usr/bin/python3 (the Python with torch and numpy);
+#   fail / expect_rc / expect_out / expect_no_out / no_crash (tests/cli/testlib.sh).
+set -uo pipefail
+: "${name:?set name before sourcing setup.sh}" "${src:?set src before sourcing setup.sh}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_${1:?setup.sh KIND}_${name}_XXXX") || { echo "setup.sh: cannot make a temporary folder" >&2; exit 1; }
+_vexp_test_exit() {
+  if declare -F cleanup >/dev/null; then cleanup; fi
+  rm -rf "$tmp"
+}
+trap _vexp_test_exit EXIT
+export HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config"
+mkdir -p "$HOME"
+unset VEXP_PLUGIN_PATH
+PY=/usr/bin/python3
+source "$src/tests/cli/testlib.sh"
