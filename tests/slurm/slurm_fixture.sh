@@ -71,7 +71,9 @@ SlurmctldHost=$host
 SlurmctldPort=$port
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$d/run/munge.sock
+# cred_expire: how long a requeued job waits before it may start again (Slurm's
+# default, 120 s, would make every requeue test wait two minutes).
+AuthInfo=socket=$d/run/munge.sock,cred_expire=20
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$d/state

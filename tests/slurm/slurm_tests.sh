@@ -6,7 +6,8 @@ name=$1 vexp=$2 src=$3 mpirun=$4
 here=$(cd "$(dirname "$0")" && pwd)
 source "$src/tests/support/setup.sh" slurm
 source "$here/slurm_fixture.sh"
-cleanup() { slurm_stop; rm -rf "$tmp"; }
+bgpid=""
+cleanup() { [ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null; slurm_stop; }
 
 R=$src/tests/cli/data/tiny.toml
 MPI=("$mpirun" --allow-run-as-root --oversubscribe --bind-to none)
@@ -35,6 +36,8 @@ show_job() {  # what a failed wait shows
   echo "--- jobs.jsonl"; cat "$1/jobs.jsonl" 2>/dev/null
   echo "--- Slurm output (last lines)"; tail -n 40 "$1"/slurm-*.out 2>/dev/null
   echo "--- squeue"; squeue 2>&1
+  local ctld=${SLURM_FIXTURE_DIR:-}/log/slurmctld.log
+  [ -f "$ctld" ] && { echo "--- slurmctld.log (last lines)"; tail -n 60 "$ctld"; }
 } >&2
 # wait_until LIMIT_S DIR WHAT COMMAND...: polls COMMAND every 0.5 s.
 wait_until() {
@@ -204,15 +207,14 @@ submit_requeue)
   job=$(job_id_of "$tmp/job")
   wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
   echo "requeued after $((SECONDS - t0)) s"
-  # A requeued job waits for its credentials to expire (120 s): start it now, and
-  # with a limit long enough for the rest of the run (its start must not be cut again).
-  # (Only once its first start has left the nodes: a step started while the old one
-  # is still being killed fails to launch.)
+  # A requeued job waits until its credentials expire (the fixture's cred_expire,
+  # 20 s) before it starts again: Slurm's guard against a new start meeting the old
+  # start's step still on the nodes (forcing StartTime=now does exactly that, and the
+  # new step fails to launch). Meanwhile give it a limit long enough for the rest of
+  # the run, so that its second start is not cut again.
   in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
   wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
-  nodes_idle() { [ "$(sinfo -h -N -o %t | sort -u)" = idle ]; }
-  wait_until 30 "$tmp/job" "the nodes idle after the requeue" nodes_idle
-  scontrol update JobId="$job" StartTime=now TimeLimit=4 || fail "scontrol update of job $job failed"
+  scontrol update JobId="$job" TimeLimit=4 || fail "scontrol update of job $job failed"
   wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
   echo "submitted job, with its requeue(s): $((SECONDS - t0)) s"
   same_state "$tmp/whole" "$tmp/job"
@@ -227,6 +229,32 @@ submit_requeue)
   echo "--- timeline (jobs.jsonl and the job's own lines)"
   cat "$tmp/job/jobs.jsonl"
   grep -E "^vexp job|interrupted|resum|--resume auto" "$tmp/job/slurm-$job.out"
+  no_crash
+  ;;
+submit_requeue_fewer)
+  # A 2-node job cut by its time limit and requeued onto ONE node (the pending job's
+  # request changed, as when a cluster grants fewer nodes): the restart resumes the
+  # 2-rank checkpoint on 1 rank emulating both, and ends with parameters, optimizer
+  # state, BatchNorm buffers and top-1 equal to the uninterrupted 2-node run's.
+  E=(--set run.epochs=${SUBMIT_EPOCHS:-50})
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$R" "${TWO[@]}" "${E[@]}" --out "$tmp/whole"
+  start_cluster
+  t0=$SECONDS
+  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=${SUBMIT_STEP_MS:-300}" \
+    "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
+  job=$(job_id_of "$tmp/job")
+  wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
+  in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
+  wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+  scontrol update JobId="$job" NumNodes=1 NumCPUs=1 NumTasks=1 TimeLimit=4 || fail "scontrol update of job $job failed"
+  wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
+  echo "job requeued onto one node, done: $((SECONDS - t0)) s"
+  grep -q '"restart":1,"state":"running","exit":-1,"nodes":"n[12]"' "$tmp/job/jobs.jsonl" ||
+    { show_job "$tmp/job"; fail "the restart did not run on one node"; }
+  same_state "$tmp/whole" "$tmp/job"
+  for want in "granted 1 node(s) of the 2 asked for: 1 rank(s)" "emulating 2 GPUs on 1 rank(s)"; do
+    grep -qF -- "$want" "$tmp/job/slurm-$job.out" || { show_job "$tmp/job"; fail "the job's output lacks: $want"; }
+  done
   no_crash
   ;;
 submit_scancel)
@@ -275,6 +303,120 @@ submit_refused)
   expect_rc 2 -- "$vexp" submit "$R" "${TWO[@]}" --cluster "$src/clusters/local.toml" --out "$tmp/job"
   expect_out "vexp: error: $src/clusters/local.toml: no [scheduler] table: vexp submit needs one"
   one_line; nothing_submitted
+  no_crash
+  ;;
+sweep_cluster)
+  # vexp sweep --cluster: 4 trials over the 2 nodes, at most 2 at a time; the driver
+  # is SIGKILLed mid-way and started again: it re-attaches, no trial is submitted
+  # twice, and the results equal the same trials run locally.
+  cat >"$tmp/k.toml" <<TOML
+[sweep]
+name = "ck"
+base = "$R"
+metric = "top1"
+[sweep.set]
+"run.epochs" = 3
+"run.threads" = 1
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.01, 0.02, 0.03, 0.04]
+TOML
+  t0=$SECONDS
+  expect_rc 0 -- "$vexp" sweep "$tmp/k.toml" --out "$tmp/local" --jobs 2 --no-report
+  echo "local sweep: $((SECONDS - t0)) s"
+  # --dry-run: every trial's batch script, nothing written or submitted.
+  expect_rc 0 -- "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --cluster "$C" --dry-run
+  [ "$(grep -c '^#SBATCH --requeue' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "--dry-run did not print 4 batch scripts"; }
+  expect_out "# ---- trial 004: 1 node(s) x 1 task(s) = 1 rank(s) for dist.world_size = 1"
+  expect_out "--set optim.lr=0.04"
+  [ ! -e "$tmp/s" ] || fail "--dry-run wrote $tmp/s"
+  start_cluster
+  t0=$SECONDS
+  "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --cluster "$C" --max-running 2 --poll 1 --no-report >"$tmp/first.log" 2>&1 &
+  bgpid=$!
+  two_running() { [ "$(grep -c ' running: job ' "$tmp/first.log")" -ge 2 ]; }
+  wait_until 60 "$tmp/s" "two trials running" two_running
+  kill -9 $bgpid; wait $bgpid 2>/dev/null; bgpid=""
+  echo "driver killed after $((SECONDS - t0)) s"
+  cat "$tmp/first.log"
+  [ -n "$(squeue -h -t PD,R)" ] || fail "the jobs did not outlive their driver"
+  expect_rc 0 -- "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --cluster "$C" --max-running 2 --poll 1 --no-report
+  echo "second driver: $((SECONDS - t0)) s in all"
+  expect_out "2 trial(s) to submit"
+  expect_out "2 already queued or running"
+  expect_no_out "trial 001 submitted"
+  expect_no_out "trial 002 submitted"
+  expect_out "trial 004 submitted"
+  $PY - "$tmp/local" "$tmp/s" <<'PY' || fail "the cluster sweep differs from the local one"
+import glob, json, sqlite3, sys
+loc, clu = sys.argv[1], sys.argv[2]
+def rows(d):
+    db = sqlite3.connect(d + "/sweep.db"); db.row_factory = sqlite3.Row
+    return {r["id"]: dict(r) for r in db.execute("SELECT * FROM trials ORDER BY id")}
+a, b = rows(loc), rows(clu)
+assert len(a) == len(b) == 4, (a, b)
+jobs = set()
+for i in range(1, 5):
+    assert a[i]["status"] == "done" and b[i]["status"] == "done", (a[i], b[i])
+    assert a[i]["metric"] == b[i]["metric"], (i, a[i]["metric"], b[i]["metric"])
+    sa = json.load(open(f"{loc}/trials/{i:03d}/summary.json")); sb = json.load(open(f"{clu}/trials/{i:03d}/summary.json"))
+    for k in ("top1", "top5", "loss"):
+        assert sa[k] == sb[k], (i, k, sa[k], sb[k])
+    ev = [json.loads(l) for l in open(f"{clu}/trials/{i:03d}/jobs.jsonl")]
+    sub = [e for e in ev if e["event"] == "submitted"]
+    assert len(sub) == 1, (i, ev)          # submitted once
+    assert b[i]["job"] == sub[0]["job"], (b[i]["job"], sub)
+    jobs.add(sub[0]["job"])
+assert len(jobs) == 4 and jobs == {"1", "2", "3", "4"}, jobs   # four jobs in all on a fresh cluster
+print("4 trials, 4 jobs, each submitted once; top-1/top-5/loss equal to the local sweep")
+PY
+  expect_rc 0 -- "$vexp" results "$tmp/s"
+  expect_out "done"
+  no_crash
+  ;;
+sweep_cluster_fail)
+  # One trial of three fails on the cluster (its folder holds another run when its job
+  # starts): recorded failed with Slurm's state and the path of the job's log; the
+  # others are done. Then bad input: one line each, nothing submitted.
+  cat >"$tmp/f.toml" <<TOML
+[sweep]
+name = "cf"
+base = "$R"
+[sweep.set]
+"run.epochs" = 2
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.01, 0.02, 0.03]
+TOML
+  start_cluster
+  "$vexp" sweep "$tmp/f.toml" --out "$tmp/s" --cluster "$C" --poll 1 --no-report >"$tmp/drv.log" 2>&1 &
+  bgpid=$!
+  third_submitted() { grep -q "trial 003 submitted" "$tmp/drv.log"; }
+  wait_until 60 "$tmp/s" "trial 3 submitted" third_submitted
+  # Trial 3 waits for a node (two nodes, two trials before it): give its folder a
+  # run of another recipe, which vexp run --resume auto refuses.
+  printf '# vexp recipe hash: 0000000000000000\n[run]\nname = "other"\n' >"$tmp/s/trials/003/resolved.toml"
+  wait $bgpid; rc=$?; bgpid=""
+  cat "$tmp/drv.log"
+  [ "$rc" -eq 1 ] || fail "a sweep with a failed trial exited $rc, expected 1"
+  grep -q "trial 003 failed (job [0-9]*) (Slurm: FAILED" "$tmp/drv.log" || fail "trial 3 not failed with Slurm's state"
+  grep -q "log: $tmp/s/trials/003/slurm-[0-9]*.out" "$tmp/drv.log" || fail "trial 3's failure does not name its log"
+  db_rows() { $PY -c "
+import sqlite3,sys; db=sqlite3.connect('$tmp/s/sweep.db')
+print(' '.join(r[0] for r in db.execute('SELECT status FROM trials ORDER BY id')))"; }
+  [ "$(db_rows)" = "done done failed" ] || fail "statuses: $(db_rows)"
+  # Bad input.
+  expect_rc 2 -- "$vexp" sweep "$tmp/f.toml" --out "$tmp/b" --cluster "$src/clusters/local.toml"
+  expect_out "no [scheduler] table"; expect_out "nothing submitted"
+  expect_rc 2 -- "$vexp" sweep "$tmp/f.toml" --out "$tmp/b" --cluster "$C" --poll 0.1
+  expect_out "--poll"
+  expect_rc 2 -- "$vexp" sweep "$tmp/f.toml" --out "$tmp/b" --cluster "$C" --jobs 2
+  expect_out "--jobs"
+  mkdir -p "$tmp/bin"
+  expect_rc 1 -- env PATH="$tmp/bin" "$vexp" sweep "$tmp/f.toml" --out "$tmp/b" --cluster "$C"
+  expect_out "sbatch is not on PATH"
+  [ ! -e "$tmp/b/sweep.db" ] || fail "a refused cluster sweep wrote $tmp/b/sweep.db"
+  [ "$(squeue -h | wc -l)" = 0 ] || fail "a refused sweep queued a job"
   no_crash
   ;;
 *) fail "unknown test $name" ;;

@@ -3,7 +3,8 @@
 #   source "$src/tests/support/setup.sh" KIND
 # and gets:
 #   set -uo pipefail;
-#   $tmp: a private folder ${TMPDIR:-/tmp}/vexp_KIND_NAME_XXXX, removed on exit, after
+#   $tmp: a private folder ${TMPDIR:-/tmp}/vexp_KIND_NAME_XXXX, removed on exit (kept
+#         with VEXP_TEST_KEEP=1), after
 #         the script's own `cleanup` function when it defines one (to stop what it
 #         started in the background);
 #   a private $HOME and $XDG_CONFIG_HOME inside $tmp: the user's per-user state (the
@@ -17,7 +18,8 @@ set -uo pipefail
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_${1:?setup.sh KIND}_${name}_XXXX") || { echo "setup.sh: cannot make a temporary folder" >&2; exit 1; }
 _vexp_test_exit() {
   if declare -F cleanup >/dev/null; then cleanup; fi
-  rm -rf "$tmp"
+  # VEXP_TEST_KEEP=1 keeps the folder (run directories, logs) for a look after a failure.
+  if [ "${VEXP_TEST_KEEP:-0}" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap _vexp_test_exit EXIT
 export HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config"

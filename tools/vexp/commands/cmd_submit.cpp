@@ -19,7 +19,8 @@
 
 #include "common.hpp"
 #include "vexp/rundir/files.hpp"
-#include "launch/slurm_job.hpp"
+#include "vexp/slurm/job.hpp"
+#include "vexp/slurm/scheduler.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/lock.hpp"
 #include "vexp/base/process.hpp"
@@ -57,13 +58,6 @@ plan::Cluster open_submit_cluster(const std::string& path) {
   return *c;
 }
 
-std::string job_name_of(const std::string& name) {
-  std::string n;
-  for (char ch : name) n += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' ? ch : '_';
-  if (n.size() > 64) n.resize(64);
-  return n.empty() ? "vexp" : n;
-}
-
 // The submit as the user would type it again (the script's header).
 std::string submit_line(const SubmitArgs& a) {
   std::string s = "vexp submit " + shell_quote(a.recipe.path);
@@ -75,27 +69,6 @@ std::string submit_line(const SubmitArgs& a) {
   if (!a.account.empty()) s += " --account " + shell_quote(a.account);
   if (!a.out.empty()) s += " --out " + shell_quote(a.out);
   return s;
-}
-
-void append_line(const std::string& file, const std::string& line) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) throw Exit{kExitFailure, "cannot append to '" + printable(file) + "'"};
-  const std::string l = line + "\n";
-  const bool ok = ::write(fd, l.data(), l.size()) == static_cast<ssize_t>(l.size());
-  ::close(fd);
-  if (!ok) throw Exit{kExitFailure, "cannot append to '" + printable(file) + "'"};
-}
-
-// The first line of sbatch's answer that says what is wrong.
-std::string sbatch_error(const std::string& out) {
-  std::string first, line;
-  std::istringstream in(out);
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (first.empty()) first = line;
-    if (line.find("error") != std::string::npos) return printable(line, 300);
-  }
-  return first.empty() ? std::string("no message") : printable(first, 300);
 }
 
 void run_submit(const SubmitArgs& a) {
@@ -125,47 +98,17 @@ void run_submit(const SubmitArgs& a) {
   const dsl::RecipePlan& plan = *s.plan;
 
   // Nodes and tasks: one task per GPU of the recipe's world, [cluster] gpus_per_node
-  // to a node; fewer nodes emulate the world exactly (each rank runs several GPUs'
-  // micro-batches), so the ranks must divide it.
-  const int64_t world = std::max<int64_t>(plan.dist.world_size, 1);
-  const int64_t tpn = std::min(c.gpus_per_node, world);
+  // to a node; fewer nodes emulate the world exactly.
   const std::string cf = a.cluster;
-  int64_t nodes = a.nodes;
-  if (nodes <= 0) {
-    if (world % tpn != 0)
-      throw Exit{kExitInvalid, "dist.world_size = " + std::to_string(world) + " is not a multiple of the " +
-                                   std::to_string(tpn) + " GPUs per node of " + cf +
-                                   ": no whole number of nodes holds it; nothing submitted"};
-    nodes = world / tpn;
-    if (nodes > c.nodes) {
-      int64_t fit = c.nodes;
-      while (fit > 1 && (world % (fit * tpn)) != 0) --fit;
-      throw Exit{kExitInvalid, "dist.world_size = " + std::to_string(world) + " needs " + std::to_string(nodes) +
-                                   " nodes of " + std::to_string(tpn) + " GPU(s), and " + cf + " has " +
-                                   std::to_string(c.nodes) + "; --nodes " + std::to_string(fit) +
-                                   " emulates that world exactly; nothing submitted"};
-    }
-  } else {
-    if (nodes > c.nodes)
-      throw Exit{kExitInvalid, "--nodes " + std::to_string(nodes) + ": " + cf + " has " + std::to_string(c.nodes) +
-                                   " node(s); nothing submitted"};
-    if (world % (nodes * tpn) != 0)
-      throw Exit{kExitInvalid, "--nodes " + std::to_string(nodes) + " x " + std::to_string(tpn) +
-                                   " task(s) per node = " + std::to_string(nodes * tpn) +
-                                   " ranks, which do not divide dist.world_size = " + std::to_string(world) +
-                                   " (each rank emulates a whole number of GPUs); nothing submitted"};
+  slurm::Shape shape;
+  try {
+    shape = slurm::job_shape({plan.dist.world_size, plan.comm, c.nodes, c.gpus_per_node, sch.backend, a.nodes, cf,
+                              a.recipe.path});
+  } catch (const slurm::Refused& e) {
+    throw Exit{kExitInvalid, e.what()};
   }
-  const int64_t ranks = nodes * tpn;
-  // A recipe written for one machine says dist.backend = "local"; the cluster file
-  // may say what spans its nodes.
-  std::string backend_set;
-  if (ranks > 1 && plan.comm == "local") {
-    if (sch.backend.empty())
-      throw Exit{kExitInvalid, a.recipe.path + ": dist.backend = \"local\" trains in one process, and the job has " +
-                                   std::to_string(ranks) + " ranks; add --set dist.backend=mpi (or nccl on GPUs), or " +
-                                   "backend in " + cf + "'s [scheduler]; nothing submitted"};
-    if (sch.backend != "local") backend_set = "dist.backend=" + sch.backend;
-  }
+  const int64_t world = shape.world, nodes = shape.nodes, tpn = shape.tasks_per_node;
+  const std::string& backend_set = shape.backend_set;
 
   const std::string time = a.time.empty() ? sch.time : a.time;
   if (!time.empty()) {
@@ -194,7 +137,7 @@ void run_submit(const SubmitArgs& a) {
 
   slurm::JobSpec j;
   j.run_dir = dir;
-  j.job_name = job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
+  j.job_name = slurm::job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
   j.nodes = nodes;
   j.tasks_per_node = tpn;
   if (sch.cpus_per_node > 0) j.cpus_per_task = std::max<int64_t>(sch.cpus_per_node / tpn, 1);
@@ -218,18 +161,10 @@ void run_submit(const SubmitArgs& a) {
   j.submit_command = submit_line(a);
   const std::string script = slurm::batch_script(j);
 
-  char shape[256];
-  std::snprintf(shape, sizeof shape, "%lld node(s) x %lld task(s) = %lld rank(s) for dist.world_size = %lld",
-                (long long)nodes, (long long)tpn, (long long)ranks, (long long)world);
-  std::string emulation;
-  if (!backend_set.empty()) emulation += "; " + backend_set + " (the recipe's is local; " + cf + "'s [scheduler] backend)";
-  if (ranks < world)
-    emulation += "; fewer ranks than the recipe's " + std::to_string(world) + " GPUs: each rank emulates " +
-                std::to_string(world / ranks) + " of them, and the run trains exactly what " + std::to_string(world) +
-                " GPUs would (docs/distributed.md)";
+  const std::string& emulation = shape.emulation;
   if (a.dry_run) {
     std::cout << script;
-    std::cerr << "vexp: dry run: " << shape << emulation << "; it would be written to " << printable(dir)
+    std::cerr << "vexp: dry run: " << shape.text << emulation << "; it would be written to " << printable(dir)
               << "/job.sbatch and submitted with sbatch; nothing written, nothing submitted\n";
     return;
   }
@@ -262,31 +197,23 @@ void run_submit(const SubmitArgs& a) {
       undo();
       throw Exit{kExitFailure, e.what()};
     }
-    base::Captured r;
     try {
-      r = base::run_capture({"sbatch", "--parsable", script_path}, true, 1 << 16);
-    } catch (const base::Error& e) {
+      job = slurm::sbatch(script_path);
+    } catch (const slurm::Error& e) {
       undo();
-      throw Exit{kExitFailure, std::string("cannot run sbatch: ") + e.what() + "; nothing submitted"};
-    }
-    std::string out = r.out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
-    const size_t nl = out.rfind('\n');
-    std::string last = nl == std::string::npos ? out : out.substr(nl + 1);
-    job = last.substr(0, last.find(';'));
-    const bool numeric = !job.empty() && job.find_first_not_of("0123456789") == std::string::npos;
-    if (!r.status.ok() || !numeric) {
-      undo();
-      throw Exit{kExitFailure, "sbatch refused the job (" + r.status.describe() + "): " + sbatch_error(r.out) +
-                                   "; nothing submitted"};
+      throw Exit{kExitFailure, std::string(e.what()) + "; nothing submitted"};
     }
     nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", slurm::utc_now()},
                        {"nodes", nodes},        {"tasks_per_node", tpn}, {"world_size", world},
                        {"time_limit", time},    {"partition", j.partition}, {"cluster", c.name},
                        {"max_requeues", sch.max_requeues}, {"script", "job.sbatch"}};
-    append_line(slurm::jobs_file(dir), rec.dump());
+    try {
+      slurm::append_event(dir, rec.dump());
+    } catch (const slurm::Error& e) {
+      throw Exit{kExitFailure, e.what()};
+    }
   }
-  std::cout << "submitted Slurm job " << job << ": " << printable(dir) << " (" << shape << emulation << ")\n";
+  std::cout << "submitted Slurm job " << job << ": " << printable(dir) << " (" << shape.text << emulation << ")\n";
   std::cerr << "vexp: follow it with: vexp status " << shell_quote(dir) << "   (log: " << printable(dir) << "/slurm-"
             << job << ".out)\n";
 }

@@ -22,4 +22,8 @@ bool has_control(std::string_view s);
 // programs write one before a CSV's header. True when there was one.
 bool strip_utf8_bom(std::string& s);
 
+// `s` as one word for a POSIX shell: unchanged when it holds only characters no
+// shell reads specially, else in single quotes (a quote inside written '\'').
+std::string shell_quote(const std::string& s);
+
 }  // namespace vexp::base

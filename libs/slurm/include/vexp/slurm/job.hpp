@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "vexp/plan/cluster.hpp"
 
-namespace vexp::cli::slurm {
+namespace vexp::slurm {
 
 // Everything the batch script says; every value already checked (no newline or
 // control character, Slurm names and times valid).
@@ -69,4 +68,4 @@ std::string state_text(const JobHistory& j);
 // UTC now, ISO 8601 with seconds ("2026-12-03T14:05:09Z").
 std::string utc_now();
 
-}  // namespace vexp::cli::slurm
+}  // namespace vexp::slurm

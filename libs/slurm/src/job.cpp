@@ -1,4 +1,4 @@
-#include "launch/slurm_job.hpp"
+#include "vexp/slurm/job.hpp"
 
 #include <ctime>
 #include <filesystem>
@@ -7,12 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
 
-namespace vexp::cli::slurm {
+namespace vexp::slurm {
 
 namespace fs = std::filesystem;
 
@@ -41,7 +40,7 @@ std::string utc_now() {
 
 std::string batch_script(const JobSpec& j) {
   std::ostringstream o;
-  const std::string q_dir = shell_quote(j.run_dir);
+  const std::string q_dir = base::shell_quote(j.run_dir);
   o << "#!/bin/bash\n";
   o << "#SBATCH --job-name=" << j.job_name << "\n";
   o << "#SBATCH --nodes=" << j.nodes << "\n";
@@ -95,10 +94,23 @@ std::string batch_script(const JobSpec& j) {
   o << "say \"start $((restart + 1)) on ${SLURM_JOB_NODELIST:-?} (requeues so far: $restart of $max_requeues)\"\n";
   o << "vexp_record start running\n";
   std::string cmd;
-  for (const auto& w : j.launcher) cmd += shell_quote(w) + " ";
+  for (const auto& w : j.launcher) cmd += base::shell_quote(w) + " ";
+  // srun takes its task count from the allocation the job was first given; a requeued
+  // job may be granted fewer (or more) nodes: ask for one task per GPU of the nodes
+  // it has now. vexp run then trains the recipe's world on those ranks, emulating
+  // the missing GPUs exactly, or refuses in one line when they do not divide it.
+  const bool srun = !j.launcher.empty() && fs::path(j.launcher[0]).filename() == "srun";
+  if (srun) {
+    o << "tasks_per_node=" << j.tasks_per_node << "\n"
+      << "nodes_now=$(printf %s \"${SLURM_JOB_NUM_NODES:-" << j.nodes << "}\" | tr -cd 0-9)\n"
+      << "nodes_now=${nodes_now:-" << j.nodes << "}\n"
+      << "[ \"$nodes_now\" -eq " << j.nodes << " ] || say \"granted $nodes_now node(s) of the " << j.nodes
+      << " asked for: $((nodes_now * tasks_per_node)) rank(s)\"\n";
+    cmd += "--ntasks=$((nodes_now * tasks_per_node)) --ntasks-per-node=$tasks_per_node ";
+  }
   for (size_t i = 0; i < j.vexp_argv.size(); ++i) {
     if (i > 0 && j.vexp_argv[i].rfind("--", 0) == 0) cmd += "\\\n  ";
-    cmd += (j.vexp_argv[i] == j.run_dir ? "\"$run_dir\"" : shell_quote(j.vexp_argv[i])) + " ";
+    cmd += (j.vexp_argv[i] == j.run_dir ? "\"$run_dir\"" : base::shell_quote(j.vexp_argv[i])) + " ";
   }
   o << cmd << "&\n";
   o << "step=$!\n"
@@ -109,6 +121,13 @@ std::string batch_script(const JobSpec& j) {
        "  kill -0 \"$step\" 2>/dev/null || break\n"
        "done\n"
        "if [ \"$rc\" -gt 128 ]; then wait \"$step\" 2>/dev/null; r=$?; [ \"$r\" -eq 127 ] || rc=$r; fi\n\n";
+  // srun can exit 0 for a step that never launched (seen when a requeued start came
+  // before the previous start's step had left the nodes): only the run's summary
+  // says it is complete.
+  o << "if [ \"$rc\" -eq 0 ] && [ ! -f \"$run_dir/summary.json\" ]; then\n"
+       "  say \"the step exited 0 but the run wrote no summary.json: counted as failed\"\n"
+       "  rc=1\n"
+       "fi\n";
   o << "if [ \"$rc\" -eq 0 ]; then\n"
        "  vexp_record end completed 0\n"
        "  say \"the run is complete\"\n"
@@ -207,4 +226,4 @@ std::string state_text(const JobHistory& j) {
   return base::printable(s, 40);
 }
 
-}  // namespace vexp::cli::slurm
+}  // namespace vexp::slurm

@@ -1,0 +1,118 @@
+// vexp::slurm without a Slurm: the job's shape, squeue's answer, the batch script's
+// guards, the job record. (tests/slurm/ runs the commands against a real one.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "vexp/base/files.hpp"
+#include "vexp/slurm/job.hpp"
+#include "vexp/slurm/scheduler.hpp"
+
+namespace fs = std::filesystem;
+using namespace vexp::slurm;
+
+namespace {
+ShapeRequest req(int64_t world, int64_t cluster_nodes, int64_t gpn, int64_t nodes = 0, std::string comm = "mpi",
+                 std::string backend = "") {
+  return {world, comm, cluster_nodes, gpn, backend, nodes, "c.toml", "r.toml"};
+}
+}  // namespace
+
+TEST(SlurmShape, OneTaskPerGpuOfTheWorld) {
+  const Shape s = job_shape(req(16, 4, 4));
+  EXPECT_EQ(s.nodes, 4);
+  EXPECT_EQ(s.tasks_per_node, 4);
+  EXPECT_EQ(s.ranks, 16);
+  EXPECT_EQ(s.text, "4 node(s) x 4 task(s) = 16 rank(s) for dist.world_size = 16");
+  EXPECT_EQ(s.emulation, "");
+}
+
+TEST(SlurmShape, FewerNodesEmulate) {
+  const Shape s = job_shape(req(16, 4, 4, 2));
+  EXPECT_EQ(s.ranks, 8);
+  EXPECT_NE(s.emulation.find("each rank emulates 2 of them"), std::string::npos) << s.emulation;
+}
+
+TEST(SlurmShape, Refusals) {
+  try {
+    job_shape(req(16, 2, 4));
+    FAIL();
+  } catch (const Refused& e) {
+    EXPECT_STREQ(e.what(), "dist.world_size = 16 needs 4 nodes of 4 GPU(s), and c.toml has 2; --nodes 2 emulates "
+                           "that world exactly; nothing submitted");
+  }
+  EXPECT_THROW(job_shape(req(6, 4, 4)), Refused);      // 6 is no multiple of 4 per node
+  EXPECT_THROW(job_shape(req(16, 4, 4, 3)), Refused);  // 12 ranks do not divide 16
+  EXPECT_THROW(job_shape(req(16, 4, 4, 5)), Refused);  // more nodes than the cluster's
+  // A local recipe on several ranks: refused, or switched by the cluster file.
+  EXPECT_THROW(job_shape(req(2, 2, 1, 0, "local")), Refused);
+  EXPECT_EQ(job_shape(req(2, 2, 1, 0, "local", "mpi")).backend_set, "dist.backend=mpi");
+  EXPECT_EQ(job_shape(req(1, 2, 1, 0, "local")).backend_set, "");  // one rank: local is right
+}
+
+TEST(SlurmQueue, ParsesSqueueLines) {
+  const auto m = parse_queue(
+      "12|RUNNING|None|n[1-2]\n13|PENDING|BeginTime|(null)\n"
+      "garbage line\n14|COMPLETED|None|n1|extra\nx15|FAILED|None|n1\n16|TIMEOUT|None|n2\r\n");
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.at("12").state, "RUNNING");
+  EXPECT_EQ(m.at("12").nodes, "n[1-2]");
+  EXPECT_EQ(m.at("13").reason, "BeginTime");
+  EXPECT_EQ(m.at("13").nodes, "");
+  EXPECT_EQ(m.at("16").nodes, "n2");
+}
+
+TEST(SlurmQueue, States) {
+  for (const char* s : {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED"})
+    EXPECT_TRUE(is_final(s)) << s;
+  for (const char* s : {"PENDING", "RUNNING", "COMPLETING", "REQUEUED"}) EXPECT_FALSE(is_final(s)) << s;
+  EXPECT_TRUE(is_running("RUNNING"));
+  EXPECT_TRUE(is_running("COMPLETING"));
+  EXPECT_FALSE(is_running("PENDING"));
+}
+
+TEST(SlurmNames, JobNames) {
+  EXPECT_EQ(job_name_of("tsm k400/1536"), "tsm_k400_1536");
+  EXPECT_EQ(job_name_of(""), "vexp");
+  EXPECT_EQ(job_name_of(std::string(100, 'a')).size(), 64u);
+}
+
+TEST(SlurmScript, CountsOnlyARunWithASummaryAsComplete) {
+  JobSpec j;
+  j.run_dir = "/runs/a";
+  j.job_name = "a";
+  j.vexp_argv = {"/bin/vexp", "run", "/r.toml", "--out", "/runs/a", "--resume", "auto"};
+  const std::string s = batch_script(j);
+  EXPECT_NE(s.find("[ ! -f \"$run_dir/summary.json\" ]"), std::string::npos);
+  EXPECT_NE(s.find("#SBATCH --requeue"), std::string::npos);
+  EXPECT_NE(s.find("#SBATCH --signal=B:USR1@120"), std::string::npos);
+  EXPECT_NE(s.find("--resume auto"), std::string::npos);
+  EXPECT_EQ(s.find("--ntasks="), std::string::npos);  // no launcher: nothing to size
+  // srun: one task per GPU of the nodes granted now (a requeue may grant fewer).
+  j.launcher = {"srun", "--mpi=pmix"};
+  j.nodes = 4;
+  j.tasks_per_node = 8;
+  const std::string t = batch_script(j);
+  EXPECT_NE(t.find("srun --mpi=pmix --ntasks=$((nodes_now * tasks_per_node)) --ntasks-per-node=$tasks_per_node "),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("nodes_now=$(printf %s \"${SLURM_JOB_NUM_NODES:-4}\" | tr -cd 0-9)"), std::string::npos) << t;
+}
+
+TEST(SlurmRecord, EventsMakeAHistory) {
+  vexp::base::TempDir t("vexp_slurm_test");
+  const std::string d = t.path().string();
+  append_event(d, R"({"event":"submitted","job":"7","time":"t0","max_requeues":3})");
+  append_event(d, R"({"event":"start","job":"7","nodes":"n1","time":"t1"})");
+  append_event(d, R"({"event":"end","job":"7","state":"requeued","exit":130,"time":"t2"})");
+  append_event(d, R"({"event":"start","job":"7","nodes":"n2","time":"t3"})");
+  append_event(d, "not json");
+  const JobRecord r = read_jobs(d);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.bad_lines, 1);
+  EXPECT_EQ(r.jobs[0].starts, 2);
+  EXPECT_EQ(r.jobs[0].requeues, 1);
+  EXPECT_EQ(r.jobs[0].state, "running");
+  EXPECT_EQ(r.jobs[0].nodes, "n2");
+}
