@@ -138,6 +138,15 @@ void Store::upgrade() {
   } catch (const Error&) {
     figures_col_ = "NULL";
   }
+  // The Slurm job of a cluster trial (vexp sweep --cluster).
+  job_cols_ = "job, job_state";
+  try {
+    if (!has.count("job")) exec("ALTER TABLE trials ADD COLUMN job TEXT; ALTER TABLE trials ADD COLUMN job_state TEXT");
+  } catch (const CorruptDatabase&) {
+    throw;
+  } catch (const Error&) {
+    job_cols_ = "NULL, NULL";
+  }
 }
 
 bool Store::has_meta() const {
@@ -189,7 +198,8 @@ void Store::insert_trials(const std::vector<Trial>& trials, const std::string& t
 std::vector<Row> Store::rows() const {
   const std::string sql =
       "SELECT id, params, overrides, global_batch, lr, recipe_hash, status, attempts, exit_code, metric, metrics,"
-      " started_at, finished_at, " + attempt_col_ + ", run_dir, message, " + figures_col_ + " FROM trials ORDER BY id";
+      " started_at, finished_at, " + attempt_col_ + ", run_dir, message, " + figures_col_ + ", " + job_cols_ +
+      " FROM trials ORDER BY id";
   Stmt q(DB(db_), sql.c_str());
   std::vector<Row> out;
   while (q.step()) {
@@ -221,6 +231,8 @@ std::vector<Row> Store::rows() const {
     r.message = q.col_text(15);
     r.figures = parse_or(q.col_text(16), json::object());
     if (!r.figures.is_object()) r.figures = json::object();
+    r.job = q.col_text(17);
+    r.job_state = q.col_text(18);
     out.push_back(std::move(r));
   }
   return out;
@@ -274,6 +286,28 @@ std::string move_aside(const std::string& db_path) {
   return aside;
 }
 
+void Store::mark_submitting(int64_t id, const std::string& run_dir) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET status='running', attempts=attempts+1, started_at=NULL, finished_at=NULL, run_dir=?,"
+         " exit_code=NULL, message=NULL, job='', job_state='submitting' WHERE id=?");
+  q.text(1, run_dir).i64(2, id).step();
+}
+
+void Store::mark_queued(int64_t id, const std::string& run_dir, const std::string& job) {
+  Stmt q(DB(db_), "UPDATE trials SET status='running', run_dir=?, job=?, job_state='PENDING' WHERE id=?");
+  q.text(1, run_dir).text(2, job).i64(3, id).step();
+}
+
+void Store::set_job_state(int64_t id, const std::string& state, bool started) {
+  if (started) {
+    Stmt q(DB(db_), "UPDATE trials SET job_state=?, started_at=? WHERE id=?");
+    q.text(1, state).f64(2, now_s()).i64(3, id).step();
+  } else {
+    Stmt q(DB(db_), "UPDATE trials SET job_state=? WHERE id=?");
+    q.text(1, state).i64(2, id).step();
+  }
+}
+
 void Store::reset(int64_t id) {
   Stmt q(DB(db_), "UPDATE trials SET status='pending' WHERE id=?");
   q.i64(1, id).step();
@@ -289,6 +323,10 @@ json row_json(const Row& r) {
   json j{{"id", r.id},           {"status", r.status},     {"params", r.params},   {"global_batch", r.global_batch},
          {"lr", r.lr},           {"figures", r.figures},   {"attempts", r.attempts}, {"run_dir", r.run_dir},
          {"attempt_s", r.attempt_s}, {"metrics", r.metrics}, {"message", r.message}, {"recipe_hash", r.recipe_hash}};
+  if (!r.job.empty() || !r.job_state.empty()) {
+    j["job"] = r.job;
+    j["job_state"] = r.job_state;
+  }
   // wall_s: the run's own wall-clock seconds over all its attempts (summary.json), as in the table and --csv.
   j["wall_s"] = r.metrics.contains("wall_s") && r.metrics["wall_s"].is_number() ? r.metrics["wall_s"] : json(nullptr);
   j["metric"] = r.metric ? json(*r.metric) : json(nullptr);

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cluster_file.hpp"
 #include "common.hpp"
 #include "vexp/base/text.hpp"
 #include "plan/measure_local.hpp"
@@ -55,19 +56,6 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
   return out;
 }
 
-plan::Cluster open_cluster(const std::string& path) {
-  dsl::Diagnostics d;
-  std::optional<plan::Cluster> c;
-  try {
-    c = plan::load_cluster(path, d);
-  } catch (const plan::PlanError& e) {
-    throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
-  }
-  for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
-  if (!c) throw Exit{kExitInvalid, ""};
-  return *c;
-}
-
 // The planner's RecipeOpener: a fresh session of `recipe` with `overrides`, validated
 // for planning (as `vexp run --dry-run`); Exit (invalid) with its diagnostics
 // otherwise. The first opening prints the recipe's warnings; the re-plans at other
@@ -113,7 +101,7 @@ void run_plan(const PlanArgs& a) {
     for (const auto& r : a.recipes) refuse_output_onto_input(out, option, r, "the recipe");
     refuse_output_onto_input(out, option, a.cluster, "the cluster file");
   }
-  const plan::Cluster cluster = open_cluster(a.cluster);
+  const plan::Cluster cluster = open_cluster_file(a.cluster);
   plan::PlanOptions o;
   if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);
   o.data.layout = a.layout;

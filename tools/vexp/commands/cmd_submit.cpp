@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_file.hpp"
 #include "common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/slurm/job.hpp"
@@ -41,22 +42,6 @@ struct SubmitArgs {
   int64_t nodes = 0;
   bool dry_run = false;
 };
-
-plan::Cluster open_submit_cluster(const std::string& path) {
-  dsl::Diagnostics d;
-  std::optional<plan::Cluster> c;
-  try {
-    c = plan::load_cluster(path, d);
-  } catch (const plan::PlanError& e) {
-    throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
-  }
-  for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
-  if (!c) throw Exit{kExitInvalid, ""};
-  if (!c->scheduler.given)
-    throw Exit{kExitInvalid, path + ": no [scheduler] table: vexp submit needs one (kind = \"slurm\", partition, "
-                                    "time, ...; docs/clusters.md); nothing submitted"};
-  return *c;
-}
 
 // The submit as the user would type it again (the script's header).
 std::string submit_line(const SubmitArgs& a) {
@@ -85,7 +70,7 @@ void run_submit(const SubmitArgs& a) {
     if (base::has_control(x))
       throw Exit{kExitInvalid, "--set '" + printable(x, 60) + "' holds a newline or control character"};
 
-  const plan::Cluster c = open_submit_cluster(a.cluster);
+  const plan::Cluster c = open_scheduler_cluster(a.cluster, "vexp submit");
   const plan::ClusterScheduler& sch = c.scheduler;
 
   // sbatch first: without it nothing else is worth doing.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <utility>
 
+#include "cluster_file.hpp"
 #include "common.hpp"
 #include "report/html_report.hpp"
 #include "commands/sweep_errors.hpp"
@@ -22,6 +23,7 @@
 #include "vexp/sweep/scheduler.hpp"
 #include "vexp/sweep/store.hpp"
 #include "vexp/base/lock.hpp"
+#include "vexp/sweep/cluster.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 
@@ -37,6 +39,11 @@ struct SweepArgs {
   std::vector<std::string> sets;          // --set, applied to every trial before the sweep's own values
   int jobs = 1, ranks = 1, gpus = -1;
   bool dry_run = false, retry_failed = false, no_report = false;
+  // --cluster: every trial a Slurm job (vexp::sweep's cluster driver).
+  std::string cluster;
+  int max_running = 0;
+  double poll_s = 30;
+  bool jobs_given = false, ranks_given = false, gpus_given = false;
 };
 
 void print_trials(const std::vector<Trial>& trials) {
@@ -87,17 +94,49 @@ std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session
 void sweep_command(const SweepArgs& a) {
   Session s;
   load_session_plugins(s, a.plugin_paths);
+  // --cluster: the cluster file and Slurm first (nothing is expanded, written or
+  // submitted when they are wrong).
+  std::optional<ClusterLaunch> cl;
+  if (!a.cluster.empty()) {
+    for (const auto& [given, name] : {std::pair<bool, const char*>{a.jobs_given, "--jobs"},
+                                      {a.ranks_given, "--ranks-per-trial"}, {a.gpus_given, "--gpus"}})
+      if (given)
+        throw Exit{kExitInvalid, std::string(name) + " places trials on this machine's cores; with --cluster every "
+                                                     "trial is a Slurm job of its own recipe's shape (--max-running "
+                                                     "K limits how many are queued or running at once)"};
+    if (!(a.poll_s >= 1) || a.poll_s > 3600)
+      throw Exit{kExitInvalid, "--poll " + base::printable(std::to_string(a.poll_s)) +
+                                   ": seconds between two polls of Slurm, from 1 to 3600 (one squeue call each)"};
+    cl.emplace();
+    cl->cluster_file = a.cluster;
+    cl->cluster = open_scheduler_cluster(a.cluster, "vexp sweep --cluster");
+    cl->max_running = a.max_running;
+    cl->poll_s = a.poll_s;
+    cl->retry_failed = a.retry_failed;
+    cl->diverged_exit_code = kExitDiverged;
+    cl->plugin_dirs = s.plugin_dirs;
+    if (!a.dry_run && !base::find_program("sbatch"))
+      throw Exit{kExitFailure, "sbatch is not on PATH: vexp sweep --cluster runs where Slurm's commands are (a login "
+                               "node); nothing submitted (--dry-run prints every trial's batch script)"};
+  }
   auto [def, trials] = load_sweep(a, s);
   std::cout << a.path << ": " << trials.size() << " trials, every recipe valid\n";
   if (a.dry_run) {
     print_trials(trials);
+    if (cl) {
+      const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
+                                                                               : fs::path("runs/sweeps") / def.name;
+      cl->exe = exe_path();
+      std::cout << cluster_dry_run(trials, s, def, dir, *cl);
+      std::cerr << "vexp: dry run: " << trials.size() << " batch script(s); nothing written, nothing submitted\n";
+    }
     return;
   }
 
-  const Slots slots = plan_slots(a.jobs, a.ranks, a.gpus);
+  const Slots slots = cl ? Slots{} : plan_slots(a.jobs, a.ranks, a.gpus);
   Launch launch;
   launch.retry_failed = a.retry_failed;
-  if (a.ranks > 1) {
+  if (a.ranks > 1 && !cl) {
     launch.mpirun = base::find_program("mpirun").value_or("");
     if (launch.mpirun.empty())
       throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a.ranks) + " needs mpirun on PATH"};
@@ -130,7 +169,12 @@ void sweep_command(const SweepArgs& a) {
   }
   Store store;
   open_sweep_store(store, dir, def, trials, s);
-  run_trials(store, s, def, dir, slots, launch);
+  if (cl) {
+    cl->exe = launch.exe;
+    run_trials_on_cluster(store, s, def, dir, *cl);
+  } else {
+    run_trials(store, s, def, dir, slots, launch);
+  }
 
   std::cout << "\n" << results_text(dir.string(), "table", "");
   if (!a.no_report) {
@@ -173,11 +217,21 @@ void add_sweep(CLI::App& app) {
   cmd->add_option("sweep", a->path, "Sweep definition (.toml)")->required();
   cmd->add_option("--out", a->out, "Sweep directory (default: [sweep] out, else runs/sweeps/<name>)");
   cmd->add_option("--jobs", a->jobs, "Trials run at once; the cores (and GPUs) are split between them")
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))
+      ->each([a](const std::string&) { a->jobs_given = true; });
   cmd->add_option("--ranks-per-trial", a->ranks, "Ranks per trial (> 1: each trial is launched with mpirun -np R)")
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))
+      ->each([a](const std::string&) { a->ranks_given = true; });
   cmd->add_option("--gpus", a->gpus, "GPUs to split between trials (default: the /dev/nvidiaN devices present)")
-      ->check(CLI::Range(0, 1024));
+      ->check(CLI::Range(0, 1024))
+      ->each([a](const std::string&) { a->gpus_given = true; });
+  cmd->add_option("--cluster", a->cluster,
+                  "Cluster file with a [scheduler] table: every trial is a Slurm job of its own recipe's shape, "
+                  "submitted and followed by this process (docs/clusters.md)");
+  cmd->add_option("--max-running", a->max_running,
+                  "With --cluster: trials queued or running at once (0: all)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--poll", a->poll_s, "With --cluster: seconds between two polls of Slurm (one squeue call each)");
   cmd->add_flag("--dry-run", a->dry_run, "Validate every trial and print them; run nothing");
   cmd->add_option("--set", a->sets,
                   "Override a recipe value in every trial, as if the base recipe had it: --set run.epochs=2 "

@@ -13,7 +13,7 @@
 
 #include "common.hpp"
 #include "report/gnuplot.hpp"
-#include "launch/slurm_job.hpp"
+#include "vexp/slurm/job.hpp"
 #include "report/palette.hpp"
 #include "report/run_data.hpp"
 #include "report/sweep_grid.hpp"
@@ -269,9 +269,9 @@ void message_box(Page& p, const RunData& r) {
 
 // The run's Slurm jobs (vexp submit's record, RUN_DIR/jobs.jsonl), when it has any.
 void jobs_section(Page& p, const RunData& r) {
-  cli::slurm::JobRecord rec;
+  slurm::JobRecord rec;
   try {
-    rec = cli::slurm::read_jobs(r.dir.string());
+    rec = slurm::read_jobs(r.dir.string());
   } catch (const std::exception& e) {
     p.h2("Slurm jobs");
     p.body += "<p>" + esc(e.what()) + "</p>\n";
@@ -285,7 +285,7 @@ void jobs_section(Page& p, const RunData& r) {
     p.body += "<tr><td>" + esc(j.job) + "</td><td>" + esc(j.submitted) + "</td><td>" + std::to_string(j.starts) +
               "</td><td>" + std::to_string(j.requeues) +
               (j.max_requeues >= 0 ? " of at most " + std::to_string(j.max_requeues) : std::string()) + "</td><td>" +
-              esc(j.nodes) + "</td><td>" + esc(cli::slurm::state_text(j)) + "</td><td>" + esc(j.last_time) +
+              esc(j.nodes) + "</td><td>" + esc(slurm::state_text(j)) + "</td><td>" + esc(j.last_time) +
               "</td></tr>\n";
   p.body += "</table></div>\n";
   if (rec.bad_lines > 0)

@@ -32,6 +32,10 @@ struct Row {
   // (child start to exit). Not wall_s, which is the run's own (summary.json's,
   // every attempt of the run together) and is read from `metrics`.
   double started_at = 0, finished_at = 0, attempt_s = 0;
+  // A trial of `vexp sweep --cluster`: its Slurm job id ("" while it is being
+  // submitted or when it ran locally) and Slurm's state as the driver last saw it
+  // ("submitting" before sbatch answered; PENDING, RUNNING, ...).
+  std::string job, job_state;
 };
 
 // DIR/sweep.db is damaged (SQLite: "database disk image is malformed", "file is
@@ -60,6 +64,12 @@ class Store {
   void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
               const nlohmann::json& metrics, double attempt_s, const std::string& message);
   void reset(int64_t id);  // back to pending (interrupted)
+  // The cluster driver's steps (status stays 'running' from the submit to the end):
+  // before sbatch (a new attempt, no job id yet), the job id sbatch answered, and
+  // Slurm's state (started: the job was first seen running, started_at = now).
+  void mark_submitting(int64_t id, const std::string& run_dir);
+  void mark_queued(int64_t id, const std::string& run_dir, const std::string& job);
+  void set_job_state(int64_t id, const std::string& state, bool started = false);
   // Sets every column of trial r.id from `r` (rebuilding the store from trial directories).
   void restore(const Row& r);
 
@@ -68,6 +78,7 @@ class Store {
   void upgrade();  // a store of an earlier vexp: renamed and added columns
   void* db_ = nullptr;
   std::string attempt_col_ = "attempt_s", figures_col_ = "figures";  // what rows() reads (upgrade)
+  std::string job_cols_ = "job, job_state";
 };
 
 nlohmann::json row_json(const Row& r);

@@ -1,0 +1,31 @@
+#include "cluster_file.hpp"
+
+#include <iostream>
+#include <optional>
+
+#include "common.hpp"
+
+namespace vexp::cli {
+
+plan::Cluster open_cluster_file(const std::string& path) {
+  dsl::Diagnostics d;
+  std::optional<plan::Cluster> c;
+  try {
+    c = plan::load_cluster(path, d);
+  } catch (const plan::PlanError& e) {
+    throw Exit{kExitInvalid, std::string("--cluster: ") + e.what()};
+  }
+  for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
+  if (!c) throw Exit{kExitInvalid, ""};
+  return *c;
+}
+
+plan::Cluster open_scheduler_cluster(const std::string& path, const std::string& command) {
+  plan::Cluster c = open_cluster_file(path);
+  if (!c.scheduler.given)
+    throw Exit{kExitInvalid, path + ": no [scheduler] table: " + command +
+                                 " needs one (kind = \"slurm\", partition, time, ...; docs/clusters.md); nothing submitted"};
+  return c;
+}
+
+}  // namespace vexp::cli
