@@ -360,7 +360,7 @@ for i in range(1, 5):
     assert a[i]["status"] == "done" and b[i]["status"] == "done", (a[i], b[i])
     assert a[i]["metric"] == b[i]["metric"], (i, a[i]["metric"], b[i]["metric"])
     sa = json.load(open(f"{loc}/trials/{i:03d}/summary.json")); sb = json.load(open(f"{clu}/trials/{i:03d}/summary.json"))
-    for k in ("top1", "top5", "loss"):
+    for k in ("top1", "top5", "val_loss"):
         assert sa[k] == sb[k], (i, k, sa[k], sb[k])
     ev = [json.loads(l) for l in open(f"{clu}/trials/{i:03d}/jobs.jsonl")]
     sub = [e for e in ev if e["event"] == "submitted"]
@@ -368,15 +368,15 @@ for i in range(1, 5):
     assert b[i]["job"] == sub[0]["job"], (b[i]["job"], sub)
     jobs.add(sub[0]["job"])
 assert len(jobs) == 4 and jobs == {"1", "2", "3", "4"}, jobs   # four jobs in all on a fresh cluster
-print("4 trials, 4 jobs, each submitted once; top-1/top-5/loss equal to the local sweep")
+print("4 trials, 4 jobs, each submitted once; top-1/top-5/val_loss equal to the local sweep")
 PY
   expect_rc 0 -- "$vexp" results "$tmp/s"
   expect_out "done"
   no_crash
   ;;
 sweep_cluster_fail)
-  # One trial of three fails on the cluster (its folder holds another run when its job
-  # starts): recorded failed with Slurm's state and the path of the job's log; the
+  # One trial of three fails on the cluster (its run cannot make its checkpoints
+  # folder): recorded failed with Slurm's state and the path of the job's log; the
   # others are done. Then bad input: one line each, nothing submitted.
   cat >"$tmp/f.toml" <<TOML
 [sweep]
@@ -393,13 +393,15 @@ TOML
   bgpid=$!
   third_submitted() { grep -q "trial 003 submitted" "$tmp/drv.log"; }
   wait_until 60 "$tmp/s" "trial 3 submitted" third_submitted
-  # Trial 3 waits for a node (two nodes, two trials before it): give its folder a
-  # run of another recipe, which vexp run --resume auto refuses.
-  printf '# vexp recipe hash: 0000000000000000\n[run]\nname = "other"\n' >"$tmp/s/trials/003/resolved.toml"
+  # Trial 3 waits for a node (two nodes, two trials before it): a file where its run
+  # makes its checkpoints folder, so that its job fails (as a job whose data list is
+  # missing on the nodes would).
+  : >"$tmp/s/trials/003/checkpoints"
   wait $bgpid; rc=$?; bgpid=""
   cat "$tmp/drv.log"
   [ "$rc" -eq 1 ] || fail "a sweep with a failed trial exited $rc, expected 1"
-  grep -q "trial 003 failed (job [0-9]*) (Slurm: FAILED" "$tmp/drv.log" || fail "trial 3 not failed with Slurm's state"
+  grep -q "trial 003 failed (job [0-9]*) (Slurm: FAILED: vexp: error: .*cannot create directories" "$tmp/drv.log" ||
+    fail "trial 3 not failed with Slurm's state and its own error"
   grep -q "log: $tmp/s/trials/003/slurm-[0-9]*.out" "$tmp/drv.log" || fail "trial 3's failure does not name its log"
   db_rows() { $PY -c "
 import sqlite3,sys; db=sqlite3.connect('$tmp/s/sweep.db')
