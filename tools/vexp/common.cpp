@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "vexp/base/text.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -77,14 +79,7 @@ void load_session_plugins(Session& s, const std::vector<std::string>& dirs) {
   report_plugin_problems(s);
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
-                        std::string::npos)
-    return s;
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
+std::string shell_quote(const std::string& s) { return base::shell_quote(s); }
 
 void report_plugin_problems(const Session& s) {
   for (const auto& p : s.plugin_problems) std::cerr << "vexp: warning: " << p << "\n";

@@ -338,28 +338,13 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
 
   auto prune = [&]() {
     if (!def.prune) return;
-    const bool higher = def.direction == "max";
     std::vector<std::string> cancel;
     for (auto& [id, a] : active) {
       if (a.pruned || a.started == 0) continue;
-      const auto curve = read_curves(a.dir, def.metric).eval;
-      if (curve.empty()) continue;
-      const auto& [epoch, value] = *curve.rbegin();
-      if (epoch < def.prune_after || epoch <= a.checked_epoch) continue;
-      a.checked_epoch = epoch;
-      std::vector<double> others;
-      for (const auto& [fid, c] : finished_curves)
-        if (auto it = c.find(epoch); it != c.end()) others.push_back(it->second);
-      if (static_cast<int64_t>(others.size()) < def.prune_min_trials) continue;
-      std::sort(others.begin(), others.end());
-      const size_t m = others.size();
-      const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
-      if (higher ? value < median : value > median) {
-        char buf[200];
-        std::snprintf(buf, sizeof buf, "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
-                      static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
+      const std::string why = prune_reason(def, read_curves(a.dir, def.metric).eval, finished_curves, a.checked_epoch);
+      if (!why.empty()) {
         a.pruned = true;
-        a.prune_message = buf;
+        a.prune_message = why;
         cancel.push_back(a.job);
       }
     }

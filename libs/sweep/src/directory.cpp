@@ -1,5 +1,6 @@
 #include "vexp/sweep/directory.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -207,11 +208,35 @@ void log_outcome(const fs::path& log, int64_t id, const std::string& status, int
   l << kEndTag << trial_name(id) << " " << status << buf << (message.empty() ? "" : ": " + message) << "\n";
 }
 
+std::string prune_reason(const Definition& def, const std::map<int64_t, double>& curve,
+                         const std::map<int64_t, std::map<int64_t, double>>& finished_curves, int64_t& checked_epoch) {
+  if (curve.empty()) return "";
+  const auto& [epoch, value] = *curve.rbegin();
+  if (epoch < def.prune_after || epoch <= checked_epoch) return "";
+  checked_epoch = epoch;
+  std::vector<double> others;
+  for (const auto& [id, c] : finished_curves)
+    if (auto it = c.find(epoch); it != c.end()) others.push_back(it->second);
+  if (static_cast<int64_t>(others.size()) < def.prune_min_trials) return "";
+  std::sort(others.begin(), others.end());
+  const size_t m = others.size();
+  const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
+  if (def.direction == "max" ? value >= median : value <= median) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
+                static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
+  return buf;
+}
+
 std::string last_error(const fs::path& log) {
-  std::string found;
+  // vexp's own words first: a launcher's line after them (mpirun's, srun's "task 0:
+  // Exited with exit code 1") says less.
+  std::string found, own;
   run_files().lines(log, [&](const std::string& line, int64_t) {
     if (line.find("error") != std::string::npos || line.find("diverged") != std::string::npos) found = line;
+    if (line.rfind("vexp: error:", 0) == 0 || line.find("diverged") != std::string::npos) own = line;
   });
+  if (!own.empty()) found = own;
   if (found.size() > 400) found = found.substr(0, 400);
   return found;
 }

@@ -294,29 +294,12 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
 
   auto check_pruning = [&]() {
     if (!def.prune) return;
-    const bool higher = def.direction == "max";
     for (auto& [pid, r] : running) {
       if (r.pruned) continue;
-      auto curve = read_curves(r.dir, def.metric).eval;
-      if (curve.empty()) continue;
-      const auto& [epoch, value] = *curve.rbegin();
-      if (epoch < def.prune_after || epoch <= r.checked_epoch) continue;
-      r.checked_epoch = epoch;
-      std::vector<double> others;
-      for (const auto& [id, c] : finished_curves) {
-        auto it = c.find(epoch);
-        if (it != c.end()) others.push_back(it->second);
-      }
-      if (static_cast<int64_t>(others.size()) < def.prune_min_trials) continue;
-      std::sort(others.begin(), others.end());
-      const size_t m = others.size();
-      const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
-      if (higher ? value < median : value > median) {
-        char buf[200];
-        std::snprintf(buf, sizeof buf, "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
-                      static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
+      const std::string why = prune_reason(def, read_curves(r.dir, def.metric).eval, finished_curves, r.checked_epoch);
+      if (!why.empty()) {
         r.pruned = true;
-        r.prune_message = buf;
+        r.prune_message = why;
         ::kill(-r.pid, SIGTERM);
       }
     }
