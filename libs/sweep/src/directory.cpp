@@ -1,5 +1,7 @@
 #include "vexp/sweep/directory.hpp"
 
+#include "vexp/rundir/files.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -180,14 +182,16 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
 }
 
 std::string hash_in_resolved(const fs::path& resolved) {
-  std::istringstream in(run_files().text(resolved));
-  std::string first;
-  std::getline(in, first);
-  const std::string tag = "# resolved recipe, hash ";
-  return first.rfind(tag, 0) == 0 ? first.substr(tag.size()) : "";
+  try {
+    return rundir::resolved_hash(resolved);
+  } catch (const rundir::Error& e) {
+    throw Error(e.what());
+  }
 }
 
-bool has_checkpoint(const fs::path& run_dir) { return !latest_checkpoint((run_dir / "checkpoints").string()).empty(); }
+bool has_checkpoint(const fs::path& run_dir) {
+  return !rundir::latest_checkpoint(rundir::RunDir(run_dir).checkpoints().string()).empty();
+}
 
 void log_attempt(const fs::path& log, int64_t id, int64_t attempt, bool resume, const std::vector<std::string>& argv) {
   std::ofstream l(log, std::ios::app);

@@ -24,7 +24,6 @@ void add_results(CLI::App& app) {
   cmd->add_option("--sort", *sort, "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch");
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
-    sweep::bind_sweep_run_files();
     sweep_errors([&] {
       std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
       if (!best->empty()) {
@@ -45,7 +44,6 @@ void add_report(CLI::App& app) {
   cmd->add_option("--out", *out, "The HTML file (default: DIR/report.html; several runs: ./comparison.html)");
   cmd->add_option("--png", *png, "Also write PNG plots of a sweep (gnuplot) into this folder");
   cmd->callback([=] {
-    sweep::bind_sweep_run_files();  // a sweep directory's trials are read through the sweep engine
     namespace fs = std::filesystem;
     std::string path = out->empty() ? report::default_html_path(*dirs) : *out;
     std::string ext = fs::path(path).extension().string();

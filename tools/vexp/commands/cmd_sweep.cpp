@@ -242,7 +242,7 @@ void add_sweep(CLI::App& app) {
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");
-  cmd->callback([a] { sweep::bind_sweep_run_files(); sweep_errors([&] { sweep_command(*a); }); });
+  cmd->callback([a] { sweep_errors([&] { sweep_command(*a); }); });
 }
 
 }  // namespace vexp::cli

@@ -70,23 +70,6 @@ std::string figure_text(const Row& r, const char* key) {
 
 }  // namespace
 
-void bind_sweep_run_files() {
-  // report::'s readers say what is wrong with a file as cli::Exit; the engine catches its own Error.
-  auto as_error = [](auto&& call) -> decltype(auto) {
-    try {
-      return call();
-    } catch (const Exit& e) {
-      throw Error(e.message);
-    }
-  };
-  RunFileReader r;
-  r.text = [as_error](const fs::path& p) { return as_error([&] { return report::read_run_file(p); }); };
-  r.lines = [as_error](const fs::path& p, const LineFn& fn) { as_error([&] { report::for_each_log_line(p, fn); }); };
-  r.summary = [as_error](const fs::path& p) { return as_error([&] { return report::read_summary(p); }); };
-  r.record_problem = [](const json& j) { return report::metrics_record_problem(j); };
-  bind_run_files(std::move(r));
-}
-
 std::string fmt_number(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);

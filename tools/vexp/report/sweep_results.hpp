@@ -11,10 +11,6 @@
 
 namespace vexp::sweep {
 
-// Binds the sweep engine's run-file reader (vexp/sweep/run_files.hpp) to
-// report/run_files: a trial's run directory is read as `vexp report` reads a run.
-// Called once by the commands that use the engine.
-void bind_sweep_run_files();
 
 // One number printf-formatted ("%.4g"), for tables, labels and plot scripts.
 std::string fmt_number(const char* f, double v);

@@ -1,9 +1,8 @@
 // How the sweep engine reads the files of a trial's run directory (resolved.toml,
-// metrics.jsonl, summary.json, log.txt). The run-directory format is not the
-// sweep's: the program that uses the engine binds its reader once, before the
-// first sweep call (the `vexp` CLI binds tools/vexp/report/run_files, so a sweep
-// reads a run directory exactly as `vexp report` does). Every reader reports a
-// file it refuses with sweep::Error (one sentence naming the file).
+// metrics.jsonl, summary.json, log.txt): through libs/rundir, the one module that
+// names, writes and reads a run directory, so a sweep reads a run exactly as
+// `vexp report` does. Every reader reports a file it refuses with sweep::Error (one
+// sentence naming the file).
 #pragma once
 
 #include <cstdint>
@@ -28,9 +27,7 @@ struct RunFileReader {
   std::function<std::string(const nlohmann::json&)> record_problem;
 };
 
-// Binds the reader (all four functions must be set; std::invalid_argument otherwise).
-void bind_run_files(RunFileReader reader);
-// The bound reader; std::logic_error when none was bound.
+// The readers (libs/rundir's, their errors as sweep::Error).
 const RunFileReader& run_files();
 
 }  // namespace vexp::sweep
