@@ -159,6 +159,11 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   // longer current: a run that succeeds now leaves none at failures/.
   if (r.writer) set_aside_stale_failures(r.out);
   if (r.ranks > 1) agree_on_resume_point(*comm, resume.path);
+  // Resuming this directory's own run: every rank that holds the checkpoint checks
+  // it (the same answer on all), so that a resume of another recipe is refused
+  // before resolved.toml is rewritten. (--resume-from another run's checkpoint is
+  // checked in restore(), after the model: another model is named as such first.)
+  if (resume.checkpoint && opt.resume_from.empty()) check_same_recipe(r, *resume.checkpoint, resume.path);
   if (r.writer) start_run_dir(r);
   // provenance.jsonl: this invocation, completed below however it ends (where it can).
   ProvenanceRecord provenance(r, s);

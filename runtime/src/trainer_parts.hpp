@@ -196,6 +196,9 @@ std::unique_ptr<Reducer> set_up_ddp(Run& r);
 // Loads model, momentum, loss scale and counters from `c` (written by `path`),
 // after checking that it is this recipe's and this model's.
 TrainState restore(Run& r, const Checkpoint& c, const std::string& path);
+// Refuses a checkpoint of another recipe (its recipe hash): checked before the run
+// directory is touched, so a refused resume leaves resolved.toml as it was.
+void check_same_recipe(const Run& r, const Checkpoint& c, const std::string& path);
 // Writes the state after `done_epochs` epochs and `epoch_step` steps of the next
 // one (rank 0; every rank calls it, the bad items are gathered); returns its path.
 std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step);

@@ -87,14 +87,19 @@ void check_stream_position(const Run& r, const json& meta, const TrainState& s, 
 
 // A checkpoint holds the state after `epoch` epochs and `epoch_step` steps of
 // the next one (non-zero when the run was interrupted mid-epoch).
+void check_same_recipe(const Run& r, const Checkpoint& c, const std::string& path) {
+  const json meta = json::parse(c.meta_json, nullptr, false);
+  const std::string was = meta.is_object() ? meta.value("recipe_hash", "") : "";
+  if (was != r.recipe_hash)
+    throw std::runtime_error("cannot resume '" + r.out.string() + "' from '" + path +
+                             "': the recipe changed since the run started (hash " + (was.empty() ? "?" : was) +
+                             ", now " + r.recipe_hash + "); resume with the same recipe and --set values");
+}
+
 TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   json meta = json::parse(c.meta_json);
   check_same_architecture(c, *r.model, path);
-  if (meta.value("recipe_hash", "") != r.recipe_hash) {
-    throw std::runtime_error("cannot resume '" + r.out.string() + "' from '" + path +
-                             "': the recipe changed since the run started (hash " + meta.value("recipe_hash", "?") +
-                             ", now " + r.recipe_hash + "); resume with the same recipe and --set values");
-  }
+  check_same_recipe(r, c, path);
   TrainState s;
   s.start_epoch = meta.at("epoch").get<int64_t>();
   s.start_step = meta.value("epoch_step", int64_t(0));

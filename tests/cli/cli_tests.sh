@@ -556,10 +556,12 @@ PY
   expect_no_out "auto --resume"
   # The checks of --resume hold: another recipe does not continue this run.
   cp "$tmp/r/summary.json" "$tmp/summary.before"
+  cp "$tmp/r/resolved.toml" "$tmp/resolved.before"
   expect_rc 1 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto --set optim.momentum=0.8
   expect_out "holds a run: continuing it"
   expect_out "the recipe changed since the run started"
   cmp -s "$tmp/summary.before" "$tmp/r/summary.json" || fail "a refused --resume auto modified the run"
+  cmp -s "$tmp/resolved.before" "$tmp/r/resolved.toml" || fail "a refused --resume auto rewrote resolved.toml"
   # Plain --resume keeps its meaning (a missing directory is an error), also
   # before the recipe; a value other than auto is refused.
   expect_rc 1 -- "$vexp" run --resume data/tiny.toml --out "$tmp/nothing"
