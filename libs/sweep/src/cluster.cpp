@@ -21,6 +21,7 @@
 #include "vexp/slurm/job.hpp"
 #include "vexp/slurm/scheduler.hpp"
 #include "vexp/sweep/directory.hpp"
+#include "stop_signal.hpp"
 #include "vexp/sweep/run_files.hpp"
 
 namespace vexp::sweep {
@@ -29,8 +30,7 @@ using json = nlohmann::json;
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+using detail::g_stop;
 
 // FNV-1a of the sweep folder: job names of two sweeps never collide.
 std::string dir_tag(const fs::path& dir) {
@@ -267,12 +267,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
             << " already queued or running; at most " << limit << " at once; a poll every " << l.poll_s << " s\n";
   std::cout.flush();
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
+  detail::catch_stop_signals(true);
 
   auto submit = [&](int64_t id) {
     const Row& row = by_id.at(id);

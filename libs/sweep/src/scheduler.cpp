@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "vexp/sweep/directory.hpp"
+#include "stop_signal.hpp"
 #include "vexp/sweep/error.hpp"
 #include "vexp/sweep/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -34,8 +35,7 @@ using json = nlohmann::json;
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+using detail::g_stop;
 
 struct Running {
   int64_t id = 0;
@@ -153,11 +153,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
             << (threads == 1 ? "" : "s") << " per " << (ranks > 1 ? "rank" : "trial") << "\n";
   std::cout.flush();
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  detail::catch_stop_signals(false);
 
   std::string base_backend = "local";
   {
