@@ -14,15 +14,6 @@
 
 namespace vexp {
 
-bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
-                              std::string& note) {
-  OpenOptions o = planning_options(overrides);
-  o.load_plugins = false;  // the planner loaded them (load_plugins)
-  const bool ok = open_recipe(s, path, o);
-  note = s.stand_in_note;
-  return ok;
-}
-
 int64_t planned_train_size(Session& s, std::string* size_note) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;

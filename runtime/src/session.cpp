@@ -182,15 +182,6 @@ bool open_recipe(Session& s, const std::string& path, const OpenOptions& o) {
   return s.plan.has_value() && !s.diags.has_errors();
 }
 
-bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
-                 bool require_data) {
-  OpenOptions o;
-  o.load_plugins = false;
-  o.overrides = overrides;
-  o.require_data = require_data;
-  return open_recipe(s, path, o);
-}
-
 OpenOptions planning_options(std::vector<dsl::Override> overrides, std::vector<std::string> plugin_dirs) {
   OpenOptions o;
   o.overrides = std::move(overrides);

@@ -17,9 +17,10 @@ DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<ds
   Session s;
   std::vector<std::string> problems;
   s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
-  std::string note;
   const std::string path = std::string(VEXP_SOURCE_DIR) + "/recipes/" + recipe;
-  bool ok = open_recipe_for_planning(s, path, sets, note);
+  OpenOptions o = planning_options(sets);
+  o.load_plugins = false;  // only the test's plugin folder
+  bool ok = open_recipe(s, path, o);
   for (const auto& d : s.diags.sorted())
     if (d.severity == dsl::Severity::Error) ADD_FAILURE() << d.str();
   EXPECT_TRUE(ok) << path;

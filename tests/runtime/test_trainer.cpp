@@ -40,7 +40,10 @@ void open(vexp::Session& s, const std::string& path, std::vector<vexp::dsl::Over
   std::vector<std::string> problems;
   s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
   if (!problems.empty()) throw std::runtime_error(problems.front());
-  if (!vexp::open_recipe(s, path, o)) throw std::runtime_error(s.diags.str());
+  vexp::OpenOptions options;
+  options.load_plugins = false;  // only the test's plugin folder
+  options.overrides = std::move(o);
+  if (!vexp::open_recipe(s, path, options)) throw std::runtime_error(s.diags.str());
 }
 
 json read_json(const fs::path& p) {

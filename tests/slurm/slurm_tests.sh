@@ -84,6 +84,26 @@ start_cluster() {
   echo "slurm fixture started in $((SECONDS - t0)) s"
 }
 
+# The two requeue tests: submits the run (options E) to $tmp/job with its steps slowed
+# 300 ms more (test-only fault; the values are unchanged), so that its 150 steps
+# outlast the signal ~30 s into the one-minute limit on any machine (unslowed, a
+# quiet 2-core machine trains all 50 epochs in 5 s; sbatch passes the environment on,
+# to the requeued start too). Returns, with $job set, once the time limit has cut
+# the job and it requeued itself, and the requeued job waits for its BeginTime: a
+# requeued job waits until its credentials expire (the fixture's cred_expire, 20 s)
+# before it starts again, Slurm's guard against a new start meeting the old start's
+# step still on the nodes (forcing StartTime=now does exactly that, and the new step
+# fails to launch). The caller changes the pending job then.
+submit_until_requeued() {
+  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=${SUBMIT_STEP_MS:-300}" \
+    "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
+  job=$(job_id_of "$tmp/job")
+  wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
+  echo "requeued after $((SECONDS - t0)) s"
+  in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
+  wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+}
+
 case "$name" in
 fixture)
   # The cluster comes up with two idle nodes, runs a step on both, and leaves
@@ -198,22 +218,8 @@ submit_requeue)
   echo "uninterrupted mpirun -np 2 run: $((SECONDS - t0)) s"
   start_cluster
   t0=$SECONDS
-  # The job's steps sleep 300 ms more (test-only fault; the values are unchanged), so that
-  # its 150 steps outlast the signal ~30 s into the one-minute limit on any machine
-  # (unslowed, a quiet 2-core machine trains all 50 epochs in 5 s). sbatch passes the
-  # environment on, to the requeued start too.
-  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=${SUBMIT_STEP_MS:-300}" \
-    "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
-  job=$(job_id_of "$tmp/job")
-  wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
-  echo "requeued after $((SECONDS - t0)) s"
-  # A requeued job waits until its credentials expire (the fixture's cred_expire,
-  # 20 s) before it starts again: Slurm's guard against a new start meeting the old
-  # start's step still on the nodes (forcing StartTime=now does exactly that, and the
-  # new step fails to launch). Meanwhile give it a limit long enough for the rest of
-  # the run, so that its second start is not cut again.
-  in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
-  wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+  submit_until_requeued
+  # A limit long enough for the rest of the run, so that its second start is not cut again.
   scontrol update JobId="$job" TimeLimit=4 || fail "scontrol update of job $job failed"
   wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
   echo "submitted job, with its requeue(s): $((SECONDS - t0)) s"
@@ -240,12 +246,7 @@ submit_requeue_fewer)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$R" "${TWO[@]}" "${E[@]}" --out "$tmp/whole"
   start_cluster
   t0=$SECONDS
-  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=${SUBMIT_STEP_MS:-300}" \
-    "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --out "$tmp/job"
-  job=$(job_id_of "$tmp/job")
-  wait_until 100 "$tmp/job" "job $job stopped at the time limit and requeued" job_event "$tmp/job" end requeued
-  in_begin_wait() { [ "$(squeue -h -j "$job" -o '%T %r' 2>/dev/null)" = "PENDING BeginTime" ]; }
-  wait_until 30 "$tmp/job" "job $job pending after its requeue" in_begin_wait
+  submit_until_requeued
   scontrol update JobId="$job" NumNodes=1 NumCPUs=1 NumTasks=1 TimeLimit=4 || fail "scontrol update of job $job failed"
   wait_until 150 "$tmp/job" "job $job's end after its requeue" job_event "$tmp/job" end completed
   echo "job requeued onto one node, done: $((SECONDS - t0)) s"

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <system_error>
 
 namespace vexp::base {
@@ -40,7 +41,8 @@ std::string regular_file_problem(const std::string& path, std::uint64_t max_byte
   return "";
 }
 
-std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
+std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                               const std::function<void(std::string_view)>& chunk) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
@@ -53,8 +55,7 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) 
   if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     throw Error(size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes));
-  std::string data;
-  data.reserve(static_cast<std::size_t>(st.st_size));
+  std::uint64_t total = 0;
   char buf[1 << 16];
   for (;;) {
     const ssize_t r = ::read(fd, buf, sizeof buf);
@@ -64,10 +65,17 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) 
     }
     if (r == 0) break;
     // A file that grows while it is read (a log being written) is cut at the limit.
-    if (data.size() + static_cast<std::size_t>(r) > max_bytes)
-      throw Error(size_problem(path, data.size() + static_cast<std::size_t>(r), max_bytes));
-    data.append(buf, static_cast<std::size_t>(r));
+    if (total + static_cast<std::uint64_t>(r) > max_bytes)
+      throw Error(size_problem(path, total + static_cast<std::uint64_t>(r), max_bytes));
+    total += static_cast<std::uint64_t>(r);
+    chunk(std::string_view(buf, static_cast<std::size_t>(r)));
   }
+  return total;
+}
+
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
+  std::string data;
+  read_file_chunks(path, max_bytes, [&](std::string_view piece) { data.append(piece); });
   return data;
 }
 

@@ -1,5 +1,7 @@
 #include "vexp/kinetics/label_map.hpp"
 
+#include "lines.hpp"
+
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/kinetics/error.hpp"
@@ -22,19 +24,9 @@ int64_t LabelMap::find(std::string_view label) const {
 }
 
 LabelMap parse_label_map(std::string_view text, const std::string& path) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::vector<std::string> names;
   std::vector<int64_t> lines;
-  int64_t line = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view s = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
-    const size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
-    if (a == std::string_view::npos) continue;
-    s = s.substr(a, b - a + 1);
+  detail::for_each_trimmed_line(text, [&](std::string_view s, int64_t line) {
     const std::string where = path + ":" + std::to_string(line) + ": ";
     if (base::has_control(s))
       throw Error(where + "the name '" + base::printable(s) + "' holds a control character");
@@ -43,7 +35,7 @@ LabelMap parse_label_map(std::string_view text, const std::string& path) {
         throw Error(where + "'" + base::printable(s) + "' is listed twice (first at line " + std::to_string(lines[k]) + ")");
     names.emplace_back(s);
     lines.push_back(line);
-  }
+  });
   if (names.empty()) throw Error("the label map '" + path + "' has no names");
   return LabelMap(std::move(names), path);
 }

@@ -1,5 +1,7 @@
 #include "vexp/kinetics/video_list.hpp"
 
+#include "lines.hpp"
+
 #include <stdexcept>
 
 #include "vexp/base/files.hpp"
@@ -36,18 +38,9 @@ ListFormat list_format(std::string_view name) {
 
 std::vector<ListEntry> parse_video_list(std::string_view text, const std::string& path, ListFormat format,
                                         bool labels_optional) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::vector<ListEntry> out;
-  int64_t line = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view s = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line;
-    const size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
-    if (a == std::string_view::npos || s[a] == '#') continue;
-    s = s.substr(a, b - a + 1);
+  detail::for_each_trimmed_line(text, [&](std::string_view s, int64_t line) {
+    if (s[0] == '#') return;
     const std::string where = path + ":" + std::to_string(line) + ": ";
     auto bad = [&](const std::string& what) { throw Error(where + what); };
     auto number = [&](std::string_view t, const char* what) -> int64_t {
@@ -77,7 +70,7 @@ std::vector<ListEntry> parse_video_list(std::string_view text, const std::string
       bad("the path '" + base::printable(p) + "' holds a control character (TAB, NUL, ...)");
     e.path = std::string(p);
     out.push_back(std::move(e));
-  }
+  });
   return out;
 }
 

@@ -1,11 +1,6 @@
 #include "vexp/rundir/sha256.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <string_view>
 
 #include "vexp/base/files.hpp"
 #include "vexp/rundir/files.hpp"
@@ -104,28 +99,11 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string sha256_file(const std::string& path, std::uint64_t max_bytes) {
-  const std::string problem = base::regular_file_problem(path, max_bytes);
-  if (!problem.empty()) throw Error(problem);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw Error("'" + path + "' is not a regular file");
   Sha256 s;
-  char buf[1 << 16];
-  std::uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-    if (n == 0) break;
-    total += static_cast<std::uint64_t>(n);
-    if (total > max_bytes)
-      throw Error("'" + path + "' grew past " + std::to_string(max_bytes) + " bytes while it was read");
-    s.update(std::string_view(buf, static_cast<std::size_t>(n)));
+  try {
+    base::read_file_chunks(path, max_bytes, [&](std::string_view piece) { s.update(piece); });
+  } catch (const base::Error& e) {
+    throw Error(e.what());
   }
   return s.hex();
 }

@@ -22,6 +22,7 @@
 #include "vexp/slurm/scheduler.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "stop_signal.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/sweep/run_files.hpp"
 
 namespace vexp::sweep {
@@ -54,17 +55,28 @@ struct TrialJob {
   std::string script;
 };
 
+// `figures`: the trial's TrainedFigures as stored (to_json), which give the world
+// and backend of the recipe `vexp run` will train; a store written by a vexp that
+// did not keep the backend has the recipe opened again for them.
 TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64_t id,
-                   const std::vector<dsl::Override>& ov, const ClusterLaunch& l) {
+                   const std::vector<dsl::Override>& ov, const json& figures, const ClusterLaunch& l) {
   const fs::path tdir = fs::absolute(dir / "trials" / trial_name(id)).lexically_normal();
-  // The recipe `vexp run` will train (validated; its world and backend).
-  s.diags = dsl::Diagnostics{};
-  if (!open_recipe(s, def.base, ov, false) || !s.plan)
-    throw InvalidUse("trial " + trial_name(id) + ": its recipe does not validate");
+  int64_t world = 0;
+  std::string backend;
+  if (figures.is_object() && figures.value("backend", json()).is_string() &&
+      figures.value("world_size", json()).is_number_integer()) {
+    world = figures["world_size"].get<int64_t>();
+    backend = figures["backend"].get<std::string>();
+  } else {
+    if (!open_trial_recipe(s, def.base, ov, false) || !s.plan)
+      throw InvalidUse("trial " + trial_name(id) + ": its recipe does not validate");
+    world = s.plan->dist.world_size;
+    backend = s.plan->comm;
+  }
   const plan::ClusterScheduler& sch = l.cluster.scheduler;
   TrialJob t;
   try {
-    t.shape = slurm::job_shape({s.plan->dist.world_size, s.plan->comm, l.cluster.nodes, l.cluster.gpus_per_node,
+    t.shape = slurm::job_shape({world, backend, l.cluster.nodes, l.cluster.gpus_per_node,
                                 sch.backend, 0, l.cluster_file, def.base});
   } catch (const slurm::Refused& e) {
     throw InvalidUse("trial " + trial_name(id) + ": " + e.what());
@@ -135,7 +147,7 @@ Outcome outcome_of(const Active& a, const std::string& slurm_state, const Defini
   json summary;
   bool has_summary = false;
   try {
-    summary = run_files().summary(tdir / "summary.json");
+    summary = run_files().summary(rundir::RunDir(tdir).summary());
     has_summary = summary.is_object();
   } catch (const std::exception&) {
   }
@@ -186,7 +198,7 @@ std::string cluster_dry_run(const std::vector<Trial>& trials, Session& s, const 
                             const ClusterLaunch& l) {
   std::string out;
   for (const auto& tr : trials) {
-    const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, l);
+    const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, tr.figures.to_json(), l);
     out += "# ---- trial " + trial_name(tr.id) + ": " + t.shape.text + t.shape.emulation + "\n" + t.script;
   }
   return out;
@@ -271,19 +283,16 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
 
   auto submit = [&](int64_t id) {
     const Row& row = by_id.at(id);
-    const TrialJob t = trial_job(s, def, dir, id, overrides_of(row), l);
+    const TrialJob t = trial_job(s, def, dir, id, overrides_of(row), row.figures, l);
     const fs::path tdir(t.spec.run_dir);
     std::error_code ec;
-    if (fs::exists(tdir, ec) && !fs::is_empty(tdir, ec) && !fs::exists(tdir / "jobs.jsonl", ec)) {
-      // A folder from another attempt (a local run, a failed trial run again) is kept aside.
-      int k = 1;
-      while (fs::exists(tdir.string() + ".attempt-" + std::to_string(k))) ++k;
-      fs::rename(tdir, tdir.string() + ".attempt-" + std::to_string(k));
+    if (fs::exists(tdir, ec) && !fs::is_empty(tdir, ec) && !fs::exists(rundir::RunDir(tdir).jobs(), ec)) {
+      move_attempt_aside(tdir);  // a local run's folder, or a failed trial run again
     }
     fs::create_directories(tdir);
     const std::string script_path = (tdir / "job.sbatch").string();
     base::write_file_atomic(script_path, t.script, 0755);
-    log_attempt(tdir / "log.txt", id, row.attempts + 1, false, t.spec.vexp_argv);
+    log_attempt(rundir::RunDir(tdir).trial_log(), id, row.attempts + 1, false, t.spec.vexp_argv);
     store.mark_submitting(id, tdir.string());  // before sbatch: a driver killed now finds the job by name
     std::string job;
     try {
@@ -291,7 +300,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     } catch (const slurm::Error& e) {
       // Refused by Slurm (bad partition, limits): the trial fails, the others go on.
       store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, e.what());
-      log_outcome(tdir / "log.txt", id, "failed", -1, 0, e.what());
+      log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, e.what());
       std::cout << "trial " << trial_name(id) << " failed: " << e.what() << "\n";
       return;
     }
@@ -323,7 +332,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     const Outcome o = outcome_of(a, slurm_state, def, l.diverged_exit_code);
     const double wall = a.started > 0 ? now_s() - a.started : 0;
     store.finish(a.id, o.status, o.exit_code, o.metric, o.metrics, wall, o.message);
-    log_outcome(fs::path(a.dir) / "log.txt", a.id, o.status, o.exit_code, wall, o.message);
+    log_outcome(rundir::RunDir(fs::path(a.dir)).trial_log(), a.id, o.status, o.exit_code, wall, o.message);
     if (o.status == "done" && def.prune) finished_curves[a.id] = read_curves(a.dir, def.metric).eval;
     std::cout << "trial " << trial_name(a.id) << " " << o.status << " (job " << a.job << ")";
     if (o.metric) std::cout << ": " << def.metric << " " << *o.metric;

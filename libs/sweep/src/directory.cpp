@@ -69,24 +69,24 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
   for (Row r : store.rows()) {
     const fs::path tdir = dir / "trials" / trial_name(r.id);
     if (!fs::is_directory(tdir)) continue;
+    const rundir::RunDir run(tdir);
     ++found;
     r.run_dir = fs::absolute(tdir).lexically_normal().string();
-    const std::string threads = run_threads_in(tdir / "resolved.toml");
+    const std::string threads = run_threads_in(run.resolved());
     std::vector<dsl::Override> ov = overrides_of(r);
     if (!threads.empty()) ov.push_back({"run.threads", threads});
     // The recipe this trial runs, as launched alone or by a multi-rank sweep (MPI backend).
-    const std::string found_hash = hash_in_resolved(tdir / "resolved.toml");
+    const std::string found_hash = hash_in_resolved(run.resolved());
     bool ours = false;
     for (int variant = 0; variant < 2 && !ours && !found_hash.empty(); ++variant) {
       if (variant == 1) ov.push_back({"dist.backend", "\"mpi\""});
-      s.diags = dsl::Diagnostics{};
-      ours = open_recipe(s, def.base, ov, false) && s.plan && dsl::recipe_hash(s.plan->resolved) == found_hash;
+      ours = open_trial_recipe(s, def.base, ov, false) && s.plan && dsl::recipe_hash(s.plan->resolved) == found_hash;
     }
     // Attempts and the recorded outcome, from the log.
     std::string end_line;
     {
       const std::string start = kStartTag + trial_name(r.id) + ", attempt ";
-      run_files().lines(tdir / "log.txt", [&](const std::string& line, int64_t) {
+      run_files().lines(run.trial_log(), [&](const std::string& line, int64_t) {
         if (line.rfind(start, 0) == 0) {
           ++r.attempts;
           end_line.clear();
@@ -95,12 +95,12 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
         }
       });
     }
-    r.started_at = mtime_s(tdir / "resolved.toml");
+    r.started_at = mtime_s(run.resolved());
     json summary;
     bool has_summary = false;
     if (ours) {
       try {
-        summary = run_files().summary(tdir / "summary.json");
+        summary = run_files().summary(run.summary());
         has_summary = summary.is_object();
       } catch (const Error& e) {
         std::cerr << "vexp: warning: " << e.what() << "; trial " << trial_name(r.id) << " runs again\n";
@@ -115,13 +115,13 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
       r.metrics = summary;
       if (summary.contains(def.metric) && summary[def.metric].is_number()) r.metric = summary[def.metric].get<double>();
       r.attempt_s = ended ? std::stod(m[4]) : number(summary, "wall_s", 0.0);
-      r.finished_at = mtime_s(tdir / "summary.json");
+      r.finished_at = mtime_s(run.summary());
     } else if (ours && ended && m[2] != "done") {
       r.status = m[2];
       r.exit_code = std::stoi(m[3]);
       r.attempt_s = std::stod(m[4]);
       r.message = m[6];
-      r.finished_at = mtime_s(tdir / "log.txt");
+      r.finished_at = mtime_s(run.trial_log());
       json evals = json::object();
       for (auto& [e, v] : read_curves(tdir, def.metric).eval) evals[std::to_string(e)] = v;
       r.metrics = json{{"evals", evals}};
@@ -150,7 +150,7 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   double cps = 0;
   int n = 0;
   // Lines that are not records of the right types are skipped (vexp report names them).
-  run_files().lines(run_dir / "metrics.jsonl", [&](const std::string& line, int64_t) {
+  run_files().lines(rundir::RunDir(run_dir).metrics(), [&](const std::string& line, int64_t) {
     try {
       json j = json::parse(line);
       if (!run_files().record_problem(j).empty()) return;
@@ -191,6 +191,12 @@ std::string hash_in_resolved(const fs::path& resolved) {
 
 bool has_checkpoint(const fs::path& run_dir) {
   return !rundir::latest_checkpoint(rundir::RunDir(run_dir).checkpoints().string()).empty();
+}
+
+void move_attempt_aside(const fs::path& trial_dir) {
+  int k = 1;
+  while (fs::exists(trial_dir.string() + ".attempt-" + std::to_string(k))) ++k;
+  fs::rename(trial_dir, trial_dir.string() + ".attempt-" + std::to_string(k));
 }
 
 void log_attempt(const fs::path& log, int64_t id, int64_t attempt, bool resume, const std::vector<std::string>& argv) {
@@ -250,7 +256,7 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   const std::string hash = sweep_hash(def, trials);
   // A damaged sweep.db is moved aside (kept) and rebuilt below: the trial
   // directories are the source of truth.
-  const std::string db_path = (dir / "sweep.db").string();
+  const std::string db_path = (dir / rundir::kSweepDb).string();
   try {
     try {
       store.open(db_path, true);

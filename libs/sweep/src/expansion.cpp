@@ -21,6 +21,16 @@ std::string trial_name(int64_t id) {
   return b;
 }
 
+bool open_trial_recipe(Session& s, const std::string& base, const std::vector<dsl::Override>& overrides,
+                       bool require_data) {
+  s.diags = dsl::Diagnostics{};
+  OpenOptions o;
+  o.load_plugins = false;  // the sweep command loaded them
+  o.overrides = overrides;
+  o.require_data = require_data;
+  return open_recipe(s, base, o);
+}
+
 TrainedFigures trained_figures(const dsl::RecipePlan& plan, int64_t ranks, std::optional<int64_t> train_size) {
   // The batch geometry and the lr do not depend on the training-set size: without
   // it, the planner is asked for them with one global batch of clips (at least what
@@ -29,6 +39,7 @@ TrainedFigures trained_figures(const dsl::RecipePlan& plan, int64_t ranks, std::
   const DistPlan p = make_dist_plan(plan, ranks, train_size ? *train_size : global.value_or(1), 0);
   TrainedFigures f;
   f.world_size = p.world;
+  f.backend = plan.comm;
   f.ranks = p.ranks;
   f.batch_per_gpu = p.per_gpu;
   f.accum_steps = p.accum;
@@ -46,7 +57,8 @@ TrainedFigures trained_figures(const dsl::RecipePlan& plan, int64_t ranks, std::
 
 json TrainedFigures::to_json() const {
   auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
-  return json{{"world_size", world_size},     {"ranks", ranks},
+  return json{{"world_size", world_size},     {"backend", backend},
+              {"ranks", ranks},
               {"batch_per_gpu", batch_per_gpu}, {"accum_steps", accum_steps},
               {"micro_batches", micro_batches}, {"global_batch", global_batch},
               {"lr", lr},                       {"train_size", opt(train_size)},
@@ -87,10 +99,9 @@ struct Point {
 // moved to where its value was written in the sweep file.
 bool check_trial(Session& s, const Definition& def, const std::vector<dsl::Override>& overrides,
                  const std::map<std::string, Loc>& locs, int64_t id, dsl::Diagnostics& d) {
-  s.diags = dsl::Diagnostics{};
   bool ok = false;
   try {
-    ok = open_recipe(s, def.base, overrides, s.require_data);
+    ok = open_trial_recipe(s, def.base, overrides, s.require_data);
   } catch (const dsl::RecipeError& e) {
     d.error(Loc{def.file, 0, 0}, e.what());
     return false;

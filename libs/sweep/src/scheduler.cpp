@@ -26,6 +26,7 @@
 #include "vexp/sweep/directory.hpp"
 #include "stop_signal.hpp"
 #include "vexp/sweep/error.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/sweep/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
 
@@ -157,8 +158,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
 
   std::string base_backend = "local";
   {
-    s.diags = dsl::Diagnostics{};
-    if (open_recipe(s, def.base, {}, false) && s.plan) base_backend = s.plan->comm;
+    if (open_trial_recipe(s, def.base, {}, false) && s.plan) base_backend = s.plan->comm;
   }
   std::map<pid_t, Running> running;
   std::vector<bool> busy(static_cast<size_t>(jobs), false);
@@ -177,14 +177,11 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     bool resume = false;
     if (fs::exists(tdir)) {
       std::string expected;
-      s.diags = dsl::Diagnostics{};
-      if (open_recipe(s, def.base, ov)) expected = dsl::recipe_hash(s.plan->resolved);
-      if (has_checkpoint(tdir) && !expected.empty() && hash_in_resolved(tdir / "resolved.toml") == expected) {
+      if (open_trial_recipe(s, def.base, ov, true)) expected = dsl::recipe_hash(s.plan->resolved);
+      if (has_checkpoint(tdir) && !expected.empty() && hash_in_resolved(rundir::RunDir(tdir).resolved()) == expected) {
         resume = true;
       } else if (!fs::is_empty(tdir)) {
-        int k = 1;
-        while (fs::exists(tdir.string() + ".attempt-" + std::to_string(k))) ++k;
-        fs::rename(tdir, tdir.string() + ".attempt-" + std::to_string(k));
+        move_attempt_aside(tdir);
       }
     }
     fs::create_directories(tdir);
@@ -197,7 +194,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     for (const auto& d : s.plugin_dirs) argv.insert(argv.end(), {"--plugin-path", d});  // trials load what we may
     argv.insert(argv.end(), {"--out", tdir.string()});
     if (resume) argv.push_back("--resume");
-    const fs::path log = tdir / "log.txt";
+    const fs::path log = rundir::RunDir(tdir).trial_log();
     log_attempt(log, id, row.attempts + 1, resume, argv);
     store.mark_running(id, tdir.string());
     // Cores of this slot; GPUs of this slot.
@@ -230,6 +227,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const double wall = now_s() - r.started;
     const fs::path tdir(r.dir);
+    const rundir::RunDir run(tdir);
     json metrics = json::object();
     std::optional<double> metric;
     std::string st, msg;
@@ -244,7 +242,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       msg = r.prune_message;
     } else if (code == 0) {
       try {
-        metrics = run_files().summary(tdir / "summary.json");
+        metrics = run_files().summary(run.summary());
         if (!metrics.is_object()) throw Error("it has no summary.json");
         st = "done";
         if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
@@ -255,10 +253,10 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       }
     } else if (code == launch_opts.diverged_exit_code) {
       st = "diverged";
-      msg = last_error(tdir / "log.txt");
+      msg = last_error(run.trial_log());
     } else {
       st = "failed";
-      msg = last_error(tdir / "log.txt");
+      msg = last_error(run.trial_log());
       if (msg.empty()) msg = "exit code " + std::to_string(code);
     }
     if (st != "done") {
@@ -277,7 +275,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     }
     store.finish(r.id, st, code, metric, metrics, wall, msg);
     // The trial directory records its own outcome: a damaged sweep.db is rebuilt from it.
-    log_outcome(tdir / "log.txt", r.id, st, code, wall, msg);
+    log_outcome(run.trial_log(), r.id, st, code, wall, msg);
     if (st == "done" && def.prune) finished_curves[r.id] = curve;
     char buf[160];
     std::snprintf(buf, sizeof buf, "trial %s %s in %.1f s", trial_name(r.id).c_str(), st.c_str(), wall);

@@ -63,16 +63,15 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
 void open_for_planning(Session& s, const std::string& recipe, const std::vector<dsl::Override>& overrides,
                        const std::vector<std::string>& plugin_paths, bool quiet) {
   load_session_plugins(s, plugin_paths);
-  std::string note;
   bool ok = false;
   try {
-    ok = open_recipe_for_planning(s, recipe, overrides, note);
+    ok = open_recipe(s, recipe, planning_options(overrides));
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }
   if (quiet && ok) return;
   if (!print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
-  if (!note.empty()) std::cerr << "vexp: note: " << note << "\n";
+  if (!s.stand_in_note.empty()) std::cerr << "vexp: note: " << s.stand_in_note << "\n";
 }
 
 void run_plan(const PlanArgs& a) {

@@ -17,6 +17,7 @@
 #include "report/html_report.hpp"
 #include "commands/sweep_errors.hpp"
 #include "report/sweep_results.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/sweep/definition.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "vexp/sweep/expansion.hpp"
@@ -150,12 +151,13 @@ void sweep_command(const SweepArgs& a) {
   const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
                                                                            : fs::path("runs/sweeps") / def.name;
   // A run directory is not a sweep directory: its files would mix with the trials'.
-  for (const char* f : {"resolved.toml", "metrics.jsonl", "summary.json", "checkpoints"}) {
-    std::error_code ec;
-    if (fs::exists(dir / f, ec) && !fs::exists(dir / "sweep.db", ec))
-      throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
-                                   "), not a sweep directory: give --out another directory"};
-  }
+  if (const rundir::RunDir rd(dir); !rd.is_sweep_dir())
+    for (const char* f : {rundir::kResolved, rundir::kMetrics, rundir::kSummary, rundir::kCheckpoints}) {
+      std::error_code ec;
+      if (fs::exists(dir / f, ec))
+        throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
+                                     "), not a sweep directory: give --out another directory"};
+    }
   std::error_code mk;
   fs::create_directories(dir / "trials", mk);
   if (mk) throw Exit{kExitFailure, "cannot create the sweep directory '" + dir.string() + "': " + mk.message()};

@@ -250,10 +250,9 @@ std::string stem_of(const std::string& recipe) { return fs::path(recipe).stem().
 std::string recipe_model_key(const std::string& recipe, const std::vector<std::string>& plugin_paths) {
   Session s;
   load_session_plugins(s, plugin_paths);
-  std::string note;
   bool ok = false;
   try {
-    ok = open_recipe_for_planning(s, recipe, {}, note);
+    ok = open_recipe(s, recipe, planning_options());
   } catch (const dsl::RecipeError& e) {
     throw Exit{kExitInvalid, e.what()};
   }

@@ -10,13 +10,6 @@
 
 namespace vexp {
 
-// open_recipe(s, path, planning_options(overrides)) (session.hpp: no data needed, a
-// stand-in for a dataset plugin that is not installed) on a session whose plugins
-// the caller loaded; `note` is s.stand_in_note. The planner's spelling of it
-// (tools/vexp/plan).
-bool open_recipe_for_planning(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
-                              std::string& note);
-
 // Builds the model (to count gradients and lay out the reducer's buckets,
 // buckets.hpp) and computes the plan. The training-set size is data.train_size
 // when given (> 0), else the dataset's (which builds it). With `profile`, the same

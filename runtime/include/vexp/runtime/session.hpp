@@ -78,9 +78,4 @@ OpenOptions planning_options(std::vector<dsl::Override> overrides = {}, std::vec
 // is loaded from it. False when no recipe could be loaded or a folder was refused.
 bool load_recipe_and_plugins(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides);
 
-// open_recipe with only overrides and require_data, plugins loaded by the caller
-// (the sweep's trials).
-bool open_recipe(Session& s, const std::string& path, const std::vector<dsl::Override>& overrides,
-                 bool require_data = true);
-
 }  // namespace vexp

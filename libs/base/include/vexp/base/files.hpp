@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,12 @@ constexpr std::uint64_t kMaxLogFileBytes = 1ull << 30;      // metrics.jsonl and
 // "'PATH' is a FIFO, not a regular file" / "... is N bytes, more than the M allowed" /
 // "cannot read 'PATH': REASON". Never blocks on a FIFO or a device.
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
+
+// The same file streamed: `chunk` gets its bytes in pieces (up to 64 KiB) as they are
+// read, with read_file_bounded's checks and errors (a file that grows past max_bytes
+// while it is read is refused too). Returns the number of bytes read.
+std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                               const std::function<void(std::string_view)>& chunk);
 
 // Why `path` is not a regular file of at most max_bytes ("" when it is). Does not open it.
 std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes);

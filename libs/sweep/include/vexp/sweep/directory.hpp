@@ -38,6 +38,9 @@ std::string prune_reason(const Definition& def, const std::map<int64_t, double>&
 std::string hash_in_resolved(const std::filesystem::path& resolved);
 // Whether the run folder holds a checkpoint to resume.
 bool has_checkpoint(const std::filesystem::path& run_dir);
+// Keeps a trial folder from another attempt (one that cannot be resumed) aside as
+// FOLDER.attempt-K, the first K free, so the trial starts afresh beside it.
+void move_attempt_aside(const std::filesystem::path& trial_dir);
 
 // log.txt: the line that starts attempt `attempt` of trial `id`, with its command.
 void log_attempt(const std::filesystem::path& log, int64_t id, int64_t attempt, bool resume,

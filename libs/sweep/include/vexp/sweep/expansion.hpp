@@ -21,6 +21,7 @@ namespace vexp::sweep {
 // (optim.base_lr scaled to the global batch, not the value written).
 struct TrainedFigures {
   int64_t world_size = 1;      // dist.world_size
+  std::string backend;         // dist.backend, as validated ("local", "mpi", "nccl", ...)
   int64_t ranks = 1;           // processes each trial is launched with
   int64_t batch_per_gpu = 1, accum_steps = 1;
   int64_t micro_batches = 1;   // per rank per optimizer step (world/ranks x accum: emulation)
@@ -37,6 +38,12 @@ struct Trial {
   TrainedFigures figures;
   std::string recipe_hash;
 };
+
+// Opens the sweep's base recipe with a trial's overrides as `vexp run` would, on a
+// session whose plugins are loaded (its diagnostics start empty): runtime's one
+// open_recipe, missing data an error only with `require_data`. True when it validates.
+bool open_trial_recipe(Session& s, const std::string& base, const std::vector<dsl::Override>& overrides,
+                       bool require_data);
 
 // A trial's name and folder under DIR/trials: its id as three digits ("007").
 std::string trial_name(int64_t id);
