@@ -7,6 +7,8 @@
 
 namespace {
 
+using namespace std::string_literals;  // "...\0..."s keeps the NUL and what follows
+
 using namespace vexp::kinetics;
 
 std::string error_of(const std::string& text, ListFormat f = ListFormat::Auto, bool optional = false) {
@@ -54,7 +56,7 @@ TEST(KineticsVideoList, NumbersAndPathsAreChecked) {
   EXPECT_EQ(error_of("a.mp4 x\n"), "list.txt:1: expected a non-negative integer label, got 'x'");
   EXPECT_EQ(error_of("ok.mp4 8 0\nb.mp4 8 99999999999999999999\n"),
             "list.txt:2: expected a non-negative integer label, got '99999999999999999999'");
-  EXPECT_EQ(error_of(std::string("ok.mp4 8 0\nabseiling/a\0b.mp4 8 0\n", 40)),
+  EXPECT_EQ(error_of("ok.mp4 8 0\nabseiling/a\0b.mp4 8 0\n"s),
             "list.txt:2: the path 'abseiling/a\\x00b.mp4' holds a control character (TAB, NUL, ...)");
   EXPECT_EQ(error_of("a\tb.mp4 x 0\n"), "list.txt:1: the path 'a\\tb.mp4 x' holds a control character (TAB, NUL, ...)");
   EXPECT_TRUE(parse_video_list("# only a comment\n\n", "list.txt", ListFormat::Auto).empty());

@@ -14,7 +14,7 @@ peak_kb() {
     rc=$?
     tail -n 1 rss.txt
   else
-    (ulimit -v 3000000; exec "$@") >"$tmp/out" 2>&1
+    (limit_memory 3000000; exec "$@") >"$tmp/out" 2>&1
     rc=$?
     echo 0
   fi

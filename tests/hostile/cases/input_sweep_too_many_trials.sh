@@ -18,7 +18,7 @@ open("huge.toml", "w").write(s)
 open("rand.toml", "w").write('[sweep]\nbase = "tiny.toml"\n[sweep.random]\ncount = 1000000000\n'
                              '[[sweep.axis]]\nkey = "optim.lr"\nrandom = {min = 0.01, max = 0.1}\n')
 PYEOF
-run_limited() { (ulimit -v 3000000; timeout 60 "$@"); }
+run_limited() { (limit_memory 3000000; timeout 60 "$@"); }
 expect_rc 2 -- run_limited "$vexp" sweep --dry-run big.toml
 expect_out "big.toml: 1000000000000 trials"
 expect_out "a sweep may have at most 100000"

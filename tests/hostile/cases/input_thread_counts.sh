@@ -18,7 +18,7 @@ expect_rc 2 -- "$vexp" bench data tiny.toml --clips -5
 expect_out "--clips"
 # Threads the system refuses (here: too little address space for their stacks)
 # are one line naming the setting, whatever the limit that refused them.
-(ulimit -v 1600000; "$vexp" bench data tiny.toml --threads 256 --clips 4) >"$tmp/out" 2>&1
+(limit_memory 1600000; "$vexp" bench data tiny.toml --threads 256 --clips 4) >"$tmp/out" 2>&1
 rc=$?
 if [ "$rc" -ne 0 ]; then
   [ "$rc" -eq 1 ] || { cat "$tmp/out"; fail "bench data under a memory limit exited $rc"; }
