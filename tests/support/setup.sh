@@ -13,7 +13,8 @@
 #   VEXP_PLUGIN_PATH unset: only the build's plugin folder and what a test names;
 #   $PY: /usr/bin/python3 (the Python with torch and numpy);
 #   fail / expect_rc / expect_out / expect_no_out / no_crash (tests/cli/testlib.sh);
-#   limit_memory KB: bounds the memory of what the (sub)shell runs next (below).
+#   limit_memory KB: bounds the memory of what the (sub)shell runs next; asan_build
+#         (below).
 set -uo pipefail
 : "${name:?set name before sourcing setup.sh}" "${src:?set src before sourcing setup.sh}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vexp_${1:?setup.sh KIND}_${name}_XXXX") || { echo "setup.sh: cannot make a temporary folder" >&2; exit 1; }
@@ -29,14 +30,17 @@ unset VEXP_PLUGIN_PATH
 PY=/usr/bin/python3
 source "$src/tests/cli/testlib.sh"
 
+# asan_build: whether $vexp was built with AddressSanitizer (make sanitize). (ldd's
+# whole output first: `ldd | grep -q` under pipefail fails when grep stops reading
+# early and ldd gets SIGPIPE.)
+asan_build() { [[ "$(ldd "${vexp:-/nonexistent}" 2>/dev/null)" == *libasan.* ]]; }
+
 # limit_memory KB, in a subshell before the command it bounds: `ulimit -v KB`; for a
-# vexp built with AddressSanitizer (make sanitize), which reserves terabytes of
-# address space at start and so cannot run under `ulimit -v`, ASan's own limits of
-# the same size (one allocation, or the resident set, past KB ends the process).
+# vexp built with AddressSanitizer, which reserves terabytes of address space at start
+# and so cannot run under `ulimit -v`, ASan's own limits of the same size (one
+# allocation, or the resident set, past KB ends the process).
 limit_memory() {
-  # (ldd's whole output first: `ldd | grep -q` under pipefail fails when grep
-  # stops reading early and ldd gets SIGPIPE.)
-  if [[ "$(ldd "${vexp:-/nonexistent}" 2>/dev/null)" == *libasan.* ]]; then
+  if asan_build; then
     export ASAN_OPTIONS="${ASAN_OPTIONS:-}:max_allocation_size_mb=$(($1 / 1024)):hard_rss_limit_mb=$(($1 / 1024))"
   else
     ulimit -v "$1"
