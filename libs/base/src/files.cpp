@@ -42,7 +42,8 @@ std::string regular_file_problem(const std::string& path, std::uint64_t max_byte
 }
 
 std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
-                               const std::function<void(std::string_view)>& chunk) {
+                               const std::function<void(std::string_view)>& chunk,
+                               const std::function<void(std::uint64_t)>& on_size) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
@@ -55,6 +56,7 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
   if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     throw Error(size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes));
+  if (on_size) on_size(static_cast<std::uint64_t>(st.st_size));
   std::uint64_t total = 0;
   char buf[1 << 16];
   for (;;) {
@@ -75,7 +77,10 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
 
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
   std::string data;
-  read_file_chunks(path, max_bytes, [&](std::string_view piece) { data.append(piece); });
+  // The size at open reserves the string once (a file that grows meanwhile still fits, by regrowth).
+  read_file_chunks(
+      path, max_bytes, [&](std::string_view piece) { data.append(piece); },
+      [&](std::uint64_t size) { data.reserve(static_cast<std::size_t>(size)); });
   return data;
 }
 

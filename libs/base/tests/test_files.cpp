@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include "vexp/base/files.hpp"
 
@@ -25,6 +27,31 @@ TEST(Files, ReadsRegularFilesWithinTheLimit) {
   std::ofstream(p) << "hello";
   EXPECT_EQ(read_file_bounded(p, 5), "hello");
   EXPECT_NE(message_of([&] { read_file_bounded(p, 4); }).find("is 5 bytes, more than the 4 bytes"), std::string::npos);
+}
+
+TEST(Files, ChunksComeAfterTheSizeAtOpen) {
+  TempDir t("vexp_test");
+  const std::string p = (t.path() / "big.bin").string();
+  const std::string body(200000, 'x');  // more than one 64 KiB chunk
+  std::ofstream(p, std::ios::binary) << body;
+  std::vector<std::string> events;
+  std::string joined;
+  const auto n = read_file_chunks(
+      p, body.size(),
+      [&](std::string_view piece) {
+        events.push_back("chunk");
+        joined.append(piece);
+      },
+      [&](std::uint64_t size) { events.push_back("size " + std::to_string(size)); });
+  EXPECT_EQ(n, body.size());
+  EXPECT_EQ(joined, body);
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.front(), "size 200000");
+  EXPECT_EQ(std::count(events.begin(), events.end(), std::string("size 200000")), 1);
+  // read_file_bounded reserves from that size: one allocation for the whole file.
+  const std::string whole = read_file_bounded(p, body.size());
+  EXPECT_EQ(whole, body);
+  EXPECT_LE(whole.capacity(), body.size() + 64);
 }
 
 TEST(Files, RefusesFifosDevicesAndFoldersWithoutBlocking) {

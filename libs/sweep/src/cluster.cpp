@@ -55,24 +55,34 @@ struct TrialJob {
   std::string script;
 };
 
-// `figures`: the trial's TrainedFigures as stored (to_json), which give the world
-// and backend of the recipe `vexp run` will train; a store written by a vexp that
-// did not keep the backend has the recipe opened again for them.
-TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64_t id,
-                   const std::vector<dsl::Override>& ov, const json& figures, const ClusterLaunch& l) {
-  const fs::path tdir = fs::absolute(dir / "trials" / trial_name(id)).lexically_normal();
+// The world and backend a trial's job is shaped from: those of the recipe `vexp run`
+// will train (TrainedFigures), when known.
+struct JobNeeds {
   int64_t world = 0;
   std::string backend;
-  if (figures.is_object() && figures.value("backend", json()).is_string() &&
-      figures.value("world_size", json()).is_number_integer()) {
-    world = figures["world_size"].get<int64_t>();
-    backend = figures["backend"].get<std::string>();
-  } else {
+};
+
+JobNeeds needs_of(const TrainedFigures& f) { return {f.world_size, f.backend}; }
+
+// A stored row's figures (TrainedFigures::to_json); a store written by a vexp that did
+// not keep the backend gives nothing, and the recipe is opened again for them.
+std::optional<JobNeeds> needs_of(const json& figures) {
+  if (!figures.is_object() || !figures.value("backend", json()).is_string() ||
+      !figures.value("world_size", json()).is_number_integer())
+    return std::nullopt;
+  return JobNeeds{figures["world_size"].get<int64_t>(), figures["backend"].get<std::string>()};
+}
+
+TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64_t id,
+                   const std::vector<dsl::Override>& ov, std::optional<JobNeeds> needs, const ClusterLaunch& l) {
+  const fs::path tdir = fs::absolute(dir / "trials" / trial_name(id)).lexically_normal();
+  if (!needs) {
     if (!open_trial_recipe(s, def.base, ov, false) || !s.plan)
       throw InvalidUse("trial " + trial_name(id) + ": its recipe does not validate");
-    world = s.plan->dist.world_size;
-    backend = s.plan->comm;
+    needs = JobNeeds{s.plan->dist.world_size, s.plan->comm};
   }
+  const int64_t world = needs->world;
+  const std::string& backend = needs->backend;
   const plan::ClusterScheduler& sch = l.cluster.scheduler;
   TrialJob t;
   try {
@@ -198,7 +208,7 @@ std::string cluster_dry_run(const std::vector<Trial>& trials, Session& s, const 
                             const ClusterLaunch& l) {
   std::string out;
   for (const auto& tr : trials) {
-    const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, tr.figures.to_json(), l);
+    const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, needs_of(tr.figures), l);
     out += "# ---- trial " + trial_name(tr.id) + ": " + t.shape.text + t.shape.emulation + "\n" + t.script;
   }
   return out;
@@ -283,7 +293,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
 
   auto submit = [&](int64_t id) {
     const Row& row = by_id.at(id);
-    const TrialJob t = trial_job(s, def, dir, id, overrides_of(row), row.figures, l);
+    const TrialJob t = trial_job(s, def, dir, id, overrides_of(row), needs_of(row.figures), l);
     const fs::path tdir(t.spec.run_dir);
     std::error_code ec;
     if (fs::exists(tdir, ec) && !fs::is_empty(tdir, ec) && !fs::exists(rundir::RunDir(tdir).jobs(), ec)) {

@@ -220,22 +220,26 @@ void log_outcome(const fs::path& log, int64_t id, const std::string& status, int
 
 std::string prune_reason(const Definition& def, const std::map<int64_t, double>& curve,
                          const std::map<int64_t, std::map<int64_t, double>>& finished_curves, int64_t& checked_epoch) {
-  if (curve.empty()) return "";
-  const auto& [epoch, value] = *curve.rbegin();
-  if (epoch < def.prune_after || epoch <= checked_epoch) return "";
-  checked_epoch = epoch;
-  std::vector<double> others;
-  for (const auto& [id, c] : finished_curves)
-    if (auto it = c.find(epoch); it != c.end()) others.push_back(it->second);
-  if (static_cast<int64_t>(others.size()) < def.prune_min_trials) return "";
-  std::sort(others.begin(), others.end());
-  const size_t m = others.size();
-  const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
-  if (def.direction == "max" ? value >= median : value <= median) return "";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
-                static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
-  return buf;
+  // Every evaluation not judged yet, in order: a poll that finds two new epochs (a fast
+  // trial between two polls) judges the first before the second, as one poll per epoch would.
+  for (auto it = curve.upper_bound(std::max(checked_epoch, def.prune_after - 1)); it != curve.end(); ++it) {
+    const auto& [epoch, value] = *it;
+    checked_epoch = epoch;
+    std::vector<double> others;
+    for (const auto& [id, c] : finished_curves)
+      if (auto f = c.find(epoch); f != c.end()) others.push_back(f->second);
+    if (static_cast<int64_t>(others.size()) < def.prune_min_trials) continue;
+    std::sort(others.begin(), others.end());
+    const size_t m = others.size();
+    const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
+    if (def.direction == "max" ? value >= median : value <= median) continue;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "pruned after epoch %lld: %s %.4g is worse than the median %.4g of %zu finished trials",
+                  static_cast<long long>(epoch), def.metric.c_str(), value, median, m);
+    return buf;
+  }
+  return "";
 }
 
 std::string last_error(const fs::path& log) {

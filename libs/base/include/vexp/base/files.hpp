@@ -24,9 +24,11 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes =
 
 // The same file streamed: `chunk` gets its bytes in pieces (up to 64 KiB) as they are
 // read, with read_file_bounded's checks and errors (a file that grows past max_bytes
-// while it is read is refused too). Returns the number of bytes read.
+// while it is read is refused too). `on_size`, when given, gets the file's size at open
+// (before the first chunk), for a caller that reserves memory. Returns the number of bytes read.
 std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
-                               const std::function<void(std::string_view)>& chunk);
+                               const std::function<void(std::string_view)>& chunk,
+                               const std::function<void(std::uint64_t)>& on_size = {});
 
 // Why `path` is not a regular file of at most max_bytes ("" when it is). Does not open it.
 std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes);
