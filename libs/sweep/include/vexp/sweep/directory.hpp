@@ -28,10 +28,11 @@ Curves read_curves(const std::filesystem::path& run_dir, const std::string& metr
 
 // The median rule of [sweep] prune_after / prune_min_trials: a running trial with an
 // evaluation (`curve`, epoch -> metric) worse than the median of the finished trials'
-// values at that epoch is pruned. Epochs not judged yet are judged in order, the first
-// worse one prunes: the outcome does not depend on how often the driver polls. Returns the reason ("pruned after epoch 3:
-// top1 0.2 is worse than the median 0.3 of 4 finished trials"), or "" to keep it;
-// `checked_epoch` (the last epoch judged) is advanced so that an epoch is judged once.
+// values at that epoch is pruned. Epochs not judged yet are judged in order and the
+// first worse one prunes, so the outcome does not depend on how often the driver polls.
+// Returns the reason ("pruned after epoch 3: top1 0.2 is worse than the median 0.3 of
+// 4 finished trials"), or "" to keep it; `checked_epoch` (the last epoch judged) is
+// advanced so that an epoch is judged once.
 std::string prune_reason(const Definition& def, const std::map<int64_t, double>& curve,
                          const std::map<int64_t, std::map<int64_t, double>>& finished_curves, int64_t& checked_epoch);
 
