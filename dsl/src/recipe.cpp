@@ -18,6 +18,7 @@
 
 #include <toml++/toml.h>
 
+#include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/schema/schema.hpp"
 
@@ -350,6 +351,7 @@ bool read_file(const std::string& path, std::string& text, std::string& error) {
     error = S_ISDIR(st.st_mode) ? "is a directory" : std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
     return false;
   }
+  base::note_input(path, st.st_dev, st.st_ino);
   const uint64_t limit = kMaxRecipeBytes;
   const std::string at_most =
       "a recipe file may have at most " + mib_text(limit) + " (" + std::to_string(limit) + " bytes)";

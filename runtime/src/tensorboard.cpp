@@ -1,6 +1,9 @@
 #include "vexp/runtime/tensorboard.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <array>
 #include <chrono>
@@ -108,7 +111,17 @@ bool EventWriter::open(const std::string& dir) {
   const double t = now_seconds();
   std::string name = "events.out.tfevents." + std::to_string(static_cast<long long>(t)) + "." + host;
   std::filesystem::path p = std::filesystem::path(dir) / name;
-  for (int i = 1; std::filesystem::exists(p); ++i) p = std::filesystem::path(dir) / (name + "." + std::to_string(i));
+  // A new file of our own: O_EXCL | O_NOFOLLOW never opens what is already there (a
+  // link planted under the next name included).
+  for (int i = 1;; ++i) {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    if (errno != EEXIST || i > 1000) return false;
+    p = std::filesystem::path(dir) / (name + "." + std::to_string(i));
+  }
   out_.open(p, std::ios::binary | std::ios::app);
   if (!out_) return false;
   path_ = p.string();

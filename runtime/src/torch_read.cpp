@@ -96,6 +96,7 @@ class File {
     if (::fstat(fd_, &st) != 0) throw OpenError(std::string(std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) throw OpenError("it is " + base::file_kind(st.st_mode) + ", not a regular file");
     size_ = static_cast<uint64_t>(st.st_size);
+    base::note_input(path, st.st_dev, st.st_ino);
   }
   ~File() {
     if (fd_ >= 0) ::close(fd_);

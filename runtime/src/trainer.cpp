@@ -238,8 +238,11 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     std::error_code ec;
     const rundir::RunDir dir(out);
     fs::create_directories(dir.failures(), ec);
-    std::ofstream f(dir.failure_of_rank(rank), std::ios::app);
-    f << what << "\n";
+    try {
+      base::append_file(dir.failure_of_rank(rank).string(), what + "\n");
+    } catch (const base::Error&) {
+      // the line above already said it on stderr
+    }
   };
   comm->set_watchdog(plan.dist.timeout_s, report);
   try {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 #include "vexp/runtime/tensorboard.hpp"
 #include "vexp/runtime/train_step.hpp"
@@ -63,7 +64,9 @@ class MetricsLog {
 
  private:
   bool open_file() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // No link followed and one name only: a received run folder's metrics.jsonl may be
+    // a link to another file (vexp::base::open_append_fd).
+    fd_ = base::open_append_fd(path_.c_str());
     if (fd_ < 0) return false;
     struct stat st {};
     good_size_ = ::fstat(fd_, &st) == 0 ? st.st_size : 0;
@@ -86,7 +89,7 @@ class MetricsLog {
     }
     if (fd_ >= 0 && done > 0) (void)!::ftruncate(fd_, good_size_);
     if (++lost_ == 1)
-      log_warn("cannot write '" + path_ + "': " + std::strerror(err) +
+      log_warn("cannot write '" + path_ + "': " + base::append_problem(err) +
                "; the run goes on, and the metrics lines lost are counted in summary.json (metrics_lines_lost)");
   }
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::cli {
 
@@ -21,6 +22,11 @@ plan::Cluster open_cluster_file(const std::string& path) {
 }
 
 plan::Cluster open_scheduler_cluster(const std::string& path, const std::string& command) {
+  // Its name is written into every batch script (a comment line): one line only.
+  if (base::has_control(path))
+    throw Exit{kExitInvalid, "--cluster '" + base::printable(path, 80) +
+                                 "' holds a newline or another control character, which a batch script cannot hold; "
+                                 "rename it; nothing written, nothing submitted"};
   plan::Cluster c = open_cluster_file(path);
   if (!c.scheduler.given)
     throw Exit{kExitInvalid, path + ": no [scheduler] table: " + command +

@@ -9,15 +9,23 @@
 #include <iostream>
 
 #include "vexp/base/files.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
 
-void refuse_output_onto_input(const std::string& out, const std::string& option, const std::string& input,
-                              const std::string& what) {
-  if (input.empty() || out.empty() || !base::same_file(out, input)) return;
-  throw Exit{kExitInvalid, option + " '" + out + "' is " + what + " '" + input +
-                               "' that this command reads; write it elsewhere"};
+void refuse_output(const std::string& out, const std::string& option,
+                   const std::vector<std::pair<std::string, std::string>>& inputs) {
+  if (out.empty()) return;
+  const std::string shown = option + " '" + base::printable(out) + "'";
+  for (const auto& [input, what] : inputs)
+    if (!input.empty() && base::same_file(out, input))
+      throw Exit{kExitInvalid, shown + " is " + what + " '" + base::printable(input) +
+                                   "' that this command reads; write it elsewhere"};
+  if (const std::string read = base::read_as_input(out); !read.empty())
+    throw Exit{kExitInvalid, shown + " is '" + base::printable(read) + "', which this command reads; write it elsewhere"};
+  if (const std::string why = rundir::managed_file_problem(out); !why.empty())
+    throw Exit{kExitInvalid, shown + " " + why + "; write it elsewhere"};
 }
 
 std::string exe_path() {

@@ -59,11 +59,17 @@ std::string exe_path();
 // _-+=/.,:@%, else in single quotes (each ' written '\''). For commands printed to users.
 std::string shell_quote(const std::string& s);
 
-// An output must never replace what the command reads: Exit (invalid) "OPTION 'OUT'
-// is WHAT 'INPUT' that this command reads; write it elsewhere" when `out` and `input`
-// are the same file (hard links and symlinks seen through). No-op for an empty input.
-void refuse_output_onto_input(const std::string& out, const std::string& option, const std::string& input,
-                              const std::string& what);
+// The one rule for a command's outputs (docs/security.md, "An output never replaces
+// an input"): Exit (invalid) with one line when `out`, given as `option`, is
+//  - one of `inputs` ({path, what}, what the command reads or will read; "" skipped):
+//    "OPTION 'OUT' is WHAT 'INPUT' that this command reads; write it elsewhere";
+//  - any file this process has read so far, by device and inode (recipes and their
+//    `extends` bases, cluster files and profiles, checkpoints, lists, ...):
+//    "OPTION 'OUT' is 'NAME', which this command reads; write it elsewhere";
+//  - a file vexp manages inside a run or sweep folder (rundir::managed_file_problem).
+// Hard and symbolic links are seen through. Call it after the inputs were read.
+void refuse_output(const std::string& out, const std::string& option,
+                   const std::vector<std::pair<std::string, std::string>>& inputs = {});
 
 // A recipe shipped with vexp (`rel` under recipes/), found from the executable:
 // DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree

@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <system_error>
+#include <utility>
 
 namespace vexp::base {
 namespace fs = std::filesystem;
@@ -30,7 +33,81 @@ std::string size_problem(const std::string& path, std::uint64_t size, std::uint6
          " bytes vexp reads from such a file";
 }
 
+struct Inputs {
+  std::mutex mu;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> by_inode;  // the first name it was read as
+};
+
+Inputs& inputs() {
+  static Inputs* in = new Inputs;  // never destroyed: readers may run during static destruction
+  return *in;
+}
+
 }  // namespace
+
+void note_input(const std::string& path, std::uint64_t dev, std::uint64_t ino) {
+  Inputs& in = inputs();
+  std::lock_guard<std::mutex> l(in.mu);
+  in.by_inode.emplace(std::make_pair(dev, ino), path);
+}
+
+void note_input(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) note_input(path, st.st_dev, st.st_ino);
+}
+
+std::string read_as_input(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  Inputs& in = inputs();
+  std::lock_guard<std::mutex> l(in.mu);
+  auto it = in.by_inode.find({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)});
+  return it == in.by_inode.end() ? "" : it->second;
+}
+
+int open_append_fd(const char* path, bool inherit) noexcept {
+  const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | (inherit ? 0 : O_CLOEXEC),
+                        0644);
+  if (fd < 0) {
+    if (errno == ENXIO) errno = EINVAL;  // a FIFO without a reader (O_NONBLOCK), a socket: not a regular file
+    return -1;
+  }
+  struct stat st {};
+  int err = 0;
+  if (::fstat(fd, &st) != 0) err = errno;
+  else if (!S_ISREG(st.st_mode)) err = EINVAL;
+  else if (st.st_nlink != 1) err = EMLINK;
+  if (err != 0) {
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+std::string append_problem(int err) {
+  if (err == ELOOP) return "it is a symbolic link, which vexp does not append through";
+  if (err == EMLINK) return "it has more than one name (a hard link to another file), which vexp does not append to";
+  if (err == EINVAL) return "it is not a regular file";
+  return std::strerror(err);
+}
+
+void append_file(const std::string& path, std::string_view text) {
+  const int fd = open_append_fd(path.c_str());
+  if (fd < 0) throw Error("cannot append to '" + path + "': " + append_problem(errno));
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : ENOSPC;
+      ::close(fd);
+      throw Error("cannot append to '" + path + "': " + std::strerror(err));
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  if (::close(fd) != 0) throw Error("cannot append to '" + path + "': " + std::strerror(errno));
+}
 
 std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes) {
   struct stat st {};
@@ -56,6 +133,7 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
   if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     throw Error(size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes));
+  note_input(path, st.st_dev, st.st_ino);
   if (on_size) on_size(static_cast<std::uint64_t>(st.st_size));
   std::uint64_t total = 0;
   char buf[1 << 16];

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <fstream>
@@ -140,4 +143,51 @@ TEST(Files, TempDirUnderAGivenParent) {
   EXPECT_FALSE(fs::exists(inner_path));
   EXPECT_NE(message_of([&] { TempDir bad("x", (outer.path() / "missing").string()); }).find("missing"),
             std::string::npos);
+}
+
+// Appends never follow a link nor write to a file with another name (issue #36 item 1).
+TEST(Files, AppendRefusesSymbolicAndHardLinks) {
+  TempDir t("vexp_test");
+  const std::string victim = (t.path() / "bashrc").string();
+  write_file_atomic(victim, "keep\n");
+  const std::string sym = (t.path() / "log.txt").string(), hard = (t.path() / "jobs.jsonl").string();
+  ASSERT_EQ(::symlink(victim.c_str(), sym.c_str()), 0);
+  ASSERT_EQ(::link(victim.c_str(), hard.c_str()), 0);
+  try {
+    append_file(sym, "x\n");
+    FAIL() << "appended through a symbolic link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a symbolic link"), std::string::npos) << e.what();
+  }
+  try {
+    append_file(hard, "x\n");
+    FAIL() << "appended to a hard link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than one name"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file_bounded(victim), "keep\n");
+  const std::string own = (t.path() / "own.txt").string();
+  append_file(own, "a\n");
+  append_file(own, "b\n");
+  EXPECT_EQ(read_file_bounded(own), "a\nb\n");
+  const std::string fifo = (t.path() / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_EQ(open_append_fd(fifo.c_str()), -1);  // without blocking
+  EXPECT_EQ(errno, EINVAL);
+}
+
+// What a process read is known by device and inode (issue #36 item 4).
+TEST(Files, InputsAreKnownThroughLinks) {
+  TempDir t("vexp_test");
+  const std::string in = (t.path() / "recipe.toml").string();
+  write_file_atomic(in, "x = 1\n");
+  const std::string hard = (t.path() / "hard.toml").string(), sym = (t.path() / "sym.toml").string();
+  ASSERT_EQ(::link(in.c_str(), hard.c_str()), 0);
+  ASSERT_EQ(::symlink(in.c_str(), sym.c_str()), 0);
+  EXPECT_EQ(read_as_input(hard), "");
+  read_file_bounded(in);
+  EXPECT_EQ(read_as_input(in), in);
+  EXPECT_EQ(read_as_input(hard), in);
+  EXPECT_EQ(read_as_input(sym), in);
+  EXPECT_EQ(read_as_input((t.path() / "new.toml").string()), "");
 }

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,4 +48,45 @@ TEST(DirLock, ReleasedWhenTheHolderDies) {
   ::waitpid(pid, nullptr, 0);
   DirLock b(dir, "parent");
   EXPECT_TRUE(b.held());
+}
+
+// A lock file planted as a hard link to another file (a checkpoint, a file outside
+// the folder) is refused before anything is written: the lock would truncate it.
+TEST(DirLock, HardLinkedLockFileIsRefusedAndTheVictimKept) {
+  TempDir t("vexp_test");
+  const std::string dir = t.path().string();
+  const std::string victim = (t.path() / "victim.pt").string();
+  write_file_atomic(victim, "precious bytes");
+  ASSERT_EQ(::link(victim.c_str(), (t.path() / DirLock::kFileName).c_str()), 0);
+  try {
+    DirLock a(dir, "vexp run");
+    FAIL() << "a hard-linked lock file was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 2 names (a hard link to another file)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file_bounded(victim), "precious bytes");
+}
+
+TEST(DirLock, SymlinkAndFifoLockFilesAreRefusedWithoutBlocking) {
+  TempDir t("vexp_test");
+  const std::string victim = (t.path() / "victim").string();
+  write_file_atomic(victim, "keep");
+  const std::string a = (t.path() / "a").string(), b = (t.path() / "b").string();
+  ASSERT_EQ(::mkdir(a.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(b.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (a + "/" + DirLock::kFileName).c_str()), 0);
+  ASSERT_EQ(::mkfifo((b + "/" + DirLock::kFileName).c_str(), 0644), 0);
+  try {
+    DirLock l(a, "vexp run");
+    FAIL() << "a symlinked lock file was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a symbolic link"), std::string::npos) << e.what();
+  }
+  try {
+    DirLock l(b, "vexp run");
+    FAIL() << "a FIFO lock file was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a FIFO, not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file_bounded(victim), "keep");
 }

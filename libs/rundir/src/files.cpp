@@ -73,7 +73,9 @@ const std::vector<const char*> kMetricsNumberKeys = {"epoch", "step", "global_st
 
 bool RunDir::holds_run() const {
   std::error_code ec;
-  return fs::exists(summary(), ec) || fs::exists(metrics(), ec) || !latest_checkpoint(checkpoints().string()).empty();
+  // An empty metrics.jsonl (a run stopped before its first logged step) is no run.
+  const bool metrics_lines = fs::exists(metrics(), ec) && !(fs::is_regular_file(metrics(), ec) && fs::is_empty(metrics(), ec));
+  return fs::exists(summary(), ec) || metrics_lines || !latest_checkpoint(checkpoints().string()).empty();
 }
 
 bool RunDir::is_run_dir(bool resolved_counts) const {
@@ -84,6 +86,51 @@ bool RunDir::is_run_dir(bool resolved_counts) const {
 bool RunDir::is_sweep_dir() const {
   std::error_code ec;
   return fs::exists(dir / kSweepDb, ec);
+}
+
+// ---- files vexp manages -------------------------------------------------------
+
+namespace {
+
+bool is_run_folder(const fs::path& d) {
+  std::error_code ec;
+  const RunDir r(d);
+  return r.is_run_dir(true) || fs::exists(r.jobs(), ec) || fs::exists(d / ".vexp.lock", ec);
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+std::string managed_file_problem(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) p = fs::absolute(path).lexically_normal();
+  const std::string name = p.filename().string();
+  auto shown = [](const fs::path& d) { return "'" + base::printable(d.string()) + "'"; };
+  // The folders that may own `p`: its parent (a run's own files, a sweep's store),
+  // grandparent (checkpoints/X, failures/X, trials/NNN) and further up to a sweep
+  // folder (trials/NNN/checkpoints/X is four below it).
+  fs::path d = p.parent_path();
+  for (int up = 1; up <= 4 && !d.empty(); ++up, d = d.parent_path()) {
+    const std::string first = p.lexically_relative(d).begin()->string();
+    if (RunDir(d).is_sweep_dir()) {
+      if (first == "trials") return "is inside the trials of the sweep folder " + shown(d) + ", which vexp manages";
+      if (up == 1 && (starts_with(name, kSweepDb) || name == ".vexp.lock"))
+        return "is " + base::printable(name) + " of the sweep folder " + shown(d) + ", which vexp manages";
+    }
+    if (up <= 3 && (first == kCheckpoints || first == kFailures) && up >= 2 && is_run_folder(d))
+      return "is inside " + first + "/ of the run folder " + shown(d) + ", which vexp manages";
+    if (up == 1 && is_run_folder(d)) {
+      for (const char* n : {kResolved, kMetrics, kSummary, kProvenance, kTrialLog, kJobs, "job.sbatch", ".vexp.lock"})
+        if (name == n) return "is " + name + " of the run folder " + shown(d) + ", which vexp manages";
+      const bool slurm_log = starts_with(name, "slurm-") && name.size() > 10 && name.substr(name.size() - 4) == ".out";
+      if (starts_with(name, kTensorBoardPrefix) || slurm_log)
+        return "is " + base::printable(name) + " of the run folder " + shown(d) + ", which vexp manages";
+    }
+    if (d == d.parent_path()) break;
+  }
+  return "";
 }
 
 // ---- checkpoints ------------------------------------------------------------

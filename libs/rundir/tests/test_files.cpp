@@ -128,3 +128,32 @@ TEST(RunDirFiles, RecordedFailureIsTheLastLineOfTheFirstRank) {
   write(tmp.path() / "failures" / "rank_0.txt", "rank zero's\n");
   EXPECT_EQ(recorded_failure(tmp.path()), "rank_0.txt: rank zero's");
 }
+
+// No command's output may replace a file vexp manages (issue #36 item 4).
+TEST(RunDirFiles, ManagedFilesOfRunAndSweepFolders) {
+  vexp::base::TempDir tmp;
+  const fs::path run = tmp.path() / "run";
+  fs::create_directories(run / "checkpoints");
+  fs::create_directories(run / "failures" / "previous");
+  write(run / "metrics.jsonl", "");
+  for (const char* f : {"summary.json", "metrics.jsonl", "resolved.toml", "provenance.jsonl", "jobs.jsonl",
+                        "job.sbatch", ".vexp.lock", "log.txt", "slurm-123.out", "events.out.tfevents.1.host"})
+    EXPECT_NE(managed_file_problem(run / f).find("of the run folder"), std::string::npos) << f;
+  EXPECT_NE(managed_file_problem(run / "checkpoints" / "epoch_0001.pt").find("inside checkpoints/"), std::string::npos);
+  EXPECT_NE(managed_file_problem(run / "failures" / "previous" / "rank_0.txt").find("inside failures/"),
+            std::string::npos);
+  EXPECT_EQ(managed_file_problem(run / "model.pth"), "");    // a new name: an output may go there
+  EXPECT_EQ(managed_file_problem(tmp.path() / "summary.json"), "");  // not a run folder
+  // Through a symbolic link to the folder.
+  fs::create_directory_symlink(run, tmp.path() / "alias");
+  EXPECT_NE(managed_file_problem(tmp.path() / "alias" / "summary.json").find("summary.json of the run folder"),
+            std::string::npos);
+  // A sweep folder: the store and everything under trials/.
+  const fs::path sw = tmp.path() / "sweep";
+  fs::create_directories(sw / "trials" / "001" / "checkpoints");
+  write(sw / "sweep.db", "");
+  for (const fs::path& p : {sw / "sweep.db", sw / "sweep.db-wal", sw / "trials" / "001" / "x.json",
+                            sw / "trials" / "001" / "checkpoints" / "epoch_0001.pt"})
+    EXPECT_NE(managed_file_problem(p).find("sweep folder"), std::string::npos) << p;
+  EXPECT_EQ(managed_file_problem(sw / "best.toml"), "");
+}

@@ -1,6 +1,8 @@
 #include "vexp/slurm/job.hpp"
 
+#include <cstdlib>
 #include <ctime>
+#include <set>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -10,6 +12,7 @@
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
+#include "vexp/slurm/scheduler.hpp"
 
 namespace vexp::slurm {
 
@@ -38,7 +41,25 @@ std::string utc_now() {
   return buf;
 }
 
+std::string job_spec_problem(const JobSpec& j) {
+  std::vector<std::pair<std::string, const std::string*>> fields{
+      {"the run directory", &j.run_dir}, {"the job name", &j.job_name},   {"the time limit", &j.time},
+      {"the partition", &j.partition},   {"the account", &j.account},     {"the cluster file's name", &j.cluster_file},
+      {"the submit command", &j.submit_command}};
+  for (const auto* list : {&j.sbatch_extra, &j.setup, &j.launcher, &j.vexp_argv})
+    for (const auto& w : *list) fields.emplace_back("a word of the job", &w);
+  for (const auto& [what, v] : fields)
+    if (base::has_control(*v))
+      return what + " '" + base::printable(*v, 80) + "' holds a newline or another control character";
+  if (j.vexp_argv.empty()) return "the job has no vexp command";
+  return "";
+}
+
 std::string batch_script(const JobSpec& j) {
+  // Every string is checked here, where the script is written (comments too: a
+  // newline in a comment starts a shell line).
+  if (const std::string why = job_spec_problem(j); !why.empty())
+    throw Refused(why + ", which a batch script cannot hold; nothing written");
   std::ostringstream o;
   const std::string q_dir = base::shell_quote(j.run_dir);
   o << "#!/bin/bash\n";
@@ -57,7 +78,7 @@ std::string batch_script(const JobSpec& j) {
   o << "#SBATCH --open-mode=append\n";
   o << "#SBATCH --output=" << j.run_dir << "/slurm-%j.out\n";
   for (const auto& x : j.sbatch_extra) o << "#SBATCH " << x << "\n";
-  o << "#\n# Written by vexp submit (docs/clusters.md):\n#   " << j.submit_command << "\n";
+  o << "#\n# Written by vexp submit (docs/clusters.md):\n#   " << base::printable(j.submit_command) << "\n";
   o << "# Every start (the first and each requeue) continues the run in its directory\n"
        "# (vexp run --resume auto). SIGUSR1, "
     << j.signal_lead_s
@@ -72,11 +93,14 @@ std::string batch_script(const JobSpec& j) {
   o << "job=$(printf %s \"${SLURM_JOB_ID:-}\" | tr -cd 0-9)\n";
   o << "restart=$(printf %s \"${SLURM_RESTART_COUNT:-0}\" | tr -cd 0-9)\n";
   o << "restart=${restart:-0}\n\n";
+  // The job's record is appended by vexp itself (`vexp job-record`): a JSON line
+  // built and escaped by vexp, written through the append that refuses a symbolic or
+  // hard link planted as jobs.jsonl (a shell's >> would follow it). A record that
+  // cannot be written is said in the log and the job goes on.
+  o << "vexp=" << base::shell_quote(j.vexp_argv[0]) << "\n";
   o << "vexp_record() {  # EVENT STATE [EXIT]\n"
-       "  printf '{\"event\":\"%s\",\"job\":\"%s\",\"restart\":%s,\"state\":\"%s\",\"exit\":%s,\"nodes\":\"%s\",\"time\":\"%s\"}\\n' \\\n"
-       "    \"$1\" \"$job\" \"$restart\" \"$2\" \"${3:--1}\" \\\n"
-       "    \"$(printf %s \"${SLURM_JOB_NODELIST:-}\" | tr -cd 'A-Za-z0-9,._[]-')\" \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \\\n"
-       "    >>\"$run_dir/jobs.jsonl\"\n"
+       "  \"$vexp\" job-record \"$run_dir\" \"$1\" \"$2\" \"${3:--1}\" ||\n"
+       "    say \"could not record the $1 ($2) event in jobs.jsonl (the line above says why); the job goes on\"\n"
        "}\n"
        "say() { echo \"vexp job $job [$(date -u +%H:%M:%S)]: $*\"; }\n\n";
   o << "# USR1: the time limit is near. TERM: scancel, or the limit itself (Slurm signals\n"
@@ -87,7 +111,7 @@ std::string batch_script(const JobSpec& j) {
        "[ -z \"$step\" ] || kill -USR1 \"$step\" 2>/dev/null' USR1\n"
        "trap 'signalled=${signalled:-TERM}; say \"SIGTERM\"' TERM\n\n";
   if (!j.setup.empty()) {
-    o << "# [scheduler] setup of " << j.cluster_file << "\n";
+    o << "# [scheduler] setup of " << base::printable(j.cluster_file) << "\n";
     for (const auto& l : j.setup) o << l << "\n";
     o << "\n";
   }
@@ -156,6 +180,33 @@ std::string batch_script(const JobSpec& j) {
        "say \"vexp run failed (exit $rc)\"\n"
        "exit \"$rc\"\n";
   return o.str();
+}
+
+std::string job_event_line(const std::string& event, const std::string& state, int64_t exit_code) {
+  static const std::set<std::string> states{"running",   "completed", "requeued", "requeue_failed",
+                                            "requeue_limit", "cancelled", "failed"};
+  if (event != "start" && event != "end")
+    throw Refused("job event '" + base::printable(event, 40) + "' is not start or end");
+  if (!states.count(state)) throw Refused("job state '" + base::printable(state, 40) + "' is not one vexp records");
+  auto env = [](const char* name, const std::string& allowed) {
+    const char* v = std::getenv(name);
+    std::string out;
+    for (const char* c = v ? v : ""; *c && out.size() < 4096; ++c)
+      if (allowed.find(*c) != std::string::npos) out += *c;
+    return out;
+  };
+  const std::string digits = "0123456789";
+  const std::string restart = env("SLURM_RESTART_COUNT", digits);
+  // The field order of the records the script wrote before (and of docs/clusters.md).
+  nlohmann::ordered_json j{{"event", event},
+                   {"job", env("SLURM_JOB_ID", digits)},
+                   {"restart", restart.empty() || restart.size() > 9 ? 0 : std::stoll(restart)},
+                   {"state", state},
+                   {"exit", exit_code},
+                   {"nodes", env("SLURM_JOB_NODELIST",
+                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789,._[]-")},
+                   {"time", utc_now()}};
+  return j.dump();
 }
 
 JobRecord read_jobs(const std::string& run_dir) {

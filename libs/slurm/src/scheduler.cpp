@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "vexp/base/files.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/slurm/job.hpp"
@@ -199,13 +200,11 @@ bool is_running(const std::string& s) {
 }
 
 void append_event(const std::string& run_dir, const std::string& json_line) {
-  const std::string file = jobs_file(run_dir);
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) throw Error("cannot append to '" + printable(file) + "'");
-  const std::string l = json_line + "\n";
-  const bool ok = ::write(fd, l.data(), l.size()) == static_cast<ssize_t>(l.size());
-  ::close(fd);
-  if (!ok) throw Error("cannot append to '" + printable(file) + "'");
+  try {
+    base::append_file(jobs_file(run_dir), json_line + "\n");
+  } catch (const base::Error& e) {
+    throw Error(e.what());
+  }
 }
 
 }  // namespace vexp::slurm

@@ -2,8 +2,12 @@
 // guards, the job record. (tests/slurm/ runs the commands against a real one.)
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "vexp/base/files.hpp"
 #include "vexp/slurm/job.hpp"
@@ -115,4 +119,55 @@ TEST(SlurmRecord, EventsMakeAHistory) {
   EXPECT_EQ(r.jobs[0].requeues, 1);
   EXPECT_EQ(r.jobs[0].state, "running");
   EXPECT_EQ(r.jobs[0].nodes, "n2");
+}
+
+// Every string of the batch script is checked where it is written, comment lines
+// included (issue #36 item 2): a newline in the cluster file's name or the submit
+// command would start a shell line.
+TEST(SlurmBatchScript, EveryStringIsCheckedCommentsIncluded) {
+  JobSpec j;
+  j.run_dir = "/runs/a";
+  j.job_name = "a";
+  j.vexp_argv = {"/opt/vexp/bin/vexp", "run", "r.toml", "--out", "/runs/a", "--resume", "auto"};
+  j.launcher = {"srun"};
+  j.cluster_file = "c.toml";
+  j.submit_command = "vexp submit r.toml --cluster c.toml";
+  const std::string ok = batch_script(j);
+  EXPECT_NE(ok.find("vexp=/opt/vexp/bin/vexp\n"), std::string::npos);
+  EXPECT_NE(ok.find("\"$vexp\" job-record \"$run_dir\" \"$1\" \"$2\""), std::string::npos);
+  EXPECT_EQ(ok.find(">>\"$run_dir/jobs.jsonl\""), std::string::npos);
+  for (auto set : std::vector<std::function<void(JobSpec&)>>{
+           [](JobSpec& x) { x.cluster_file = "c\ntouch PWNED.toml"; },
+           [](JobSpec& x) { x.submit_command = "vexp submit --cluster 'c\ntouch PWNED'"; },
+           [](JobSpec& x) { x.setup = {"module load a\x1b]0;x\x07"}; },
+           [](JobSpec& x) { x.partition = "debug\r"; },
+           [](JobSpec& x) { x.vexp_argv.push_back("--set\nrun.name=x"); }}) {
+    JobSpec bad = j;
+    set(bad);
+    EXPECT_NE(job_spec_problem(bad), "");
+    try {
+      batch_script(bad);
+      FAIL() << "a control character reached the batch script";
+    } catch (const Refused& e) {
+      EXPECT_NE(std::string(e.what()).find("holds a newline or another control character"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(SlurmJobRecord, EventLinesAreBuiltFromSlurmsVariablesOnly) {
+  ::setenv("SLURM_JOB_ID", "12\"34", 1);
+  ::setenv("SLURM_RESTART_COUNT", "2", 1);
+  ::setenv("SLURM_JOB_NODELIST", "n[1-2]\n\"x\":1", 1);
+  const auto j = nlohmann::json::parse(job_event_line("end", "requeued", 130));
+  EXPECT_EQ(j["job"], "1234");
+  EXPECT_EQ(j["restart"], 2);
+  EXPECT_EQ(j["nodes"], "n[1-2]x1");
+  EXPECT_EQ(j["state"], "requeued");
+  EXPECT_EQ(j["exit"], 130);
+  EXPECT_THROW(job_event_line("begin", "running", -1), Refused);
+  EXPECT_THROW(job_event_line("end", "done\n", 0), Refused);
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_RESTART_COUNT");
+  ::unsetenv("SLURM_JOB_NODELIST");
 }

@@ -120,7 +120,11 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
   j.cluster_file = l.cluster_file;
   j.submit_command = "vexp sweep (trial " + trial_name(id) + " of " + base::shell_quote(fs::absolute(dir).string()) +
                      ", --cluster " + base::shell_quote(l.cluster_file) + ")";
-  t.script = slurm::batch_script(j);
+  try {
+    t.script = slurm::batch_script(j);
+  } catch (const slurm::Refused& e) {
+    throw InvalidUse("trial " + trial_name(id) + ": " + e.what());
+  }
   return t;
 }
 
@@ -228,6 +232,17 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
       r.status = "pending";
     }
     if (r.status == "running" && !r.job.empty()) {
+      // A job id from the store goes to squeue and scancel: digits only. And a job
+      // submitted from another folder (this one is a copy, or was moved) is that
+      // folder's: following it here would cancel or record another sweep's trial.
+      if (r.job.find_first_not_of("0123456789") != std::string::npos)
+        throw Error("sweep.db: trial " + trial_name(r.id) + ": job '" + base::printable(r.job, 40) +
+                    "' is not a Slurm job id; nothing submitted");
+      if (!base::same_file(r.stored_run_dir, r.run_dir))
+        throw Error("trial " + trial_name(r.id) + "'s job " + r.job + " was submitted for '" +
+                    base::printable(r.stored_run_dir, 200) + "', not for '" + base::printable(r.run_dir, 200) +
+                    "': this sweep folder is a copy of another (or was moved) whose jobs may still be queued or "
+                    "running; follow them from the folder they were submitted from; nothing submitted");
       Active a;
       a.id = r.id;
       a.job = r.job;
@@ -326,8 +341,13 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
              {"max_requeues", t.spec.max_requeues},
              {"script", "job.sbatch"},
              {"sweep_trial", id}};
-    slurm::append_event(tdir.string(), rec.dump());
-    store.mark_queued(id, tdir.string(), job);
+    store.mark_queued(id, tdir.string(), job);  // first: the job is queued whatever its folder's record says
+    try {
+      slurm::append_event(tdir.string(), rec.dump());
+    } catch (const slurm::Error& e) {
+      std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << e.what() << "; its job " << job
+                << " is submitted all the same\n";
+    }
     Active a;
     a.id = id;
     a.job = job;

@@ -1,5 +1,6 @@
 #include "vexp/sweep/directory.hpp"
 
+#include "vexp/base/files.hpp"
 #include "vexp/rundir/files.hpp"
 
 #include <algorithm>
@@ -48,6 +49,16 @@ std::string run_threads_in(const fs::path& resolved) {
 double number(const json& j, const char* key, double absent) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : absent;
+}
+
+// A trial's log.txt is appended to without following a link (vexp::base::append_file):
+// a folder from someone else may hold log.txt as a link to ~/.bashrc.
+void append_log(const fs::path& log, const std::string& text) {
+  try {
+    base::append_file(log.string(), text);
+  } catch (const base::Error& e) {
+    throw Error(e.what());
+  }
 }
 
 double mtime_s(const fs::path& p) {
@@ -200,22 +211,20 @@ void move_attempt_aside(const fs::path& trial_dir) {
 }
 
 void log_attempt(const fs::path& log, int64_t id, int64_t attempt, bool resume, const std::vector<std::string>& argv) {
-  std::ofstream l(log, std::ios::app);
   std::time_t t = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
-  l << kStartTag << trial_name(id) << ", attempt " << attempt << ", " << when << (resume ? ", resuming" : "")
-    << "\n$";
-  for (const auto& x : argv) l << " " << x;
-  l << "\n";
+  std::string l = kStartTag + trial_name(id) + ", attempt " + std::to_string(attempt) + ", " + when +
+                  (resume ? ", resuming" : "") + "\n$";
+  for (const auto& x : argv) l += " " + x;
+  append_log(log, l + "\n");
 }
 
 void log_outcome(const fs::path& log, int64_t id, const std::string& status, int exit_code, double wall_s,
                  const std::string& message) {
-  std::ofstream l(log, std::ios::app);
   char buf[96];
   std::snprintf(buf, sizeof buf, ", exit code %d, %.3f s", exit_code, wall_s);
-  l << kEndTag << trial_name(id) << " " << status << buf << (message.empty() ? "" : ": " + message) << "\n";
+  append_log(log, kEndTag + trial_name(id) + " " + status + buf + (message.empty() ? "" : ": " + message) + "\n");
 }
 
 std::string prune_reason(const Definition& def, const std::map<int64_t, double>& curve,
@@ -289,7 +298,8 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
   const std::string text = run_files().text(def.file);
   store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()}, {"name", def.name},
-                  {"metric", def.metric}, {"direction", def.direction}, {"base", def.base},
+                  {"metric", def.metric}, {"direction", def.direction},
+                  {"base", fs::absolute(def.base).lexically_normal().string()},
                   {"definition", text}, {"created_at", std::to_string(now_s())}});
   // A new store over trial directories that exist (the old one damaged or deleted):
   // their results are taken from them.

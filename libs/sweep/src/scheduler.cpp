@@ -1,5 +1,7 @@
 #include "vexp/sweep/scheduler.hpp"
 
+#include "vexp/base/files.hpp"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -87,12 +89,15 @@ pid_t start_child(std::vector<std::string> argv, const std::vector<int>& cpus, i
     }
     if (gpus > 0) ::setenv("CUDA_VISIBLE_DEVICES", gpu_list.c_str(), 1);
     ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-    int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
+    // The trial's log, as log_attempt appended to it (no link followed, one name).
+    const int fd = base::open_append_fd(log.c_str(), true);
+    if (fd < 0) {
+      std::fprintf(stderr, "vexp sweep: cannot write '%s': %s\n", log.c_str(), base::append_problem(errno).c_str());
+      ::_exit(126);
     }
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::execv(cargv[0], cargv.data());

@@ -83,6 +83,7 @@ void Store::open(const std::string& path, bool create) {
     throw Error("cannot open '" + path + "': " + m);
   }
   db_ = db;
+  trials_dir_ = (fs::absolute(fs::path(path)).lexically_normal().parent_path() / "trials").string();
   sqlite3_busy_timeout(db, 5000);
   exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
   {
@@ -227,7 +228,10 @@ std::vector<Row> Store::rows() const {
     r.started_at = sqlite3_column_double(q.st, 11);
     r.finished_at = sqlite3_column_double(q.st, 12);
     r.attempt_s = sqlite3_column_double(q.st, 13);
-    r.run_dir = q.col_text(14);
+    // The column is a label (a received or copied sweep.db may name any folder, with
+    // any characters): the trial's folder is always DIR/trials/NNN of this store.
+    r.run_dir = (fs::path(trials_dir_) / trial_name(r.id)).string();
+    r.stored_run_dir = q.col_text(14);
     r.message = q.col_text(15);
     r.figures = parse_or(q.col_text(16), json::object());
     if (!r.figures.is_object()) r.figures = json::object();

@@ -16,13 +16,13 @@ EOF
 "$vexp" sweep sw.toml --out s >sweep.out 2>&1 || { cat sweep.out; fail "the sweep failed"; }
 db_before=$(md5sum s/sweep.db | cut -d' ' -f1)
 expect_rc 2 -- "$vexp" results s --best-recipe s/sweep.db
-expect_out "--best-recipe 's/sweep.db' is the store sweep.db of the sweep 's'"
+expect_out "--best-recipe 's/sweep.db' is sweep.db of the sweep folder '$tmp/s', which vexp manages"
 [ "$(md5sum s/sweep.db | cut -d' ' -f1)" = "$db_before" ] || fail "the store was replaced"
 trial_toml=$(find s -name resolved.toml | head -1)
 [ -n "$trial_toml" ] || fail "no trial resolved.toml"
 cp "$trial_toml" trial_before.toml
 expect_rc 2 -- "$vexp" results s --best-recipe "$trial_toml"
-expect_out "--best-recipe '$trial_toml' is inside the run directory"
+expect_out "--best-recipe '$trial_toml' is resolved.toml of the run folder '$tmp/s/trials/"
 cmp -s "$trial_toml" trial_before.toml || fail "a trial's recipe was replaced"
 expect_rc 0 -- "$vexp" results s --best-recipe s/best.toml
 expect_rc 0 -- "$vexp" results s --best-recipe s/best.toml   # its own earlier output: fine

@@ -30,8 +30,7 @@ void run_bench_train(const BenchTrainArgs& a) {
   recipe.require_data = true;
   if (!(a.options.synthetic ? open_session_for_planning(s, recipe) : open_session(s, recipe)))
     throw Exit{kExitInvalid, ""};
-  if (!a.options.save_weights.empty())
-    refuse_output_onto_input(a.options.save_weights, "--save-weights", a.recipe.path, "the recipe");
+  refuse_output(a.options.save_weights, "--save-weights", {{a.recipe.path, "the recipe"}});
   BenchTrainResult r;
   try {
     r = bench_train(s, a.options);

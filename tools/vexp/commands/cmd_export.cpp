@@ -39,10 +39,10 @@ void add_export(CLI::App& app) {
     fs::path run_dir = fs::path(weights).parent_path().parent_path();
     if (from_dir) run_dir = fs::is_regular_file(rundir::RunDir(*source).resolved()) ? fs::path(*source) : run_dir;
     PyRef root;  // the file, read once
-    refuse_output_onto_input(*to, "--to", weights, "the checkpoint");
-    refuse_output_onto_input(*to, "--to", *source, "the source");
-    refuse_output_onto_input(*to, "--to", !recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string(),
-                             "the recipe");
+    refuse_output(*to, "--to",
+                  {{weights, "the checkpoint"},
+                   {*source, "the source"},
+                   {!recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string(), "the recipe"}});
     if (recipe->empty()) {
       // The file first: a state dict of another project (or a vexp export) is told as
       // such; converting it needs the model's recipe.
@@ -69,6 +69,7 @@ void add_export(CLI::App& app) {
     // The official TSM code and mmaction2 read checkpoint['state_dict'] (their own
     // checkpoints nest it so); torchvision's load_state_dict takes the dict itself.
     const bool nested = *naming == "tsm" || *naming == "mmaction";
+    refuse_output(*to, "--to");  // and every file read since (the recipe's bases, a label map)
     save_tensor_dict(*to, out, nested ? "state_dict" : "");
     std::cout << "wrote " << out.size() << " tensors (" << *naming << " names" << (nested ? ", under 'state_dict'" : "")
               << ") from '" << weights << "' to '" << *to << "'\n";

@@ -94,12 +94,10 @@ void run_plan(const PlanArgs& a) {
   if (!a.plot.empty()) check_output_path(a.plot, "--plot");
   if (!a.tune.empty()) check_output_path(a.tune, "--tune");
   const std::vector<std::pair<std::string, std::string>> outputs = {{a.tune, "--tune"}, {a.plot, "--plot"}};
-  for (const auto& [out, option] : outputs) {
-    if (out.empty()) continue;
-    // --tune R onto R would make R `extends = "R"`: a cycle, and the recipe lost.
-    for (const auto& r : a.recipes) refuse_output_onto_input(out, option, r, "the recipe");
-    refuse_output_onto_input(out, option, a.cluster, "the cluster file");
-  }
+  // --tune R onto R would make R `extends = "R"`: a cycle, and the recipe lost.
+  std::vector<std::pair<std::string, std::string>> inputs{{a.cluster, "the cluster file"}};
+  for (const auto& r : a.recipes) inputs.emplace_back(r, "the recipe");
+  for (const auto& [out, option] : outputs) refuse_output(out, option, inputs);
   const plan::Cluster cluster = open_cluster_file(a.cluster);
   plan::PlanOptions o;
   if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);
@@ -120,6 +118,9 @@ void run_plan(const PlanArgs& a) {
       throw Exit{kExitInvalid, e.what()};
     }
   }
+  // Every file planning read (the recipes' `extends` bases, the profiles the cluster
+  // file names with `from`) is an input too: refused before anything is printed.
+  for (const auto& [out, option] : outputs) refuse_output(out, option);
   if (a.json) std::cout << plan_json(cluster, results).dump(2) << "\n";
   else std::cout << plan_table(cluster, results);
   if (!a.plot.empty()) {

@@ -239,12 +239,9 @@ void add_predict(CLI::App& app) {
       throw Exit{kExitInvalid, "--logits '" + *logits_out + "': the name must end in .pt or .json"};
     if (!fs::is_regular_file(*input)) throw Exit{kExitFailure, "--input '" + *input + "': no such file"};
     const std::string weights_path = weights_file(*weights, "--weights");
-    if (!logits_out->empty()) {
-      refuse_output_onto_input(*logits_out, "--logits", weights_path, "the checkpoint");
-      refuse_output_onto_input(*logits_out, "--logits", *input, "the input");
-      refuse_output_onto_input(*logits_out, "--logits", args->path, "the recipe");
-      refuse_output_onto_input(*logits_out, "--logits", *labels, "the label file");
-    }
+    refuse_output(*logits_out, "--logits",
+                  {{weights_path, "the checkpoint"}, {*input, "the input"}, {args->path, "the recipe"},
+                   {*labels, "the label file"}});
     const bool tensor_input = has_ext(*input, {".pt", ".pth"});
     at::Tensor clips;
     ModelArgs m;
@@ -267,6 +264,7 @@ void add_predict(CLI::App& app) {
     Session s;
     int64_t view_count = 1;
     if (!open_model_session(s, *args, m)) throw Exit{kExitInvalid, ""};
+    refuse_output(*logits_out, "--logits");  // the recipe's `extends` bases are read now
     dsl::Shape clip = clip_shape(s);
     if (!tensor_input) {
       if (clip.size() == 4 && clip[2] == clip[3] && s.plan->dataset == "kinetics" &&
@@ -331,6 +329,7 @@ void add_predict(CLI::App& app) {
       std::cout << "\n";
     }
     if (!logits_out->empty()) {
+      refuse_output(*logits_out, "--logits");  // and every file read since (the recipe's bases, the labels)
       if (has_ext(*logits_out, {".json"})) {
         nlohmann::json j;
         j["logits"] = nlohmann::json::array();

@@ -25,6 +25,7 @@ void add_results(CLI::App& app) {
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
     sweep_errors([&] {
+      if (!best->empty()) sweep::refuse_best_recipe_output(*dir, *best);  // before the table
       std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
       if (!best->empty()) {
         int64_t id = sweep::write_best_recipe(*dir, *best);

@@ -144,7 +144,12 @@ void run_submit(const SubmitArgs& a) {
     if (base::has_control(w)) throw Exit{kExitInvalid, "'" + printable(w, 60) + "' holds a control character"};
   j.cluster_file = a.cluster;
   j.submit_command = submit_line(a);
-  const std::string script = slurm::batch_script(j);
+  std::string script;
+  try {
+    script = slurm::batch_script(j);
+  } catch (const slurm::Refused& e) {
+    throw Exit{kExitInvalid, std::string(e.what()) + "; nothing submitted"};
+  }
 
   const std::string& emulation = shape.emulation;
   if (a.dry_run) {
@@ -195,7 +200,9 @@ void run_submit(const SubmitArgs& a) {
     try {
       slurm::append_event(dir, rec.dump());
     } catch (const slurm::Error& e) {
-      throw Exit{kExitFailure, e.what()};
+      // The job is queued: a record that cannot be written is not a failed submit.
+      std::cerr << "vexp: warning: " << e.what() << "; the job is submitted all the same (vexp status cannot "
+                << "show it until the record can be written)\n";
     }
   }
   std::cout << "submitted Slurm job " << job << ": " << printable(dir) << " (" << shape.text << emulation << ")\n";
@@ -289,6 +296,31 @@ void add_submit(CLI::App& app) {
   cmd->add_option("--out", a->out, "Run directory on the shared filesystem (default: as vexp run)");
   cmd->add_flag("--dry-run", a->dry_run, "Print the batch script; write and submit nothing");
   cmd->callback([a] { run_submit(*a); });
+
+  // Called by the batch script at each start and end (docs/clusters.md): the record is
+  // built and appended by vexp, never by the shell's >> (which follows links).
+  auto* rec = app.add_subcommand("job-record", "Append a start or end event to RUN_DIR/jobs.jsonl (the batch "
+                                               "script vexp submit writes calls it)");
+  auto rd = std::make_shared<std::string>();
+  auto ev = std::make_shared<std::string>();
+  auto state = std::make_shared<std::string>();
+  auto code = std::make_shared<int64_t>(-1);
+  rec->add_option("run_dir", *rd, "The run directory")->required();
+  rec->add_option("event", *ev, "start or end")->required();
+  rec->add_option("state", *state, "running, completed, requeued, requeue_failed, requeue_limit, cancelled, failed")
+      ->required();
+  rec->add_option("exit", *code, "vexp run's exit code (-1: none)");
+  rec->callback([=] {
+    std::error_code ec;
+    if (!fs::is_directory(*rd, ec)) throw Exit{kExitFailure, "'" + printable(*rd) + "' is not a directory"};
+    try {
+      slurm::append_event(*rd, slurm::job_event_line(*ev, *state, *code));
+    } catch (const slurm::Refused& e) {
+      throw Exit{kExitInvalid, e.what()};
+    } catch (const slurm::Error& e) {
+      throw Exit{kExitFailure, e.what()};
+    }
+  });
 
   auto* st = app.add_subcommand("status", "A run's Slurm jobs: ids, states, requeues (and Slurm's live state)");
   auto dir = std::make_shared<std::string>();

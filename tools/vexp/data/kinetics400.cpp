@@ -330,8 +330,9 @@ int prepare_kinetics400(const PrepareOptions& o) {
   }
 
   // ---- the work, in parallel, journaled item by item
-  std::ofstream jout(journal_path, std::ios::binary | std::ios::app);
-  if (!jout) throw std::runtime_error("cannot write '" + journal_path.string() + "'");
+  // The journal is appended to without following a link (an output folder may be a
+  // received one): a check that it can be, then one append per item.
+  base::append_file(journal_path.string(), "");
   std::mutex mu;
   std::string fatal;
   std::atomic<bool> halt{false};  // set on a fatal error or an interrupt: no new item starts
@@ -381,9 +382,10 @@ int prepare_kinetics400(const PrepareOptions& o) {
             it.error = e.what();
           }
           std::lock_guard<std::mutex> lock(mu);
-          jout << it.out_rel << "\t" << (it.ok ? "ok" : "bad") << "\t" << it.frames << "\t" << journal_field(abs_source) << "\t"
-               << stat_size(it.source) << "\t" << stat_mtime(it.source) << "\t" << one_line(it.error) << "\n"
-               << std::flush;
+          std::ostringstream line;
+          line << it.out_rel << "\t" << (it.ok ? "ok" : "bad") << "\t" << it.frames << "\t" << journal_field(abs_source)
+               << "\t" << stat_size(it.source) << "\t" << stat_mtime(it.source) << "\t" << one_line(it.error) << "\n";
+          base::append_file(journal_path.string(), line.str());
           it.done = true;
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> lock(mu);
@@ -397,7 +399,6 @@ int prepare_kinetics400(const PrepareOptions& o) {
   progress.finish();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
-  jout.close();
   if (!fatal.empty()) throw std::runtime_error(fatal);
   if (g_interrupted) {
     const auto finished = std::count_if(items.begin(), items.end(), [](const Item& i) { return i.done; });

@@ -16,6 +16,7 @@
 #include "report/palette.hpp"
 #include "report/run_files.hpp"
 #include "report/sweep_grid.hpp"
+#include "vexp/dsl/recipe.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "vexp/sweep/run_files.hpp"
 #include "vexp/base/files.hpp"
@@ -91,15 +92,12 @@ Opened open_results(const std::string& dir) {
     throw Exit{cli::kExitFailure, e.what()};
   }
   Opened o;
-  o.rows = st.rows();
-  // A sweep directory that was moved or copied: its trials are still in DIR/trials/NNN.
-  for (auto& r : o.rows) {
-    const fs::path here = fs::path(dir) / "trials" / trial_name(r.id);
-    if (!fs::exists(r.run_dir) && fs::exists(here)) r.run_dir = here.string();
-  }
+  o.rows = st.rows();  // each trial's folder is DIR/trials/NNN (Store::rows), wherever DIR was moved or copied
   o.metric = st.meta("metric");
   o.direction = st.meta("direction");
   o.name = st.meta("name");
+  o.sweep_file = st.meta("sweep_file");
+  o.base = st.meta("base");
   if (o.metric.empty()) o.metric = "top1";
   if (o.direction.empty()) o.direction = metric_higher_is_better(o.metric) ? "max" : "min";
   return o;
@@ -195,6 +193,39 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   return out.str();
 }
 
+void refuse_best_recipe_output(const std::string& dir, const Opened& o, const std::string& out_path) {
+  // The recipe must not replace what the sweep is made of: its store and any file of
+  // a trial (managed files, refuse_output), the sweep file and its base recipe with
+  // every recipe that base extends (as the store names them: refusing more is safe),
+  // nor any other file of the sweep folder (a previous best recipe, which starts so,
+  // may be replaced).
+  std::vector<std::pair<std::string, std::string>> inputs;
+  inputs.emplace_back(o.sweep_file, "the sweep file");
+  inputs.emplace_back(o.base, "the base recipe");
+  if (std::error_code ec; !o.base.empty() && fs::is_regular_file(o.base, ec)) {
+    dsl::Diagnostics d;
+    if (auto r = dsl::load_recipe(o.base, {}, d))
+      for (size_t i = 1; i < r->files.size(); ++i) inputs.emplace_back(r->files[i], "a recipe the base extends");
+  }
+  cli::refuse_output(out_path, "--best-recipe", inputs);
+  if (std::error_code ec; base::is_within(dir, out_path) && fs::exists(out_path, ec)) {
+    // (its first line only, and only of a regular file: a FIFO is not waited on, and
+    // this read is not one of the command's inputs)
+    std::string first;
+    if (fs::is_regular_file(out_path, ec)) {
+      std::ifstream old(out_path);
+      std::getline(old, first);
+    }
+    if (first.rfind("# best trial ", 0) != 0)
+      throw Exit{cli::kExitInvalid, "--best-recipe '" + base::printable(out_path) + "' is a file of the sweep '" +
+                                        base::printable(dir) + "'; write it elsewhere"};
+  }
+}
+
+void refuse_best_recipe_output(const std::string& dir, const std::string& out_path) {
+  refuse_best_recipe_output(dir, open_results(dir), out_path);
+}
+
 int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   Opened o = open_results(dir);
   const bool higher = o.direction == "max";
@@ -202,25 +233,9 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   for (const auto& r : o.rows)
     if (r.status == "done" && r.metric && (!best || better(*r.metric, *best->metric, higher))) best = &r;
   if (!best) throw Exit{cli::kExitFailure, "'" + dir + "' has no finished trial yet: there is no best recipe"};
-  // The recipe must not replace what the sweep is: its store, its definition or any
-  // file of a trial (a previous best recipe, which starts so, may be replaced).
-  const auto refuse = [&](const std::string& what) {
-    throw Exit{cli::kExitInvalid, "--best-recipe '" + out_path + "' is " + what + " of the sweep '" + dir +
-                                      "'; write it elsewhere"};
-  };
-  for (const char* db : {"sweep.db", "sweep.db-wal", "sweep.db-shm", "sweep.db-journal"})
-    if (base::same_file(out_path, fs::path(dir) / db)) refuse(std::string("the store ") + db);
-  for (const auto& r : o.rows)
-    if (!r.run_dir.empty() && base::is_within(r.run_dir, out_path))
-      refuse("inside the run directory '" + r.run_dir + "' of trial " + trial_name(r.id));
-  std::error_code ec;
-  if (base::is_within(dir, out_path) && fs::exists(out_path, ec)) {
-    std::ifstream old(out_path);
-    std::string first;
-    std::getline(old, first);
-    if (first.rfind("# best trial ", 0) != 0) refuse("a file");
-  }
+  refuse_best_recipe_output(dir, o, out_path);
   const fs::path resolved = fs::path(best->run_dir) / "resolved.toml";
+  std::error_code ec;
   if (!fs::exists(resolved, ec)) throw Exit{cli::kExitFailure, "'" + resolved.string() + "' is missing"};
   std::string body = report::read_run_file(resolved);
   // Drop the run-local knobs the sweep added (threads): the recipe is for a fresh run.

@@ -30,6 +30,39 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
                                const std::function<void(std::string_view)>& chunk,
                                const std::function<void(std::uint64_t)>& on_size = {});
 
+// ---- what this process read -------------------------------------------------
+// Every file read through read_file_bounded / read_file_chunks (and the recipe
+// reader, the checkpoint reader: note_input) is noted by device and inode, so that
+// a command can refuse an output that would replace any file it read, whoever
+// named it and through whichever link (vexp::cli::refuse_output).
+
+// Notes `path` (as opened: `dev`, `ino`) as read by this process. Thread-safe.
+void note_input(const std::string& path, std::uint64_t dev, std::uint64_t ino);
+// Notes `path` by stat (nothing when it does not exist).
+void note_input(const std::string& path);
+// The name under which this process read the file `path` names (the same device
+// and inode, so hard and symbolic links are seen through), or "" when it read no
+// such file or `path` does not exist.
+std::string read_as_input(const std::string& path);
+
+// ---- appending --------------------------------------------------------------
+// Logs and records are appended to files in folders that may come from someone
+// else: the file must be a regular file of one name. A symbolic link (even to a
+// file of the user's) is not followed and a hard link (two names: the other may be
+// ~/.bashrc or a checkpoint) is refused, so an append never writes anywhere but the
+// file of that name.
+
+// Opens `path` for appending, created with mode 0644 when missing, without
+// following a symbolic link and without blocking on a FIFO. Returns the descriptor
+// (close-on-exec unless `inherit`), or -1 with errno set: ELOOP (a symbolic link),
+// EMLINK (more than one name), EINVAL (not a regular file). Safe in a forked child.
+int open_append_fd(const char* path, bool inherit = false) noexcept;
+// The reason open_append_fd refused (errno) in words: "it is a symbolic link", ...
+std::string append_problem(int err);
+// Appends `text` (one write for a short record) to `path` as open_append_fd opens
+// it. Throws Error "cannot append to 'PATH': REASON".
+void append_file(const std::string& path, std::string_view text);
+
 // Why `path` is not a regular file of at most max_bytes ("" when it is). Does not open it.
 std::string regular_file_problem(const std::string& path, std::uint64_t max_bytes);
 

@@ -79,7 +79,7 @@ struct RunDir {
   fs::path report() const { return dir / kReport; }
 
   // Whether it holds a run of its own (what refuses a plain start and what --resume
-  // auto continues): a summary, metrics or a checkpoint.
+  // auto continues): a summary, a metrics.jsonl that is not empty, or a checkpoint.
   bool holds_run() const;
   // Whether it looks like a run directory to report: metrics.jsonl or summary.json
   // (or, with `resolved_counts`, resolved.toml: a run that stopped before its first step).
@@ -87,6 +87,18 @@ struct RunDir {
   // Whether it is a sweep directory (holds sweep.db).
   bool is_sweep_dir() const;
 };
+
+// ---- files vexp manages -------------------------------------------------------
+
+// Why `path` is a file vexp manages inside a run or sweep folder, which no command's
+// output may replace (docs/security.md), or "" when it is not: in a run folder
+// (one holding resolved.toml, metrics.jsonl, summary.json, jobs.jsonl or .vexp.lock)
+// every file named above, job.sbatch, slurm-JOB.out, TensorBoard events and
+// everything under checkpoints/ and failures/; in a sweep folder (holding sweep.db)
+// sweep.db and its side files, .vexp.lock and everything under trials/. For example
+// "is summary.json of the run folder 'runs/a', which vexp manages". Links in the
+// existing part of the path are resolved first.
+std::string managed_file_problem(const fs::path& path);
 
 // ---- checkpoints ------------------------------------------------------------
 

@@ -30,8 +30,20 @@ struct JobSpec {
   std::string submit_command;  // for the script's header comment
 };
 
-// The batch script (bash).
+// Why `j` cannot be written into a batch script ("" when it can): a string with a
+// newline or another control character (in a comment too), or no vexp command.
+std::string job_spec_problem(const JobSpec& j);
+
+// The batch script (bash). Throws Refused (scheduler.hpp) with job_spec_problem's reason.
 std::string batch_script(const JobSpec& j);
+
+// The record the batch script appends at each start and end of the job through
+// `vexp job-record RUN_DIR EVENT STATE EXIT` (EVENT start or end; STATE one of
+// running, completed, requeued, requeue_failed, requeue_limit, cancelled, failed):
+// {"event","job","restart","state","exit","nodes","time"}, the job, restart count and
+// nodes from Slurm's SLURM_JOB_ID, SLURM_RESTART_COUNT and SLURM_JOB_NODELIST, each
+// reduced to the characters it may hold. Throws Refused for another EVENT or STATE.
+std::string job_event_line(const std::string& event, const std::string& state, int64_t exit_code);
 
 // Why `dir` cannot be a run directory named in an #SBATCH line (whitespace, quotes,
 // '%', control characters), or "".

@@ -25,7 +25,13 @@ struct Row {
   int64_t global_batch = 0;
   double lr = 0;
   nlohmann::json figures = nlohmann::json::object();
+  // run_dir: the trial's folder, DIR/trials/NNN of the store's own folder DIR (the
+  // stored column is written for earlier vexps but never read: a path in a received
+  // store is a label, not a place).
   std::string recipe_hash, status, run_dir, message;
+  // The folder the column names (where the trial ran or was submitted from): a label,
+  // shown and compared (a copied cluster sweep), never opened.
+  std::string stored_run_dir;
   int64_t attempts = 0, exit_code = -1;
   std::optional<double> metric;
   // attempt_s: the last attempt's wall-clock seconds as the sweep measured them
@@ -77,6 +83,7 @@ class Store {
   void exec(const std::string& sql) const;
   void upgrade();  // a store of an earlier vexp: renamed and added columns
   void* db_ = nullptr;
+  std::string trials_dir_;  // DIR/trials, absolute: where every row's run_dir is
   std::string attempt_col_ = "attempt_s", figures_col_ = "figures";  // what rows() reads (upgrade)
   std::string job_cols_ = "job, job_state";
 };
