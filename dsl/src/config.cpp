@@ -102,6 +102,7 @@ DistConfig read_dist(const Params& p) {
   r.read("accum_steps", c.accum_steps);
   r.read("bucket_mb", c.bucket_mb);
   r.read("compression", c.compression);
+  r.read("reduction", c.reduction);
   r.read("timeout_s", c.timeout_s);
   r.check_all_read();
   return c;

@@ -64,6 +64,10 @@ Schema dist_section() {
   s.integer("accum_steps", 1, "Micro-batches accumulated per optimizer step").at_least(1);
   s.real("bucket_mb", 25, "Gradient bucket size of the reducer, in MiB").above(0);
   s.text("compression", "none", "Wire format of gradient allreduce").one_of({"none", "fp16", "bf16"});
+  s.text("reduction", "fast",
+         "How the GPUs' gradients are summed: exact (in an order of the GPUs, bit-identical on any rank count) "
+         "or fast (the backend's allreduce, overlapping backward; rounding depends on the ranks)")
+      .one_of({"exact", "fast"});
   s.real("timeout_s", 600, "A collective waiting longer than this aborts the run, naming the silent rank").above(0);
   table_param(s, "params", "The communication backend's parameters");
   return s;

@@ -120,6 +120,15 @@ void Validator::check_dist() {
   const PluginDecl* decl = nullptr;
   bool ok = false;
   check_plugin_section("dist", "backend", "comm", plan_.comm, plan_.comm_params, decl, ok);
+  // The exact reduction sums the gradients as 64-bit integers: nothing to compress.
+  const Value* comp = given("dist", "compression");
+  const Value* red = given("dist", "reduction");
+  const bool exact = red && red->is_string() && red->as_string() == "exact";
+  if (exact && comp && comp->is_string() && comp->as_string() != "none")
+    diags_.error(comp->loc(), "dist.compression = \"" + comp->as_string() +
+                                  "\" compresses what the fast reduction sends, and dist.reduction is \"exact\"" +
+                                  ", which sums the gradients exactly as 64-bit integers: set dist.reduction = "
+                                  "\"fast\" to compress them, or drop dist.compression");
 }
 
 void Validator::check_plugins() {

@@ -79,8 +79,12 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   for (int64_t m : s.milestones) p.milestone_steps.push_back(p.stream.first_step(std::clamp<int64_t>(m, 0, p.epochs)));
 
   p.compression = d.compression;
+  p.reduction = d.reduction;
+  p.exact = d.reduction == "exact";
+  p.bucket_mb = d.bucket_mb;
   p.grad_params = grad_params;
-  p.grad_bytes = grad_params * wire_bytes_per_element(p.compression);
+  // The exact reduction sends 64-bit integers (exact_sum.hpp).
+  p.grad_bytes = grad_params * (p.exact ? 8 : wire_bytes_per_element(p.compression));
   const double bucket_bytes = d.bucket_mb * 1024.0 * 1024.0;
   p.buckets = grad_params > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(p.grad_bytes) / bucket_bytes)) : 0;
   return p;
@@ -113,6 +117,16 @@ std::string steps_per_epoch_text(const DistPlan& p) {
                   n / g, n / g + 1);
   }
   return buf;
+}
+
+std::string reduction_text(const DistPlan& p) {
+  if (p.exact)
+    return "exact: the GPUs' gradients summed as integers in an order of the GPUs, bit-identical on any rank count "
+           "that divides the world";
+  if (p.world == 1) return "fast (one GPU: nothing to sum)";
+  return "fast: the backend's allreduce overlapping backward; the sum's rounding depends on the rank count, so a run "
+         "resumed or repeated on another number of ranks differs in the last bits (dist.reduction = \"exact\" makes "
+         "it bit-identical)";
 }
 
 std::string describe(const DistPlan& p) {
@@ -168,7 +182,8 @@ std::string describe(const DistPlan& p) {
   if (p.grad_params > 0)
     line("gradient traffic:  %lld parameters, %.2f MB per step per rank (%s wire), %lld bucket(s)",
          (long long)p.grad_params, static_cast<double>(p.grad_bytes) / 1e6,
-         p.compression == "none" ? "fp32" : p.compression.c_str(), (long long)p.buckets);
+         p.exact ? "int64" : p.compression == "none" ? "fp32" : p.compression.c_str(), (long long)p.buckets);
+  line("reduction:         %s", reduction_text(p).c_str());
   return out.str();
 }
 

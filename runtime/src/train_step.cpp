@@ -14,6 +14,7 @@
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/exact_sum.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/reducer.hpp"
@@ -32,12 +33,27 @@ TrainStep::TrainStep(StepParts parts, StepOptions options) : parts_(parts), opt_
   if (opt_.micro < 1 || opt_.accum < 1 || opt_.accum > opt_.micro || opt_.ranks < 1)
     throw std::logic_error("TrainStep: micro-batches " + std::to_string(opt_.micro) + ", accum " +
                            std::to_string(opt_.accum) + ", ranks " + std::to_string(opt_.ranks));
+  if (opt_.exact) {
+    if (opt_.micro % opt_.accum != 0 || (opt_.micro / opt_.accum) * opt_.ranks != opt_.world)
+      throw std::logic_error("TrainStep: exact reduction of " + std::to_string(opt_.micro) + " micro-batches of " +
+                             std::to_string(opt_.accum) + " per GPU on " + std::to_string(opt_.ranks) +
+                             " rank(s) for a world of " + std::to_string(opt_.world));
+    if (opt_.ranks > 1 && !parts_.comm) throw std::logic_error("TrainStep: the exact reduction of ranks needs a Comm");
+    if (parts_.reducer) throw std::logic_error("TrainStep: the exact reduction takes no bucketed reducer");
+    exact_ = std::make_unique<ExactGradSum>(*parts_.params, opt_.ranks > 1 ? parts_.comm : nullptr, opt_.world,
+                                            opt_.micro / opt_.accum, opt_.bucket_mb);
+  }
 }
+
+TrainStep::~TrainStep() = default;
 
 StepOptions TrainStep::options_of(const DistPlan& dp, StepOptions base) {
   base.micro = dp.micro;
   base.accum = dp.accum;
   base.ranks = dp.ranks;
+  base.world = dp.world;
+  base.exact = dp.exact;
+  base.bucket_mb = dp.bucket_mb;
   return base;
 }
 
@@ -45,6 +61,7 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
   times_ = StepTimes{};
   const int64_t micro = opt_.micro;
   double loss_sum = 0;
+  gpu_loss_.assign(static_cast<size_t>(micro / opt_.accum), 0.0);
   for (int64_t m = 0; m < micro; ++m) {
     // Dropout and other randomness: a function of (seed, step, GPU) only, so a
     // resumed run draws exactly what an uninterrupted one would, and GPU g of
@@ -72,6 +89,7 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
     times_.forward += since(t);
     if (check) lv = check(m, lv);
     loss_sum += lv;
+    gpu_loss_[static_cast<size_t>(m / opt_.accum)] += lv;
     t = Clock::now();
     if (parts_.reducer) parts_.reducer->prepare(m == micro - 1);  // only the last backward communicates
     // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
@@ -80,13 +98,40 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
     parts_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
     // After the backward pass, which reads the statistics batch norm saved.
     if (other_gpu) restore_buffers();
+    // The exact reduction: this GPU's gradient is complete after its last micro-batch.
+    if (exact_ && (m + 1) % opt_.accum == 0) exact_->take(m / opt_.accum);
     if (opt_.sync_phases) device_sync(opt_.device);
     times_.backward += since(t);
   }
+  mean_loss_ = loss_sum / static_cast<double>(micro);
   return loss_sum;
 }
 
 void TrainStep::reduce(double& loss_sum, bool& stop) {
+  if (exact_) {
+    const auto t = Clock::now();
+    exact_->finish();
+    // Every GPU's loss and the stop flags, summed in the GPUs' order on every rank:
+    // the logged loss is the same on any rank count too.
+    const int64_t k = static_cast<int64_t>(gpu_loss_.size());
+    at::Tensor mine = at::empty({k + 1}, at::kDouble);
+    for (int64_t g = 0; g < k; ++g) mine.data_ptr<double>()[g] = gpu_loss_[static_cast<size_t>(g)];
+    mine.data_ptr<double>()[k] = stop ? 1.0 : 0.0;
+    const at::Tensor all = (opt_.ranks > 1 ? parts_.comm->allgather(mine) : mine.unsqueeze(0)).to(at::kCPU).contiguous();
+    double sum = 0;
+    bool any_stop = false;
+    for (int64_t r = 0; r < all.size(0); ++r) {
+      const double* row = all.data_ptr<double>() + r * (k + 1);
+      for (int64_t g = 0; g < k; ++g) sum += row[g];
+      any_stop = any_stop || row[k] > 0;
+    }
+    mean_loss_ = sum / static_cast<double>(opt_.world * opt_.accum);
+    loss_sum = mean_loss_ * static_cast<double>(opt_.micro);
+    stop = any_stop;
+    if (opt_.sync_phases) device_sync(opt_.device);
+    times_.comm = since(t);
+    return;
+  }
   if (!parts_.reducer) return;
   const auto t = Clock::now();
   parts_.reducer->finish();
@@ -98,6 +143,7 @@ void TrainStep::reduce(double& loss_sum, bool& stop) {
   parts_.comm->allreduce(l, ReduceOp::Avg);
   loss_sum = l.data_ptr<double>()[0];
   stop = l.data_ptr<double>()[1] > 0;
+  mean_loss_ = loss_sum / static_cast<double>(opt_.micro);
   if (opt_.sync_phases) device_sync(opt_.device);
   times_.comm = since(t);
 }
@@ -123,7 +169,7 @@ double TrainStep::run(int64_t global_step, double lr, const NextBatch& next, con
   bool stop = false;
   reduce(loss_sum, stop);
   update(lr);
-  return loss_sum / static_cast<double>(opt_.micro);
+  return mean_loss_;
 }
 
 // The model's buffers (BatchNorm running statistics and counts) copied aside,

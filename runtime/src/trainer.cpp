@@ -119,7 +119,7 @@ void build(Run& r, Session& s) {
   int64_t grad_numel = 0;
   for (const auto& p : r.all_params) grad_numel += p.numel();
   r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), grad_numel);
-  if (r.dp.world > r.ranks) {
+  if (r.dp.world > r.ranks && r.rank == 0) {  // one line for the run, not one per rank
     log_info("emulating " + std::to_string(r.dp.world) + " GPUs on " + std::to_string(r.ranks) + " rank(s): " +
              std::to_string(r.dp.micro) + " micro-batches of " + std::to_string(r.dp.per_gpu) + " clips per step");
   }
@@ -139,6 +139,8 @@ void log_start(const Run& r) {
            (x.precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(x.precision) + " autocast") +
            ", " + memory_format_name(x.memory_format) + ", global batch " + std::to_string(r.dp.global_batch) + ", " +
            steps_per_epoch_text(r.dp) + " steps per epoch (every clip once per epoch)");
+  // Where another rank count would not train bit for bit alike, say so at the start.
+  if (!r.dp.exact && r.dp.world > 1) log_info("dist.reduction = \"fast\": " + reduction_text(r.dp).substr(6));
 }
 
 TrainResult train_run(Run& r, Session& s, ResumePoint& resume);

@@ -222,10 +222,11 @@ class EpochLoop {
     if (r_.faults.hit("sigint", st_.global_step + 1, r_.rank)) ::raise(SIGINT);
     bool stop = stop_requested();
     int64_t buckets = 0, overlapped = 0;
+    // The gradients' exchange (the reducer's, or the exact sum's, also on one rank);
+    // the logged loss becomes the mean over all GPUs; the stop flag rides along.
+    step_.reduce(loss_sum, stop);
+    if (r_.reducer || dp_.exact) comm_s = step_.times().comm;
     if (r_.reducer) {
-      // The logged loss becomes the mean over all GPUs; the stop flag rides along.
-      step_.reduce(loss_sum, stop);
-      comm_s = step_.times().comm;
       buckets = r_.reducer->last_step().buckets;
       overlapped = r_.reducer->last_step().launched_in_backward;
     }
@@ -239,7 +240,7 @@ class EpochLoop {
     epoch_data_ += data_s;
     epoch_compute_ += compute_s;
     epoch_comm_ += comm_s;
-    const double loss_mean = loss_sum / static_cast<double>(dp_.micro);
+    const double loss_mean = step_.mean_loss();
     if (st_.reference_loss < 0) st_.reference_loss = loss_mean;
     st_.window_sum += loss_mean;
     ++st_.window_n;

@@ -65,6 +65,7 @@ std::unique_ptr<Reducer> set_up_ddp(Run& r) {
   for (const auto& b : r.model->named_buffers(true)) state.push_back(b.value());
   for (auto& [k, v] : r.sgd->state()) state.push_back(v);
   broadcast_from_rank0(*r.comm, state);
+  if (r.dp.exact) return nullptr;  // the exact reduction is TrainStep's own (exact_sum.hpp)
   ReducerOptions ro;
   ro.bucket_mb = r.plan.dist.bucket_mb;
   ro.compression = r.plan.dist.compression;

@@ -797,8 +797,9 @@ run_device_errors)
 bench_allreduce)
   expect_rc 0 -- "$vexp" bench allreduce --mb 1 --reps 3
   no_crash; expect_out "allreduce local, 1 rank(s), 1.0 MiB float on cpu"; expect_out "busbw"
-  "$vexp" bench allreduce --mb 0.5 --reps 2 --json >"$tmp/a.json" || fail "bench allreduce --json"
-  $PY -c "import json; r=json.load(open('$tmp/a.json')); assert r['ranks']==1 and r['backend']=='local' and r['algbw_gb_per_s']>0 and abs(r['mb']-0.5)<1e-9, r" || fail "bench allreduce json"
+  expect_out "exact reduction (dist.reduction = \"exact\") of the same bytes as 160 tensors:"
+  "$vexp" bench allreduce --mb 0.5 --reps 2 --tensors 7 --json >"$tmp/a.json" || fail "bench allreduce --json"
+  $PY -c "import json; r=json.load(open('$tmp/a.json')); assert r['ranks']==1 and r['backend']=='local' and r['algbw_gb_per_s']>0 and abs(r['mb']-0.5)<1e-9 and r['exact']['tensors']==7 and r['exact']['median_ms']>0 and r['exact']['ratio_to_float'] is None, r" || fail "bench allreduce json"
   expect_rc 1 -- "$vexp" bench allreduce --backend nosuch
   expect_out "--backend nosuch"
   expect_rc 2 -- "$vexp" bench allreduce --param oops
@@ -806,7 +807,7 @@ bench_allreduce)
   if command -v mpirun >/dev/null; then
     expect_rc 0 -- mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
       "$vexp" bench allreduce --backend mpi --mb 1 --reps 3
-    expect_out "allreduce mpi, 2 rank(s)"
+    expect_out "allreduce mpi, 2 rank(s)"; expect_out "x the float allreduce (int64 on the wire"
   fi
   ;;
 private_home)

@@ -130,9 +130,33 @@ dry_run_paper)
   expect_out "dist.world_size = 1536 is not a multiple of the 7 ranks launched"
   no_crash
   ;;
+exact_any_rank_count)
+  # dist.reduction = "exact": a world of 8 GPUs trained on 1, 2, 4 and 8 ranks, with
+  # accum_steps 1 and 2, and moved from 8 ranks to 2 after its first epoch, ends
+  # bit-identical to the 1-rank run: parameters, optimizer state, BatchNorm buffers,
+  # every logged loss and top-1 (tools/bench/rank_counts.sh prints the table).
+  "$src/tools/bench/rank_counts.sh" "$vexp" exact 3 --expect-equal >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; fail "the exact reduction is not bit-identical on every rank count"; }
+  cat "$tmp/out"
+  expect_out "| 2 | 8 then 2 (moved) | 0 | 0 | 0 | yes | yes |"
+  # The dry run and the start of a run say which reduction sums the gradients.
+  expect_rc 0 -- "$vexp" run $R --set dist.reduction=\"exact\" --dry-run
+  expect_out "reduction:         exact: the GPUs' gradients summed as integers in an order of the GPUs"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/fast"
+  expect_out "dist.reduction = \"fast\": the backend's allreduce overlapping backward; the sum's rounding depends"
+  [ "$(grep -c 'dist.reduction = ' "$tmp/out")" = 1 ] || fail "the reduction's line was not said once"
+  # Two ranks emulating a world of 8: the emulation is said once for the run, not per rank.
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --set dist.world_size=8 --set dist.batch_per_gpu=2 \
+    --set data.params.train_clips=32 --set run.epochs=1 --out "$tmp/emulated"
+  [ "$(grep -c 'emulating 8 GPUs on 2 rank(s)' "$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "the emulation was not said once"; }
+  # Compression applies to the fast reduction only.
+  expect_rc 2 -- "$vexp" check $R --set dist.reduction=\"exact\" --set dist.compression=\"fp16\"
+  expect_out "dist.compression = \"fp16\" compresses what the fast reduction sends, and dist.reduction is \"exact\""
+  ;;
 parity_2rank_vs_emulated)
   # Same clips per step, same dropout per GPU: 2 ranks == 1 rank emulating 2 GPUs,
-  # also in the steps that cross an epoch's end (88 clips: 5.5 steps per epoch).
+  # also in the steps that cross an epoch's end (88 clips: 5.5 steps per epoch). The
+  # fast reduction (the default) is tested here: two summands add alike in either order.
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/two"
   expect_out "top-1"
   expect_rc 0 -- "$vexp" run $R --set dist.backend=local --out "$tmp/one"
@@ -177,15 +201,21 @@ for d, ranks in ((sys.argv[1], [2, 1]), (sys.argv[2], [1, 2])):
         assert ("mpirun" in r["launcher"]) == (r["ranks"] == 2), r["launcher"]
         assert r["comm"] == "mpi" and r["libraries"]["mpi"].startswith("libmpi"), r["libraries"]
 PY
-  # With accumulation (2 micro-batches per GPU) the emulated rank sums a step's four
-  # micro-batches in another order than the allreduce of two: equal to float rounding
-  # (docs/distributed.md gives the bound); BatchNorm follows GPU 0's two micro-batches.
+  # With accumulation (2 micro-batches per GPU) the fast reduction's emulated rank sums
+  # a step's four micro-batches in another order than the allreduce of two: equal to
+  # float rounding (docs/distributed.md gives the bound); BatchNorm follows GPU 0's two
+  # micro-batches. The exact reduction: bit-identical.
   A=(--set dist.accum_steps=2 --set dist.batch_per_gpu=4 --set data.params.train_clips=32)   # 2 steps per epoch
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${A[@]}" --out "$tmp/two_acc"
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${A[@]}" --out "$tmp/down_acc" --stop-after 1
   expect_rc 0 -- "$vexp" run $R "${A[@]}" --out "$tmp/down_acc" --resume
   expect_out "resuming"
   same_state "$tmp/two_acc" "$tmp/down_acc" 1e-5
+  X=("${A[@]}" --set dist.reduction=\"exact\")
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${X[@]}" --out "$tmp/two_x"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${X[@]}" --out "$tmp/down_x" --stop-after 1
+  expect_rc 0 -- "$vexp" run $R "${X[@]}" --out "$tmp/down_x" --resume
+  same_state "$tmp/two_x" "$tmp/down_x"
   ;;
 nproc_launch)
   expect_rc 0 -- "$vexp" run $R --set dist.backend=local --nproc 2 --out "$tmp/n"

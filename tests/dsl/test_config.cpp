@@ -63,6 +63,7 @@ TEST(Config, KeysNotWrittenTakeTheSchemaDefaults) {
   EXPECT_EQ(d.accum_steps, int_default("dist", "accum_steps"));
   EXPECT_DOUBLE_EQ(d.bucket_mb, real_default("dist", "bucket_mb"));
   EXPECT_EQ(d.compression, text_default("dist", "compression"));
+  EXPECT_EQ(d.reduction, text_default("dist", "reduction"));
   EXPECT_DOUBLE_EQ(d.timeout_s, real_default("dist", "timeout_s"));
   const OptimConfig& o = p->optim;
   EXPECT_EQ(o.type, text_default("optim", "type"));
@@ -97,7 +98,7 @@ TEST(Config, WrittenAndSetValuesArrive) {
                           "run.progress=plain", "run.out=/tmp/x", "run.eval_batch=16", "run.device=auto",
                           "run.precision=bf16", "run.memory_format=contiguous", "run.divergence_factor=0",
                           "data.workers=0", "data.prefetch=9", "data.train_size=640", "dist.world_size=8",
-                          "dist.accum_steps=2", "dist.bucket_mb=1.5", "dist.compression=bf16", "dist.timeout_s=30",
+                          "dist.accum_steps=2", "dist.bucket_mb=1.5", "dist.compression=bf16", "dist.reduction=fast", "dist.timeout_s=30",
                           "optim.base_lr=0.1", "optim.base_batch=64", "optim.lr_scaling=sqrt", "optim.lars=true",
                           "optim.lars_eta=0.002", "optim.momentum=0.5", "optim.nesterov=true", "optim.weight_decay=0",
                           "optim.no_decay_bn_bias=false", "optim.fc_lr5=true", "optim.clip_grad_norm=20",
@@ -128,6 +129,7 @@ TEST(Config, WrittenAndSetValuesArrive) {
   EXPECT_EQ(d.accum_steps, 2);
   EXPECT_DOUBLE_EQ(d.bucket_mb, 1.5);
   EXPECT_EQ(d.compression, "bf16");
+  EXPECT_EQ(d.reduction, "fast");
   EXPECT_DOUBLE_EQ(d.timeout_s, 30);
   const OptimConfig& o = p->optim;
   EXPECT_DOUBLE_EQ(o.lr, 0.01);

@@ -117,7 +117,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   r.lr_last = dp.schedule.at(total - 1);
 
   std::unique_ptr<Reducer> reducer;
-  if (r.ranks > 1) {
+  if (r.ranks > 1 && !dp.exact) {  // the exact reduction is TrainStep's own
     ReducerOptions ro;
     ro.bucket_mb = plan.dist.bucket_mb;
     ro.compression = plan.dist.compression;
@@ -187,7 +187,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     step.reduce(loss_sum, stop);
     step.update(dp.schedule.at(i));
     const double t_all = since(t_step);
-    r.final_loss = loss_sum / static_cast<double>(dp.micro);
+    r.final_loss = step.mean_loss();
     if (i < opt.warmup) continue;
     const StepTimes& t = step.times();
     r.step.samples.push_back(t_all);

@@ -1,9 +1,13 @@
 // vexp bench allreduce [--backend local|mpi|nccl] [--mb 256] [--reps 20] [--device cpu|cuda]
-//                      [--param key=value]... [--json]
+//                      [--tensors 160] [--param key=value]... [--json]
 // The allreduce bandwidth of a communication backend (the real plugin, as a run
 // uses it): one float tensor of --mb MiB summed across all ranks, median of
 // --reps after two untimed. Prints the algorithm bandwidth (bytes / time) and the
 // bus bandwidth (x 2 (n - 1) / n, NCCL-tests' convention: what each link carries).
+// Then the exact reduction's cost (dist.reduction = "exact", runtime/exact_sum.hpp)
+// on the same bytes as --tensors parameters: set aside, the max all-reduce, the int64
+// all-reduce and back to float, timed the same way; the ratio exact / float is
+// printed (docs/distributed.md).
 // Start one process per rank the way the backend expects: mpirun for mpi (and an
 // MPI-built nccl), or RANK / WORLD_SIZE / LOCAL_RANK plus
 // --param rendezvous=FILE for nccl (tools/bench/gpu.sh does this).
@@ -20,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "vexp/runtime/exact_sum.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/comm.hpp"
 
@@ -33,6 +38,7 @@ struct BenchAllreduceArgs {
   double mb = 256;
   int64_t reps = 20;
   std::string device = "cpu";
+  int64_t tensors = 160;  // ResNet-50 has 161 trainable tensors
   std::vector<std::string> params;
   bool json = false;
 };
@@ -113,11 +119,37 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
   std::sort(t.begin(), t.end());
   const double med = t[t.size() / 2];
   const double algbw = bytes / med / 1e9, busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 1.0);
+
+  // The exact reduction of the same bytes as `tensors` parameters of one GPU per rank.
+  const int64_t numel = x.numel(), pieces = std::min<int64_t>(a.tensors, numel);
+  std::vector<at::Tensor> parts, grads;
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t len = numel / pieces + (i < numel % pieces ? 1 : 0);
+    parts.push_back(at::zeros({len}, x.options()).set_requires_grad(true));
+    grads.push_back(at::randn({len}, x.options()));
+  }
+  ExactGradSum exact(parts, comm.get(), n, 1, 25);
+  std::vector<double> te;
+  for (int64_t i = 0; i < a.reps + 2; ++i) {
+    for (size_t k = 0; k < parts.size(); ++k) parts[k].mutable_grad() = grads[k].clone();
+    device_sync(x.device());
+    comm->barrier();
+    const auto t0 = Clock::now();
+    exact.take(0);
+    exact.finish();
+    device_sync(x.device());
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (i >= 2) te.push_back(dt);
+  }
+  std::sort(te.begin(), te.end());
+  const double med_exact = te[te.size() / 2];
   if (comm->rank() != 0) return;
   if (a.json) {
     std::cout << nlohmann::json{{"backend", a.backend}, {"ranks", n}, {"device", x.device().str()},
                                 {"mb", bytes / 1048576.0}, {"reps", a.reps}, {"median_ms", med * 1e3},
-                                {"algbw_gb_per_s", algbw}, {"busbw_gb_per_s", busbw}}
+                                {"algbw_gb_per_s", algbw}, {"busbw_gb_per_s", busbw},
+                                {"exact", {{"tensors", pieces}, {"median_ms", med_exact * 1e3},
+                                           {"ratio_to_float", n > 1 ? nlohmann::json(med_exact / med) : nlohmann::json()}}}}
                      .dump(2)
               << "\n";
     return;
@@ -125,6 +157,13 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
   std::printf("allreduce %s, %d rank(s), %.1f MiB float on %s, median of %lld: %.3f ms, algbw %.2f GB/s, busbw %.2f GB/s\n",
               a.backend.c_str(), n, bytes / 1048576.0, x.device().str().c_str(), (long long)a.reps, med * 1e3, algbw,
               busbw);
+  std::printf("exact reduction (dist.reduction = \"exact\") of the same bytes as %lld tensors: %.3f ms", (long long)pieces,
+              med_exact * 1e3);
+  if (n > 1)
+    std::printf(", %.2fx the float allreduce (int64 on the wire, a max all-reduce, the grid and back)\n",
+                med_exact / med);
+  else
+    std::printf(" (one rank: the grid and back only; the float allreduce has nothing to do)\n");
 }
 }  // namespace
 
@@ -135,6 +174,8 @@ void add_bench_allreduce(CLI::App& bench) {
   cmd->add_option("--mb", a->mb, "Tensor size in MiB")->check(CLI::Range(0.001, 65536.0));
   cmd->add_option("--reps", a->reps, "Timed repetitions (the median is reported)")->check(CLI::Range(1, 100000));
   cmd->add_option("--device", a->device, "Where the tensor lives")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--tensors", a->tensors, "Parameters the exact reduction's bytes are split into")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   cmd->add_option("--param", a->params, "Backend parameter KEY=VALUE (e.g. rendezvous=/shared/id for nccl)");
   cmd->add_flag("--json", a->json, "Print JSON (rank 0)");
   cmd->callback([a] { run_bench_allreduce(*a); });

@@ -186,10 +186,11 @@ void add_bench_comm(CLI::App& app) {
       g->sgd = std::make_unique<Sgd>(param_groups(*g->model, qp.optim, g->params), qp.optim.momentum, qp.optim.nesterov);
       if (qp.optim.lars) g->sgd->set_lars(qp.optim.lars_eta);
       StepOptions o = TrainStep::options_of(dp, so);
-      if (distributed) {
-        g->reducer = std::make_unique<Reducer>(g->params, comm, ro);
-      } else {
+      if (!distributed) {
         o.ranks = 1;  // rank 0 alone: the same per-rank batch, nothing to exchange
+        o.world = 1;
+      } else if (!dp.exact) {
+        g->reducer = std::make_unique<Reducer>(g->params, comm, ro);
       }
       g->step = std::make_unique<TrainStep>(StepParts{g->model.get(), g->sgd.get(), &g->scaler, &g->params,
                                                       g->reducer.get(), comm.get()},

@@ -51,6 +51,7 @@ struct DistConfig {
   int64_t accum_steps = 0;       // dist.accum_steps
   double bucket_mb = 0;          // dist.bucket_mb
   std::string compression;       // dist.compression: none | fp16 | bf16
+  std::string reduction;         // dist.reduction: exact | fast (docs/distributed.md)
   double timeout_s = 0;          // dist.timeout_s
   Loc batch_per_gpu_loc;         // where batch_per_gpu was written (unknown: the default)
 };

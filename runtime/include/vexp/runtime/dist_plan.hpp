@@ -42,11 +42,17 @@ struct DistPlan {
   int64_t grad_bytes = 0;     // bytes each rank allreduces per optimizer step (wire format)
   int64_t buckets = 0;
   std::string compression;    // none | fp16 | bf16
+  std::string reduction;      // dist.reduction: exact | fast
+  bool exact = false;         // reduction == "exact": the sum in the GPUs' order (exact_sum.hpp), int64 wire
+  double bucket_mb = 25;      // dist.bucket_mb
 };
 
 // The global batch, dist.world_size x batch_per_gpu x accum_steps (clips per
 // optimizer step); std::nullopt when the product does not fit in 64 bits.
 std::optional<int64_t> global_batch_of(const dsl::DistConfig& dist);
+
+// How the GPUs' gradients are summed, in one line (the dry run and the start of a run).
+std::string reduction_text(const DistPlan& p);
 
 // Throws std::runtime_error with a sentence when the geometry is impossible
 // (world_size not a multiple of ranks, fewer clips than one global batch).

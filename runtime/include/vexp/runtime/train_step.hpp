@@ -14,7 +14,10 @@
 //                     emulates beyond its own first (those after its first `accum`)
 //                     leave the BatchNorm buffers as they found them
 //   reduce            the reducer's all-reduce of the gradients, then the mean of
-//                     the step's loss and whether any rank asked to stop
+//                     the step's loss and whether any rank asked to stop; with
+//                     dist.reduction = "exact" the sum of the GPUs' gradients and of
+//                     their losses in an order of the GPUs (exact_sum.hpp), the same
+//                     on any rank count
 //   update            unscale (fp16), optim.clip_grad_norm, the optimizer step at
 //                     the scheduled, scaled lr (DistPlan::schedule), the scaler's
 //                     update, gradients zeroed
@@ -38,6 +41,7 @@ namespace vexp {
 
 class Comm;
 class Dataset;
+class ExactGradSum;
 class ModelGraph;
 class Reducer;
 class Sgd;
@@ -49,14 +53,17 @@ struct StepParts {
   Sgd* sgd = nullptr;
   GradScaler* scaler = nullptr;
   const std::vector<at::Tensor>* params = nullptr;  // the trainable parameters (the optimizer's)
-  Reducer* reducer = nullptr;                       // null: no gradient exchange (one rank)
-  Comm* comm = nullptr;                             // with a reducer: the loss / stop all-reduce
+  Reducer* reducer = nullptr;                       // null: no bucketed exchange (one rank, or exact)
+  Comm* comm = nullptr;                             // the loss / stop all-reduce (and the exact sum's)
 };
 
 struct StepOptions {
   int64_t micro = 1;      // micro-batches per rank per step (DistPlan::micro)
   int64_t accum = 1;      // of them, the rank's own GPU's (DistPlan::accum); the rest emulate other GPUs
   int64_t ranks = 1;      // processes the gradients are averaged over
+  int64_t world = 1;      // GPUs of the world (DistPlan::world)
+  bool exact = false;     // dist.reduction = "exact" (DistPlan::exact)
+  double bucket_mb = 25;  // the exact sum's largest message (dist.bucket_mb)
   int rank = 0;
   uint64_t seed = 0;      // run.seed
   double clip_grad_norm = 0;  // optim.clip_grad_norm (0: no clipping)
@@ -83,6 +90,7 @@ class TrainStep {
   using CheckLoss = std::function<double(int64_t m, double loss)>;
 
   TrainStep(StepParts parts, StepOptions options);
+  ~TrainStep();
   // The options of a run's plan: micro, accum, ranks from `dp`; rank, seed, clip,
   // device and precision are the caller's.
   static StepOptions options_of(const DistPlan& dp, StepOptions base);
@@ -90,9 +98,14 @@ class TrainStep {
   // The micro-batches of global step `global_step` (from 0), forward and backward;
   // returns the sum of their losses.
   double forward_backward(int64_t global_step, const NextBatch& next, const CheckLoss& check = {});
-  // The gradient all-reduce (nothing without a reducer). With a reducer, `loss_sum`
-  // becomes its mean over the ranks and `stop` is true when it was on any rank.
+  // The gradient exchange: the reducer's all-reduce, or the exact sum; nothing for
+  // one rank of the fast reduction. With a reducer, `loss_sum` becomes its mean over
+  // the ranks and `stop` is true when it was on any rank; the exact reduction also
+  // shares them (every GPU's loss summed in the GPUs' order).
   void reduce(double& loss_sum, bool& stop);
+  // The step's mean loss over every GPU's micro-batches, once reduce() ran (before:
+  // this rank's): what run() returns and the trainer logs.
+  double mean_loss() const { return mean_loss_; }
   // Unscale, clip, optimizer step at `lr`, scaler update, zero_grad. Returns whether
   // the optimizer stepped (false: fp16 met an inf / NaN gradient and skipped).
   bool update(double lr);
@@ -109,6 +122,9 @@ class TrainStep {
   StepParts parts_;
   StepOptions opt_;
   StepTimes times_;
+  std::unique_ptr<ExactGradSum> exact_;
+  std::vector<double> gpu_loss_;  // per GPU of this rank: the sum of its micro-batches' losses
+  double mean_loss_ = 0;
   std::vector<at::Tensor> buffers_, kept_buffers_;
 };
 
