@@ -44,8 +44,9 @@ sanitize: deps
 	  echo "make sanitize: sanitizer reports (also from processes whose test passed), in $$logs:"; \
 	  head -n 40 "$$logs"/*; rc=1; \
 	fi; exit $$rc
-# The libFuzzer targets (the recipe loader, sweep expressions), built with clang in
-# their own folder and each run for VEXP_FUZZ_SECONDS (default 20) from the seed corpora.
+# The libFuzzer targets (the recipe loader, sweep expressions, the Kinetics readers), built
+# with clang in their own folder and each run for VEXP_FUZZ_SECONDS (default 20) from the
+# seed corpora.
 FUZZ_BUILD ?= $(BUILD)-fuzz
 fuzz:
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DVEXP_FUZZ=ON \

@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "vexp/base/text.hpp"
+
 namespace vexp::dsl {
 
 namespace {
@@ -23,7 +25,7 @@ const char* severity_name(Severity s) {
 std::string Diagnostic::str() const {
   std::string out;
   if (loc.known()) out = loc.str() + ": ";
-  return out + severity_name(severity) + ": " + message;
+  return base::printable(out + severity_name(severity) + ": " + message, 4096);
 }
 
 void Diagnostics::error(const Loc& loc, std::string message) {

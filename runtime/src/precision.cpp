@@ -1,5 +1,7 @@
 #include "vexp/runtime/precision.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
@@ -97,9 +99,26 @@ c10::Device resolve_device_option(const std::string& setting, const std::string&
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(n));
 }
 
-int64_t set_intra_op_threads(int64_t requested) {
-  const int64_t threads = requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+int64_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());  // more CPUs than a cpu_set_t holds
+}
+
+int64_t set_intra_op_threads(int64_t requested, std::string* lowered) {
+  const int64_t cores = usable_cores();
+  int64_t threads = requested > 0 ? requested : cores;
+  if (threads > cores) {
+    if (lowered)
+      *lowered = std::to_string(threads) + " threads asked for, more than the " + std::to_string(cores) +
+                 " core(s) this process may run on; using " + std::to_string(cores);
+    threads = cores;
+  }
   at::set_num_threads(static_cast<int>(threads));
+  // The pool starts here, while a stop signal still ends the process at once, not in
+  // the first step.
+  at::parallel_for(0, threads, 1, [](int64_t, int64_t) {});
   return threads;
 }
 

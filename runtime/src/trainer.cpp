@@ -12,6 +12,7 @@
 #include <iostream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <ATen/ATen.h>
 
@@ -59,8 +60,18 @@ void warn_from_scratch(const dsl::RecipePlan& plan) {
 
 volatile std::sig_atomic_t g_stop = 0;
 volatile std::sig_atomic_t g_quiet_signals = 0;  // ranks other than 0 say nothing
+// 1 from install_stop_handlers until the training loop begins (opening the recipe and
+// the data, the thread pools, the model, a checkpoint to resume): nothing new exists
+// to save, so a stop signal ends the process at once instead of waiting for a step.
+volatile std::sig_atomic_t g_starting = 0;
 
 extern "C" void on_stop_signal(int) {
+  if (g_starting) {
+    static const char starting[] =
+        "\nvexp: interrupted while starting, before the first step: exiting at once (nothing new to save)\n";
+    if (!g_quiet_signals) (void)!::write(STDERR_FILENO, starting, sizeof starting - 1);
+    ::_exit(130);
+  }
   if (g_stop) {
     static const char again[] = "\nvexp: interrupted again: exiting at once (checkpoints already written stay)\n";
     if (!g_quiet_signals) (void)!::write(STDERR_FILENO, again, sizeof again - 1);
@@ -77,16 +88,20 @@ extern "C" void on_stop_signal(int) {
 namespace trainer {
 
 void clear_stop_request() { g_stop = 0; }
+void steps_begin() { g_starting = 0; }
 
 Run::Run(const dsl::RecipePlan& p, const TrainOptions& o, std::shared_ptr<Comm> c)
     : plan(p), opt(o), comm(std::move(c)), rank(comm->rank()), ranks(comm->size()), writer(rank == 0) {}
 
 namespace {
 
-// Device and arithmetic: checked before the run directory is touched.
-Execution set_up_execution(const dsl::RunConfig& run, const std::string& recipe_path) {
+// Device and arithmetic: checked before the run directory is touched. `say`: this
+// rank reports (a run.threads lowered to the cores is one warning, from rank 0).
+Execution set_up_execution(const dsl::RunConfig& run, const std::string& recipe_path, bool say) {
   Execution x;
-  x.threads = set_intra_op_threads(run.threads);
+  std::string lowered;
+  x.threads = set_intra_op_threads(run.threads, &lowered);
+  if (say && !lowered.empty()) log_warn(run_setting_where(run, dsl::Loc{}, "threads", recipe_path) + ": " + lowered);
   x.device = resolve_device(run.device, run_setting_where(run, run.device_loc, "device", recipe_path));
   x.precision = parse_precision(run.precision);
   check_precision(x.precision, x.device, run_setting_where(run, run.precision_loc, "precision", recipe_path));
@@ -147,7 +162,7 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume);
 
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   Run r(*s.plan, opt, comm);
-  r.exec = set_up_execution(r.plan.run, opt.recipe_path);
+  r.exec = set_up_execution(r.plan.run, opt.recipe_path, r.writer);
   r.scaler = std::make_unique<GradScaler>(r.exec.precision == Precision::Fp16);
   r.out = run_dir_of(r.plan, opt);
   r.ckpt_dir = rundir::RunDir(r.out).checkpoints();
@@ -202,6 +217,7 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
   if (r.ranks > 1) r.reducer = set_up_ddp(r);
   log_start(r);
   r.progress = std::make_unique<Progress>(r.writer ? r.plan.run.progress : "none", r.plan.run.log_every);
+  if (const int64_t ms = r.faults.start_sleep_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   LoopResult loop = train_epochs(r);
   return finish(r, std::move(loop));
 }
@@ -210,6 +226,7 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
 }  // namespace trainer
 
 void install_stop_handlers() {
+  g_starting = 1;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);

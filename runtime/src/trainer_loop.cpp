@@ -132,6 +132,7 @@ class EpochLoop {
   LoopResult run() {
     // Stopping on a signal: every rank stops after the same step. Before the first
     // step nothing new exists to save.
+    steps_begin();
     if (agree_stop(*r_.comm, stop_requested())) {
       clear_stop_request();
       const std::string last = latest_checkpoint(r_.ckpt_dir);

@@ -49,6 +49,9 @@ double seconds_since(Clock::time_point t);
 
 // A stop signal was honoured: a later run in this process starts afresh (trainer.cpp).
 void clear_stop_request();
+// The training loop begins: from now on a stop signal stops after the current step
+// (with a checkpoint); before, it ended the process at once (trainer.cpp).
+void steps_begin();
 
 // ---- trainer_report.cpp ----
 
@@ -80,9 +83,11 @@ struct Faults {
   bool hit(const std::string& kind, int64_t at, int rank) const;
   // slow_step@ms=N: every step sleeps N ms more, so that a run lasts long enough for a
   // test of a scheduler's time limit on a machine of any speed (values are unchanged).
-  int64_t step_sleep_ms() const {
+  int64_t step_sleep_ms() const { return sleep_ms("slow_step"); }
+  int64_t start_sleep_ms() const { return sleep_ms("slow_start"); }
+  int64_t sleep_ms(const std::string& kind) const {
     for (const auto& f : list)
-      if (f.kind == "slow_step") return f.at;
+      if (f.kind == kind) return f.at;
     return 0;
   }
 };

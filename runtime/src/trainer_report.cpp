@@ -76,6 +76,8 @@ void Progress::end_bar() {
 //   grow_loss@step=N  from global step N on, the training loss is observed 1e6 times larger
 //   nan_val@epoch=N   the validation loss of the evaluation after epoch N is NaN
 //   sigint@step=N     SIGINT is raised during global step N (the run stops after it)
+//   slow_step@ms=N    each step takes N ms longer
+//   slow_start@ms=N   the start takes N ms longer (just before the training loop)
 Faults Faults::from_env() {
   Faults f;
   const char* env = std::getenv("VEXP_TEST_FAULT");
@@ -84,7 +86,8 @@ Faults Faults::from_env() {
   for (std::string item; std::getline(ss, item, ',');) {
     if (item.empty()) continue;
     static const std::map<std::string, std::string> keys{
-        {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}, {"slow_step", "ms"}};
+        {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}, {"slow_step", "ms"},
+        {"slow_start", "ms"}};
     const size_t at = item.find('@');
     Fault x;
     x.kind = item.substr(0, at);
@@ -102,7 +105,8 @@ Faults Faults::from_env() {
     if (!ok)
       throw std::runtime_error("VEXP_TEST_FAULT: cannot read '" + item +
                                "' (test-only; expected nan_loss@step=N, grow_loss@step=N, nan_val@epoch=N or "
-                               "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N)");
+                               "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N or "
+                               "slow_start@ms=N)");
     x.at = n;
     x.rank = static_cast<int>(r);
     f.list.push_back(x);

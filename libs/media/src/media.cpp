@@ -12,6 +12,7 @@ extern "C" {
 #include <turbojpeg.h>
 
 #include "convert.hpp"
+#include "vexp/base/files.hpp"
 
 namespace vexp::media {
 
@@ -137,10 +138,19 @@ struct Tj {
   }
 };
 
+// A frame file: a regular file of at most 64 MiB, opened without waiting (a FIFO
+// or a device in a frame folder is one error naming it, never a hang).
 std::vector<unsigned char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::vector<unsigned char> bytes;
+  try {
+    base::read_file_chunks(
+        path, base::kMaxTextFileBytes,
+        [&](std::string_view piece) { bytes.insert(bytes.end(), piece.begin(), piece.end()); },
+        [&](std::uint64_t size) { bytes.reserve(static_cast<size_t>(size)); });
+  } catch (const base::Error& e) {
+    throw MediaError(e.what());
+  }
+  return bytes;
 }
 
 tjhandle decompressor() {

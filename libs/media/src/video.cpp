@@ -1,6 +1,11 @@
 // Video reading and writing (FFmpeg's libavformat and libavcodec): built when
 // VEXP_VIDEO is ON (the default); video_off.cpp stands in for it otherwise.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -17,6 +22,7 @@ extern "C" {
 }
 
 #include "convert.hpp"
+#include "vexp/base/files.hpp"
 #include "vexp/media/media.hpp"
 
 namespace vexp::media {
@@ -33,6 +39,29 @@ std::string av_error(int code) {
   return buf;
 }
 
+// The file's descriptor as FFmpeg's input (read and seek on it): FFmpeg never opens the
+// path itself, so what it reads is the regular file checked at open, not a FIFO or a
+// device put in its place (which its own open would wait on, or read without end).
+int fd_read(void* opaque, uint8_t* buf, int size) {
+  const int fd = *static_cast<int*>(opaque);
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, static_cast<size_t>(size));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return AVERROR(errno);
+    return r == 0 ? AVERROR_EOF : static_cast<int>(r);
+  }
+}
+
+int64_t fd_seek(void* opaque, int64_t offset, int whence) {
+  const int fd = *static_cast<int*>(opaque);
+  if (whence == AVSEEK_SIZE) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : AVERROR(errno);
+  }
+  const off_t r = ::lseek(fd, static_cast<off_t>(offset), whence & ~AVSEEK_FORCE);
+  return r < 0 ? AVERROR(errno) : static_cast<int64_t>(r);
+}
+
 }  // namespace
 
 bool video_supported() { return true; }
@@ -42,6 +71,8 @@ void quiet_ffmpeg_logs() { av_log_set_level(AV_LOG_FATAL); }
 // ---------------------------------------------------------------- reading video
 
 struct VideoReader::Impl {
+  int fd = -1;
+  AVIOContext* io = nullptr;
   AVFormatContext* fmt = nullptr;
   AVCodecContext* codec = nullptr;
   AVPacket* pkt = nullptr;
@@ -53,14 +84,34 @@ struct VideoReader::Impl {
     av_frame_free(&frame);
     av_packet_free(&pkt);
     avcodec_free_context(&codec);
-    avformat_close_input(&fmt);
+    avformat_close_input(&fmt);  // leaves the custom `io` to its owner
+    if (io) av_freep(&io->buffer);
+    avio_context_free(&io);
+    if (fd >= 0) ::close(fd);
   }
 };
 
 VideoReader::VideoReader(const std::string& path, std::shared_ptr<const VideoIndex> cached)
     : impl_(std::make_unique<Impl>()), path_(path) {
   Impl& m = *impl_;
-  int rc = avformat_open_input(&m.fmt, path.c_str(), nullptr, nullptr);
+  // Opened without waiting (a FIFO has no writer) and read only when it is a regular file.
+  m.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (m.fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(m.fd, &info) != 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    throw MediaError("'" + path + "' is " + base::file_kind(info.st_mode) + ", not a regular file");
+  constexpr int kIoBuffer = 1 << 16;
+  auto* buffer = static_cast<unsigned char*>(av_malloc(kIoBuffer));
+  if (buffer) m.io = avio_alloc_context(buffer, kIoBuffer, 0, &m.fd, fd_read, nullptr, fd_seek);
+  if (!m.io) {
+    av_free(buffer);
+    fail(path, "cannot open: out of memory");
+  }
+  m.fmt = avformat_alloc_context();
+  if (!m.fmt) fail(path, "cannot open: out of memory");
+  m.fmt->pb = m.io;
+  int rc = avformat_open_input(&m.fmt, path.c_str(), nullptr, nullptr);  // frees m.fmt on failure
   if (rc < 0) fail(path, "cannot open: " + av_error(rc));
   // Containers with headers (mp4, mkv) describe the stream without probing
   // frames; the others (avi, raw streams) need avformat_find_stream_info.

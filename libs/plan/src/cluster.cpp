@@ -557,7 +557,8 @@ std::string cluster_summary(const Cluster& c) {
   if (c.cpu.videos_clips_per_s_per_core > 0) layouts += layouts.empty() ? "videos" : " and videos";
   std::snprintf(buf, sizeof buf,
                 "cluster '%s': %lld node(s) x %lld GPU(s) (%s), %zu compute profile(s)%s, %s, decode rates for %s%s",
-                c.name.c_str(), (long long)c.nodes, (long long)c.gpus_per_node, c.gpu_name.c_str(), c.profiles.size(),
+                base::printable(c.name, 120).c_str(), (long long)c.nodes, (long long)c.gpus_per_node,
+                base::printable(c.gpu_name, 120).c_str(), c.profiles.size(),
                 c.derive.given ? " + derived from MACs" : "",
                 c.inter.given ? ("inter-node " + std::to_string(c.inter.rails) + " rail(s)").c_str() : "one node",
                 layouts.c_str(), c.storage.given ? ", storage" : "");

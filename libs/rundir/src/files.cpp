@@ -194,7 +194,8 @@ std::string read_text(const fs::path& path, std::uint64_t max_bytes) {
   }
 }
 
-void for_each_line(const fs::path& path, const std::function<void(const std::string&, std::int64_t)>& fn) {
+void for_each_line(const fs::path& path, const std::function<void(const std::string&, std::int64_t)>& fn,
+                   const std::function<void(std::int64_t, std::uint64_t)>& on_long) {
   if (!exists_at_all(path)) return;
   const std::string problem = base::regular_file_problem(path.string(), base::kMaxLogFileBytes);
   if (!problem.empty()) throw Error(base::printable(problem, 1024));
@@ -208,9 +209,22 @@ void for_each_line(const fs::path& path, const std::function<void(const std::str
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw Error("'" + shown(path) + "' is not a regular file");
-  std::string pending;
+  // Each byte is looked at once: a chunk is split at its newlines, and only the part
+  // of the current line not yet ended is kept (a line past kMaxLogLineBytes only counted).
+  std::string line;
+  std::uint64_t long_bytes = 0;  // > 0: the current line is too long and is being passed over
   std::int64_t number = 0;
   std::uint64_t total = 0;
+  auto end_line = [&] {
+    ++number;
+    if (long_bytes > 0) {
+      if (on_long) on_long(number, long_bytes);
+      long_bytes = 0;
+    } else {
+      fn(line, number);
+    }
+    line.clear();
+  };
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -219,13 +233,31 @@ void for_each_line(const fs::path& path, const std::function<void(const std::str
     if (n == 0) break;
     total += static_cast<std::uint64_t>(n);
     if (total > base::kMaxLogFileBytes) break;
-    pending.append(buf, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
-      fn(pending.substr(start, nl - start), ++number);
-    pending.erase(0, start);
+    const char* p = buf;
+    const char* const end = buf + n;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* stop = nl ? nl : end;
+      const auto piece = static_cast<std::uint64_t>(stop - p);
+      if (long_bytes > 0) {
+        long_bytes += piece;
+      } else if (line.size() + piece > kMaxLogLineBytes) {
+        long_bytes = line.size() + piece;
+        std::string().swap(line);
+      } else {
+        line.append(p, static_cast<size_t>(piece));
+      }
+      if (!nl) break;
+      end_line();
+      p = nl + 1;
+    }
   }
-  if (!pending.empty()) fn(pending, ++number);
+  if (long_bytes > 0 || !line.empty()) end_line();
+}
+
+std::string long_line_problem(std::uint64_t bytes) {
+  return "a line of " + std::to_string(bytes) + " bytes, more than the " + std::to_string(kMaxLogLineBytes) +
+         " a record may have";
 }
 
 const std::vector<const char*>& summary_string_keys() {
@@ -288,46 +320,49 @@ std::string SkippedLines::text(const fs::path& file) const {
 Metrics read_metrics(const fs::path& dir) {
   Metrics m;
   const fs::path file = RunDir(dir).metrics();
-  for_each_line(file, [&](const std::string& line, int64_t number) {
-    if (line.empty()) return;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const std::exception&) {
-      m.skipped.add(file, number, "not JSON");
-      return;
-    }
-    const std::string why = metrics_record_problem(j);
-    if (!why.empty()) {
-      m.skipped.add(file, number, why);
-      return;
-    }
-    const std::string type = j.value("type", "");
-    if (type == "step") {
-      StepRecord s;
-      s.global_step = static_cast<int64_t>(num(j, "global_step"));
-      s.epoch = static_cast<int64_t>(num(j, "epoch"));
-      s.step = static_cast<int64_t>(num(j, "step"));
-      s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
-      s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
-      s.lr = num(j, "lr");
-      s.clips_per_s = num(j, "clips_per_s");
-      s.step_s = num(j, "step_s");
-      s.data_s = num(j, "data_s");
-      s.compute_s = num(j, "compute_s");
-      s.comm_s = num(j, "comm_s");
-      if (auto e = opt_num(j, "epochs_trained")) s.epochs_trained = *e;
-      m.steps.push_back(s);
-    } else if (type == "eval") {
-      EvalRecord e;
-      e.epoch = static_cast<int64_t>(num(j, "epoch"));
-      e.global_step = static_cast<int64_t>(num(j, "global_step"));
-      e.top1 = opt_num(j, "top1");
-      e.top5 = opt_num(j, "top5");
-      e.val_loss = opt_num(j, "val_loss");
-      m.evals.push_back(e);
-    }
-  });
+  for_each_line(
+      file,
+      [&](const std::string& line, int64_t number) {
+        if (line.empty()) return;
+        json j;
+        try {
+          j = json::parse(line);
+        } catch (const std::exception&) {
+          m.skipped.add(file, number, "not JSON");
+          return;
+        }
+        const std::string why = metrics_record_problem(j);
+        if (!why.empty()) {
+          m.skipped.add(file, number, why);
+          return;
+        }
+        const std::string type = j.value("type", "");
+        if (type == "step") {
+          StepRecord s;
+          s.global_step = static_cast<int64_t>(num(j, "global_step"));
+          s.epoch = static_cast<int64_t>(num(j, "epoch"));
+          s.step = static_cast<int64_t>(num(j, "step"));
+          s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
+          s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
+          s.lr = num(j, "lr");
+          s.clips_per_s = num(j, "clips_per_s");
+          s.step_s = num(j, "step_s");
+          s.data_s = num(j, "data_s");
+          s.compute_s = num(j, "compute_s");
+          s.comm_s = num(j, "comm_s");
+          if (auto e = opt_num(j, "epochs_trained")) s.epochs_trained = *e;
+          m.steps.push_back(s);
+        } else if (type == "eval") {
+          EvalRecord e;
+          e.epoch = static_cast<int64_t>(num(j, "epoch"));
+          e.global_step = static_cast<int64_t>(num(j, "global_step"));
+          e.top1 = opt_num(j, "top1");
+          e.top5 = opt_num(j, "top5");
+          e.val_loss = opt_num(j, "val_loss");
+          m.evals.push_back(e);
+        }
+      },
+      [&](int64_t number, std::uint64_t bytes) { m.skipped.add(file, number, long_line_problem(bytes)); });
   return m;
 }
 

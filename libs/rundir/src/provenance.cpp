@@ -160,13 +160,16 @@ void finish_invocation(const fs::path& dir, int64_t number, const std::string& o
 Provenance read_provenance(const fs::path& dir) {
   Provenance p;
   const fs::path file = RunDir(dir).provenance();
-  for_each_line(file, [&](const std::string& line, int64_t number) {
-    if (line.empty()) return;
-    if (auto r = record_of(line))
-      p.records.push_back(std::move(*r));
-    else
-      p.skipped.add(file, number, "not a JSON object with a \"format\"");
-  });
+  for_each_line(
+      file,
+      [&](const std::string& line, int64_t number) {
+        if (line.empty()) return;
+        if (auto r = record_of(line))
+          p.records.push_back(std::move(*r));
+        else
+          p.skipped.add(file, number, "not a JSON object with a \"format\"");
+      },
+      [&](int64_t number, std::uint64_t bytes) { p.skipped.add(file, number, long_line_problem(bytes)); });
   return p;
 }
 

@@ -82,6 +82,39 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   EXPECT_TRUE(read_metrics(empty.path()).steps.empty());
 }
 
+// Lines are split wherever the 64 KiB reads end; a line longer than kMaxLogLineBytes
+// goes to on_long (with its number and size), and the lines after it are still read.
+TEST(RunDirFiles, ForEachLineSplitsAtEveryNewlineAndPassesOverLongLines) {
+  vexp::base::TempDir tmp;
+  const fs::path f = tmp.path() / "log.txt";
+  const std::string across(70000, 'a');  // ends in the second read
+  const std::string long_line(kMaxLogLineBytes + 1, 'b');
+  write(f, "one\n" + across + "\n\n" + long_line + "\nlast");
+  std::vector<std::pair<std::int64_t, std::string>> lines;
+  std::vector<std::pair<std::int64_t, std::uint64_t>> longs;
+  for_each_line(
+      f, [&](const std::string& line, std::int64_t n) { lines.emplace_back(n, line); },
+      [&](std::int64_t n, std::uint64_t bytes) { longs.emplace_back(n, bytes); });
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], std::make_pair(std::int64_t{1}, std::string("one")));
+  EXPECT_EQ(lines[1], std::make_pair(std::int64_t{2}, across));
+  EXPECT_EQ(lines[2], std::make_pair(std::int64_t{3}, std::string()));
+  EXPECT_EQ(lines[3], std::make_pair(std::int64_t{5}, std::string("last")));
+  ASSERT_EQ(longs.size(), 1u);
+  EXPECT_EQ(longs[0], std::make_pair(std::int64_t{4}, static_cast<std::uint64_t>(long_line.size())));
+  // A line of exactly the limit is still a line; in metrics.jsonl a longer one is a skipped line.
+  write(tmp.path() / "metrics.jsonl", std::string(kMaxLogLineBytes + 5, 'x') + "\n");
+  const Metrics m = read_metrics(tmp.path());
+  EXPECT_EQ(m.skipped.count, 1);
+  EXPECT_NE(m.skipped.where.find("metrics.jsonl:1: " + long_line_problem(kMaxLogLineBytes + 5)), std::string::npos)
+      << m.skipped.where;
+  write(f, std::string(kMaxLogLineBytes, 'c'));
+  lines.clear();
+  for_each_line(f, [&](const std::string& line, std::int64_t n) { lines.emplace_back(n, line); });
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].second.size(), kMaxLogLineBytes);
+}
+
 TEST(RunDirFiles, TruncateMetricsKeepsTheResumedPrefix) {
   vexp::base::TempDir tmp;
   write(tmp.path() / "metrics.jsonl",

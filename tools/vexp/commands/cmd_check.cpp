@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/plan/cluster.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/dataset.hpp"
@@ -38,7 +39,7 @@ void check_global_batch(Session& s, const std::string& path) {
                     "the training split has " + std::to_string(train) + " clips, fewer than one global batch of " +
                         global_text + " (dist.world_size " + std::to_string(dist.world_size) + " x batch_per_gpu " +
                         std::to_string(dist.batch_per_gpu) + " x accum_steps " + std::to_string(dist.accum_steps) + ")"};
-  std::cerr << d.str() << "\n" << path << ": 1 error\n";
+  std::cerr << d.str() << "\n" << base::printable(path) << ": 1 error\n";
   throw Exit{kExitInvalid, ""};
 }
 
@@ -60,7 +61,7 @@ void add_check(CLI::App& app) {
       const auto c = plan::load_cluster(args->path, d);
       for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
       if (!c) throw Exit{kExitInvalid, ""};
-      std::cout << args->path << ": ok (" << plan::cluster_summary(*c) << ")\n";
+      std::cout << base::printable(args->path) << ": ok (" << plan::cluster_summary(*c) << ")\n";
       return;
     }
     Session s;
@@ -73,8 +74,9 @@ void add_check(CLI::App& app) {
     if (*print) {
       std::cout << "# resolved recipe, hash " << dsl::recipe_hash(plan.resolved) << "\n" << dsl::to_toml(plan.resolved);
     } else {
-      std::cout << args->path << ": ok (" << plan.nodes.size() << " nodes, " << plan.inserts.size()
-                << " inserted operators, dataset '" << plan.dataset << "', backend '" << plan.comm << "')\n";
+      std::cout << base::printable(args->path) << ": ok (" << plan.nodes.size() << " nodes, " << plan.inserts.size()
+                << " inserted operators, dataset '" << base::printable(plan.dataset) << "', backend '"
+                << base::printable(plan.comm) << "')\n";
     }
   });
 }

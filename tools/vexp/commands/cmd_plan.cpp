@@ -125,11 +125,12 @@ void run_plan(const PlanArgs& a) {
   else std::cout << plan_table(cluster, results);
   if (!a.plot.empty()) {
     write_plot(results, a.plot);
-    if (!a.json) std::cout << "plot: " << a.plot << "\n";
+    if (!a.json) std::cout << "plot: " << base::printable(a.plot) << "\n";
   }
   if (!a.tune.empty()) {
     write_tune(cluster, results.front(), a.tune);
-    if (!a.json) std::cout << "overlay: " << a.tune << " (vexp check " << a.tune << ")\n";
+    if (!a.json)
+      std::cout << "overlay: " << base::printable(a.tune) << " (vexp check " << base::printable(a.tune) << ")\n";
   }
 }
 

@@ -235,11 +235,11 @@ void run_status(const std::string& dir) {
   std::cout << printable(dir) << ": " << (done ? "the run is complete (summary.json)" : "the run is not complete")
             << "\n";
   if (rec.jobs.empty()) {
-    std::cout << "no Slurm job recorded (" << slurm::jobs_file(dir) << " is missing or empty)\n";
+    std::cout << "no Slurm job recorded (" << printable(slurm::jobs_file(dir)) << " is missing or empty)\n";
     return;
   }
   if (rec.bad_lines > 0)
-    std::cerr << "vexp: warning: " << slurm::jobs_file(dir) << ": " << rec.bad_lines
+    std::cerr << "vexp: warning: " << printable(slurm::jobs_file(dir)) << ": " << rec.bad_lines
               << " line(s) that are not job events were skipped\n";
   for (const auto& j : rec.jobs) {
     std::cout << "job " << printable(j.job, 40) << ": " << j.starts << " start(s), " << j.requeues << " requeue(s)";

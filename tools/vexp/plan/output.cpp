@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "report/gnuplot.hpp"
 #include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -30,6 +31,10 @@ std::string duration(double s) {
   if (s < 172800) return fmt("%.1f h", s / 3600);
   return fmt("%.1f d", s / 86400);
 }
+
+// A string from the cluster file, a bench JSON it names, the recipe or the command line,
+// as the terminal (or a recipe comment) shows it: control characters escaped, cut at 200 bytes.
+std::string shown(const std::string& s) { return base::printable(s, 200); }
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
@@ -56,10 +61,10 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
   for (size_t i = 0; i < results.size(); ++i) {
     const RecipeResult& r = results[i];
     if (i) out << "\n";
-    out << "vexp plan: " << r.recipe << " on '" << c.name << "' (" << c.path << ", " << c.nodes << " nodes x "
-        << c.gpus_per_node << " " << c.gpu_name << ")\n";
-    out << "model " << r.model << ": compute " << r.compute.profile << " ("
-        << (r.compute.source.empty() ? "no source" : r.compute.source) << "), per micro-step of " << r.per_gpu
+    out << "vexp plan: " << shown(r.recipe) << " on '" << shown(c.name) << "' (" << shown(c.path) << ", " << c.nodes
+        << " nodes x " << c.gpus_per_node << " " << shown(c.gpu_name) << ")\n";
+    out << "model " << shown(r.model) << ": compute " << shown(r.compute.profile) << " ("
+        << (r.compute.source.empty() ? "no source" : shown(r.compute.source)) << "), per micro-step of " << r.per_gpu
         << " clips: forward " << fmt("%.1f", r.compute.forward_ms) << " ms, backward "
         << fmt("%.1f", r.compute.backward_ms) << " ms; optimizer " << fmt("%.1f", r.compute.optimizer_ms)
         << " ms (1 GPU, " << r.compute_threads << " compute thread(s) per rank)\n";
@@ -68,15 +73,15 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
     for (const Row& row : r.rows)
       if (row.profile_source != seen) {
         seen = row.profile_source;
-        out << "  from " << row.gpus << " GPU(s): " << row.profile_source << ": forward "
+        out << "  from " << row.gpus << " GPU(s): " << shown(row.profile_source) << ": forward "
             << fmt("%.1f", row.forward_ms / static_cast<double>(row.micro_steps)) << " ms, backward "
             << fmt("%.1f", row.backward_ms / static_cast<double>(row.micro_steps)) << " ms per micro-step\n";
       }
     out << "gradients " << fmt("%.1f", r.grad_params / 1e6) << " M = " << fmt("%.1f", r.grad_bytes / 1e6) << " MB in "
         << r.buckets << " bucket(s) of " << fmt("%g", r.bucket_mb) << " MiB ("
-        << (r.compression == "none" ? "fp32" : r.compression) << " wire)"
+        << (r.compression == "none" ? "fp32" : shown(r.compression)) << " wire)"
         << (r.attributed ? "" : "; backward spread by parameter size (no MACs tied to parameters)") << "\n";
-    out << "data: " << r.layout << ", " << fmt("%g", r.threads_per_gpu) << " decode thread(s) per GPU; scaling: "
+    out << "data: " << shown(r.layout) << ", " << fmt("%g", r.threads_per_gpu) << " decode thread(s) per GPU; scaling: "
         << (r.fixed_batch ? "fixed global batch (dist.world_size " + std::to_string(r.world) + " emulated on G GPUs)"
                           : "weak (dist.world_size = G, " + std::to_string(r.per_gpu) + " clips per GPU x " +
                                 std::to_string(r.accum) + " accumulation)")
@@ -108,7 +113,7 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
     else
       out << "  bucket: keep " << fmt("%g", r.bucket_mb) << " MiB (MiB: exposed ms = " << scan << ")\n";
     for (const auto& l : a.layouts) {
-      out << "  " << l.layout << ": ";
+      out << "  " << shown(l.layout) << ": ";
       if (l.storage_bound && l.threads_needed <= 0)
         out << "storage-bound: no number of decode threads keeps up";
       else
@@ -260,8 +265,9 @@ void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path
   const std::string base = fs::absolute(r.recipe).lexically_normal().lexically_relative(dir).string();
   std::ostringstream o;
   const Advice& a = r.advice;
-  o << "# Suggested by `vexp plan --tune` for cluster '" << c.name << "' (" << c.path << ") at " << a.at_gpus
-    << " GPUs, " << r.layout << " layout.\n";
+  // A comment of a recipe: a newline in a name must not end it (the next line would be a key).
+  o << "# Suggested by `vexp plan --tune` for cluster '" << shown(c.name) << "' (" << shown(c.path) << ") at "
+    << a.at_gpus << " GPUs, " << shown(r.layout) << " layout.\n";
   if (a.knee_gpus > 0)
     o << "# Knee of the scaling curve: " << a.knee_gpus << " GPUs (the largest planned count at >= "
       << fmt("%.0f", 100 * a.knee_efficiency) << "% efficiency).\n";
@@ -273,7 +279,8 @@ void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path
     any = true;
   }
   if (a.workers != r.workers) {
-    o << "\n[data]\n# decode threads per GPU that keep up on " << r.layout << "\nworkers = " << a.workers << "\n";
+    o << "\n[data]\n# decode threads per GPU that keep up on " << shown(r.layout) << "\nworkers = " << a.workers
+      << "\n";
     any = true;
   }
   if (!any) o << "# The recipe's settings are already the suggested ones.\n";

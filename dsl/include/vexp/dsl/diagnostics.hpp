@@ -14,7 +14,9 @@ struct Diagnostic {
   Severity severity = Severity::Error;
   Loc loc;
   std::string message;
-  // "recipe.toml:12:7: error: message" (or "error: message" when loc is unknown).
+  // "recipe.toml:12:7: error: message" (or "error: message" when loc is unknown): one
+  // line for a terminal, control characters (from file names and quoted values) escaped
+  // as vexp::base::printable shows them.
   std::string str() const;
 };
 

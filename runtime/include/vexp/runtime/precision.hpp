@@ -38,9 +38,16 @@ c10::Device resolve_device(const std::string& setting, const std::string& where)
 // libtorch's dispatcher listing.
 c10::Device resolve_device_option(const std::string& setting, const std::string& where);
 
-// Intra-op CPU threads ([run] threads): `requested`, or every core when it is 0
-// (Debian's libtorch starts with one). Sets them and returns the number.
-int64_t set_intra_op_threads(int64_t requested);
+// The cores this process may run on: its CPU affinity (taskset, a Slurm or cgroup
+// cpuset, a sweep's slot), at least 1.
+int64_t usable_cores();
+
+// Intra-op CPU threads ([run] threads): `requested`, or every usable core when it is
+// 0 (Debian's libtorch starts with one), but never more than the usable cores: more
+// threads than cores only slow the compute down, and hundreds of them on a few cores
+// took minutes to start (one line in `lowered`, when given, says so). Sets them,
+// starts libtorch's pool and returns the number.
+int64_t set_intra_op_threads(int64_t requested, std::string* lowered = nullptr);
 
 // Where a [run] key was set, for errors: "recipe.toml:7:1: [run] device" (or
 // "--set run.device=cuda: [run] device"; the recipe file alone when the key

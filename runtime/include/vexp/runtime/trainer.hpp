@@ -52,7 +52,9 @@ struct InterruptedError : std::runtime_error {
 
 // Installs the handlers of SIGINT, SIGTERM and SIGUSR1: the first one asks the
 // training loop to stop after its current step; a second one ends the process at
-// once with exit code 130. Called by `vexp run` before anything else, and by
+// once with exit code 130, as does the first one before the training loop begins
+// (while the recipe, the data, the thread pools, the model and a checkpoint are
+// opened: nothing new to save). Called by `vexp run` before anything else, and by
 // train() (idempotent).
 void install_stop_handlers();
 // Whether a stop was asked for (by a signal, or by request_stop()).

@@ -125,7 +125,8 @@ std::string slurm_time_problem(const std::string& v);
 // D-HH:MM:SS), or nullopt when it is none of these.
 std::optional<int64_t> slurm_time_seconds(const std::string& v);
 
-// "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s".
+// "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s",
+// for a terminal: the file's names with their control characters escaped (base::printable).
 std::string cluster_summary(const Cluster& c);
 
 }  // namespace vexp::plan

@@ -121,11 +121,20 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep,
 // file of at most `max_bytes`, or cannot be read.
 std::string read_text(const fs::path& path, std::uint64_t max_bytes = base::kMaxTextFileBytes);
 
+// The longest line for_each_line hands over. vexp's own records are a few KB; a longer
+// line (a 1 GiB file without a newline) is passed over, never held in memory.
+inline constexpr std::uint64_t kMaxLogLineBytes = 16ull << 20;
+
 // Calls `fn(line, number)` for each line of the log `path` (numbers from 1),
-// streamed: nothing when it does not exist, Error when it is not a regular file of
-// at most kMaxLogFileBytes. Never blocks on a FIFO; a log growing while read is
-// read up to the limit.
-void for_each_line(const fs::path& path, const std::function<void(const std::string& line, std::int64_t number)>& fn);
+// streamed in one pass (time linear in the file's size, however long its lines):
+// nothing when it does not exist, Error when it is not a regular file of at most
+// kMaxLogFileBytes. Never blocks on a FIFO; a log growing while read is read up to
+// the limit. A line longer than kMaxLogLineBytes goes to `on_long(number, bytes)`
+// (when given) instead of `fn`.
+void for_each_line(const fs::path& path, const std::function<void(const std::string& line, std::int64_t number)>& fn,
+                   const std::function<void(std::int64_t number, std::uint64_t bytes)>& on_long = {});
+// What a SkippedLines entry says of such a line: "a line of N bytes, more than the M a record may have".
+std::string long_line_problem(std::uint64_t bytes);
 
 // summary.json: null when there is none; Error naming the file (and the key) when
 // it is not a JSON object whose known keys have their types (summary_string_keys:
