@@ -1,6 +1,8 @@
 #include "plan/output.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,8 @@
 #include "common.hpp"
 #include "report/gnuplot.hpp"
 #include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
+#include "vexp/dsl/validate.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -37,6 +41,19 @@ std::string gpu_list(const std::vector<Row>& rows) {
   std::string out;
   for (const auto& r : rows) out += (out.empty() ? "" : ",") + std::to_string(r.gpus);
   return out;
+}
+
+// The integer range a built-in recipe key accepts (dsl/src/sections.cpp), when it has one.
+std::optional<std::pair<int64_t, int64_t>> schema_range(const std::string& section, const std::string& key) {
+  for (const auto& [name, schema] : dsl::builtin_sections()) {
+    if (name != section) continue;
+    const dsl::ParamSpec* spec = schema.find(key);
+    if (!spec || !spec->min || !spec->max) return std::nullopt;
+    const int64_t lo = static_cast<int64_t>(std::ceil(*spec->min)) + (spec->min_exclusive ? 1 : 0);
+    const int64_t hi = static_cast<int64_t>(std::floor(*spec->max)) - (spec->max_exclusive ? 1 : 0);
+    return std::make_pair(lo, hi);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -273,8 +290,24 @@ void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path
     any = true;
   }
   if (a.workers != r.workers) {
-    o << "\n[data]\n# decode threads per GPU that keep up on " << r.layout << "\nworkers = " << a.workers << "\n";
-    any = true;
+    // The overlay holds only values the recipe's schema accepts: threads past
+    // data.workers' range (a large cluster on videos asks for thousands) are clamped
+    // to it, and both the overlay and stderr say so.
+    const std::optional<std::pair<int64_t, int64_t>> range = schema_range("data", "workers");
+    int64_t w = a.workers;
+    if (range) w = std::clamp(w, range->first, range->second);
+    o << "\n[data]\n# decode threads per GPU that keep up on " << r.layout;
+    if (w != a.workers) {
+      const std::string why = std::to_string(a.workers) + " needed, but data.workers is at most " +
+                              std::to_string(range->second) + ": " + std::to_string(w) + " written";
+      o << ": " << why << " (the GPUs will wait for data on " << r.layout << ")";
+      std::cerr << "vexp: warning: --tune '" << base::printable(path) << "': decode threads per GPU for "
+                << r.layout << ": " << why << "\n";
+    }
+    o << "\n";
+    if (w != r.workers) o << "workers = " << w << "\n";
+    else o << "# (the recipe's data.workers already is " << w << ")\n";
+    any = any || w != r.workers;
   }
   if (!any) o << "# The recipe's settings are already the suggested ones.\n";
   write_atomically(path, o.str(), "--tune");
