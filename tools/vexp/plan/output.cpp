@@ -32,10 +32,21 @@ std::string duration(double s) {
   if (s < 120) return fmt("%.1f s", s);
   if (s < 7200) return fmt("%.1f min", s / 60);
   if (s < 172800) return fmt("%.1f h", s / 3600);
-  return fmt("%.1f d", s / 86400);
+  if (s < 86400 * 1e5) return fmt("%.1f d", s / 86400);
+  return fmt("%.3g d", s / 86400);
 }
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+// A table cell right-aligned in `w` columns; one that does not fit keeps a space before
+// it, so that two cells never run together.
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? " " + s : std::string(w - s.size(), ' ') + s; }
+
+// A figure of the table: one decimal when it fits its column (`w` less the space that
+// separates it), else (or when it would read 0.0) three significant digits.
+std::string num(double v, size_t w) {
+  const std::string fixed = fmt("%.1f", v);
+  const bool tiny = v != 0 && std::fabs(v) < 0.05;  // not "0.0" for a rate of 1e-6
+  return pad(fixed.size() < w && !tiny ? fixed : fmt("%.3g", v), w);
+}
 
 std::string gpu_list(const std::vector<Row>& rows) {
   std::string out;
@@ -103,9 +114,8 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
     for (const Row& row : r.rows) {
       out << pad(std::to_string(row.gpus), 6) << pad(std::to_string(row.nodes), 6)
           << pad(std::to_string(row.global_batch), 8) << pad(std::to_string(row.micro_steps), 7)
-          << pad(fmt("%.1f", row.compute_ms), 9) << pad(fmt("%.1f", row.exposed_comm_ms), 10)
-          << pad(fmt("%.1f", row.exposed_data_ms), 10) << pad(fmt("%.1f", row.step_ms), 10)
-          << pad(fmt("%.1f", row.clips_per_s), 12) << pad(fmt("%.1f", 100 * row.efficiency), 7)
+          << num(row.compute_ms, 9) << num(row.exposed_comm_ms, 10) << num(row.exposed_data_ms, 10)
+          << num(row.step_ms, 10) << num(row.clips_per_s, 12) << num(100 * row.efficiency, 7)
           << pad(duration(row.epoch_s), 11) << pad(duration(row.total_s), 11) << "  " << row.bottleneck << "\n";
     }
     const Advice& a = r.advice;
