@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common.hpp"
 #include "report/gnuplot.hpp"
@@ -55,10 +56,19 @@ std::optional<double> value_of(const Row& r, const std::string& key) {
 }
 
 std::string csv_field(std::string s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
+}
+
+// A text cell from data (a received sweep.db's keys, values, statuses, messages): one
+// that a spreadsheet would take for a formula (starting with = + - @, TAB or CR) gets a
+// leading ' (OWASP, CSV injection), which spreadsheets show as text and do not
+// display. Numbers vexp writes itself go through csv_field alone, so -0.5 stays a number.
+std::string csv_text(std::string s) {
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, 1, '\'');
+  return csv_field(std::move(s));
 }
 
 bool better(double a, double b, bool higher) { return higher ? a > b : a < b; }
@@ -158,18 +168,23 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   }
   if (format == "csv") {
     out << "trial,status";
-    for (const auto& k : keys) out << "," << csv_field(k);
+    for (const auto& k : keys) out << "," << csv_text(k);
     out << ",global_batch,lr,warmup_steps,total_steps,top1,top5,val_loss,clips_per_s,wall_s,attempts,run_dir,message\n";
     for (const auto& r : rows) {
-      out << r.id << "," << r.status;
-      for (const auto& k : keys) out << "," << (r.params.contains(k) ? csv_field(param_text(r.params[k])) : "");
+      out << r.id << "," << csv_text(r.status);
+      for (const auto& k : keys) {
+        out << ",";
+        if (!r.params.contains(k)) continue;
+        const json& v = r.params[k];
+        out << (v.is_number() ? csv_field(param_text(v)) : csv_text(param_text(v)));
+      }
       out << "," << r.global_batch << "," << fmt("%.10g", r.lr) << "," << figure_text(r, "warmup_steps") << ","
           << figure_text(r, "total_steps");
       for (const char* m : mcols) {
         auto v = value_of(r, m);
         out << "," << (v ? fmt("%.10g", *v) : "");
       }
-      out << "," << r.attempts << "," << csv_field(r.run_dir) << "," << csv_field(r.message) << "\n";
+      out << "," << r.attempts << "," << csv_text(r.run_dir) << "," << csv_text(r.message) << "\n";
     }
     return out.str();
   }
