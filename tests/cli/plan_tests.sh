@@ -112,6 +112,33 @@ tune)
   expect_rc 2 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --tune "$tmp/two.toml"
   expect_out "give one RECIPE"
   ;;
+tune_schema)
+  # Every overlay --tune writes passes vexp check (issue #36 item 7.3): on a large cluster
+  # reading videos the decode threads needed per GPU (thousands) are past data.workers'
+  # range (at most 256); the overlay holds 256 and says so, as does stderr.
+  sed 's/^nodes = 4$/nodes = 4096/' "$cluster" >"$tmp/big.toml"
+  n=0
+  for c in "$cluster" "$tmp/big.toml" "$src/clusters/summit.toml" "$src/clusters/slurm_example.toml"; do
+    for layout in videos frames; do
+      for gpus in 1,8 8,64; do
+        [ "$c" = "$cluster" ] && [ "$gpus" != 1,8 ] && continue
+        rm -f "$tmp/t.toml"
+        expect_rc 0 -- "$vexp" plan "$quick" --cluster "$c" --gpus "$gpus" --layout "$layout" --tune "$tmp/t.toml"
+        cp "$tmp/out" "$tmp/plan_out"
+        expect_rc 0 -- "$vexp" check "$tmp/t.toml"
+        w=$(sed -n 's/^workers = //p' "$tmp/t.toml")
+        if [ -n "$w" ] && [ "$w" -gt 256 ]; then cat "$tmp/t.toml"; fail "workers = $w"; fi
+        if grep -q "data.workers is at most 256" "$tmp/t.toml"; then
+          n=$((n + 1))
+          [ "$w" = 256 ] || { cat "$tmp/t.toml"; fail "a clamped overlay without workers = 256"; }
+          grep -q "vexp: warning: --tune '$tmp/t.toml': decode threads per GPU for $layout: [0-9]* needed, but data.workers is at most 256: 256 written" "$tmp/plan_out" \
+            || { cat "$tmp/plan_out"; fail "the clamp was not said on stderr"; }
+        fi
+      done
+    done
+  done
+  [ "$n" -ge 2 ] || fail "expected overlays clamped to data.workers' range, found $n"
+  ;;
 bad_cluster)
   sed 's/^rails = 2$/rails = 0/' "$cluster" > "$tmp/bad.toml"
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$tmp/bad.toml"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
@@ -27,12 +28,16 @@ ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc)
   return p;
 }
 
-// The ranges of a cluster file (docs/planning.md). Upper bounds keep every figure
-// finite (inf is refused as nan is) and nodes x gpus_per_node within 10^8 GPUs,
-// `vexp plan --gpus`' limit, far from int64 overflow.
+// The ranges of a cluster file (docs/planning.md): each figure physically meaningful,
+// from a lower bound above zero (a forward pass of 1e-300 ms planned 10^300 clips/s)
+// to an upper one (10^300 ms from a bench JSON ran the table's columns together), so
+// every derived figure of the plan stays finite and fits its column. Upper bounds also
+// keep nodes x gpus_per_node within 10^8 GPUs, `vexp plan --gpus`' limit, far from
+// int64 overflow. A bench JSON named by `from` is held to the same ranges.
 constexpr double kMaxNodes = 100000;
 constexpr double kMaxGpusPerNode = 1024;
-constexpr double kMaxMs = 1e7;  // about three hours per step
+constexpr double kMinMs = 1e-3;  // a microsecond
+constexpr double kMaxMs = 1e7;   // about three hours per step
 
 struct ClusterSchemas {
   Schema file, cluster, gpu, profile, derive, links, intra, inter, cpu, storage;
@@ -61,41 +66,41 @@ const ClusterSchemas& schemas() {
     p.integer("frames", 0, "Frames per clip").above(0).at_most(100000);
     p.integer("size", 0, "Crop size").above(0).at_most(100000);
     p.text("precision", "fp32", "fp32, bf16 or fp16").one_of({"fp32", "bf16", "fp16"});
-    p.real("batch", 0, "Clips per rank per micro-step the times were measured at").above(0).at_most(1e6);
+    p.real("batch", 0, "Clips per rank per micro-step the times were measured at").at_least(1e-3).at_most(1e6);
     p.integer("threads", 0, "Compute threads per rank when measured").at_least(1).at_most(4096);
     p.integer("busy_ranks", 1, "Ranks computing at once on the node when measured").at_least(1).at_most(kMaxGpusPerNode);
-    p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").above(0).at_most(kMaxMs);
-    p.real("backward_ms", 0, "Backward time per micro-step").above(0).at_most(kMaxMs);
+    p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").at_least(kMinMs).at_most(kMaxMs);
+    p.real("backward_ms", 0, "Backward time per micro-step").at_least(kMinMs).at_most(kMaxMs);
     p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0).at_most(kMaxMs);
     p.text("source", "", "Where the typed-in times come from");
     p.text("from", "", "A `vexp bench train --json` output, relative to the cluster file");
 
-    d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().above(0).at_most(1e20);
+    d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().at_least(1e3).at_most(1e20);
     d.derive.real("optimizer_ms_per_mparam", 0, "Optimizer time per million parameters").require().at_least(0).at_most(kMaxMs);
     d.derive.text("source", "", "Where the rates come from").require();
 
     sub_table(d.links, "intra", "Between ranks of one node");
     sub_table(d.links, "inter", "Between nodes");
     for (Schema* l : {&d.intra, &d.inter}) {
-      l->real("bandwidth_GBps", 0, "Bandwidth, GB/s one direction").require().above(0).at_most(1e6);
+      l->real("bandwidth_GBps", 0, "Bandwidth, GB/s one direction").require().at_least(1e-6).at_most(1e6);
       l->real("latency_us", 0, "Latency per message, microseconds").require().at_least(0).at_most(1e9);
       l->text("source", "", "Where the figures come from").require();
     }
     d.inter.integer("rails", 1, "Rails (NICs) per node used together").at_least(1).at_most(1024);
 
     Schema& c = d.cpu;
-    c.real("cores_per_node", 0, "Cores free for data loading per node").require().above(0).at_most(1e5);
-    c.real("frames_clips_per_s_per_core", 0, "Decode + augment rate on frame folders").above(0).at_most(1e9);
-    c.real("videos_clips_per_s_per_core", 0, "Decode + augment rate on video files").above(0).at_most(1e9);
+    c.real("cores_per_node", 0, "Cores free for data loading per node").require().at_least(1e-3).at_most(1e5);
+    c.real("frames_clips_per_s_per_core", 0, "Decode + augment rate on frame folders").at_least(1e-6).at_most(1e9);
+    c.real("videos_clips_per_s_per_core", 0, "Decode + augment rate on video files").at_least(1e-6).at_most(1e9);
     c.text("from_frames", "", "A `vexp bench data --json` output on frame folders");
     c.text("from_videos", "", "A `vexp bench data --json` output on video files");
     c.text("source", "", "Where typed-in rates come from");
 
     Schema& st = d.storage;
-    st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().above(0).at_most(1e9);
-    st.real("node_read_GBps", 0, "Per-node read cap, GB/s").above(0).at_most(1e9);
-    st.real("frames_clip_bytes", 0, "Bytes read per clip on frame folders").above(0).at_most(1e12);
-    st.real("videos_clip_bytes", 0, "Bytes read per clip on video files").above(0).at_most(1e12);
+    st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().at_least(1e-6).at_most(1e9);
+    st.real("node_read_GBps", 0, "Per-node read cap, GB/s").at_least(1e-6).at_most(1e9);
+    st.real("frames_clip_bytes", 0, "Bytes read per clip on frame folders").at_least(1).at_most(1e12);
+    st.real("videos_clip_bytes", 0, "Bytes read per clip on video files").at_least(1).at_most(1e12);
     st.text("source", "", "Where the figures come from").require();
     return d;
   }();
@@ -112,16 +117,18 @@ const Schema& scheduler_schema() {
     d.text("partition", "", "Partition (sbatch --partition); default: the cluster's");
     d.text("account", "", "Account charged (sbatch --account)");
     d.text("time", "", "Default time limit, Slurm syntax (MINUTES, HH:MM:SS, D-HH:MM:SS)");
-    d.integer("gpus_per_node", 0, "GPUs asked for per node (--gpus-per-node); 0: none").at_least(0);
+    d.integer("gpus_per_node", 0, "GPUs asked for per node (--gpus-per-node); 0: none").at_least(0).at_most(kMaxGpusPerNode);
     d.integer("cpus_per_node", 0, "CPUs per node, shared by its tasks (--cpus-per-task); 0: Slurm's default")
-        .at_least(0);
+        .at_least(0)
+        .at_most(1e5);
     d.text_list("launcher", {"srun", "--mpi=pmix"}, "The words that start the ranks, before `vexp run`");
     d.text("backend", "", "dist.backend of the job's ranks when the recipe's is local (nccl on GPUs, mpi)");
     d.text_list("sbatch", {}, "Extra #SBATCH options, one per element (\"--qos=high\")");
     d.text_list("setup", {}, "Shell lines the job runs before vexp (\"module load ...\")");
     d.integer("signal_lead_s", 120, "Seconds before the time limit at which the run is told to stop")
-        .at_least(10);
-    d.integer("max_requeues", 3, "Requeues at the time limit before the run ends").at_least(0);
+        .at_least(10)
+        .at_most(86400);
+    d.integer("max_requeues", 3, "Requeues at the time limit before the run ends").at_least(0).at_most(1000);
     return d;
   }();
   return s;
@@ -259,12 +266,24 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.forward_ms = median("forward")->get<double>();
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
-  if (p.forward_ms <= 0 || p.backward_ms <= 0) {
-    d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from +
-                          "' has a forward or backward time that is not positive");
-    return false;
+  // The file's figures are held to the ranges of typed-in ones.
+  bool in_range = true;
+  for (const auto& [key, field, v] : std::vector<std::tuple<const char*, const char*, Value>>{
+           {"frames", "clip[0]", Value(p.frames)}, {"size", "clip[2]", Value(p.size)},
+           {"batch", "clips_per_step", Value(p.batch)}, {"threads", "threads", Value(p.threads)},
+           {"busy_ranks", "busy_ranks", Value(p.busy_ranks)},
+           {"forward_ms", "phases.forward.median_ms", Value(p.forward_ms)},
+           {"backward_ms", "phases.backward.median_ms", Value(p.backward_ms)},
+           {"optimizer_ms", "phases.optimizer.median_ms", Value(p.optimizer_ms)}}) {
+    if (std::string(key) == "threads" && !(*j)["threads"].is_number_integer()) continue;
+    Value x = v;
+    const std::string why = check_value(*schemas().profile.find(key), x);
+    if (why.empty()) continue;
+    d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from + "': " + field + " (the profile's '" + key +
+                          "') " + why);
+    in_range = false;
   }
-  return true;
+  return in_range;
 }
 
 // The per-thread decode rate of `vexp bench data --json` at its largest thread
@@ -289,7 +308,14 @@ double rate_from_bench(const std::string& file, const Value& at, const std::stri
                           " (it needs results[] with threads and clips_per_s_per_thread > 0)");
     return 0;
   }
-  return (*best)["clips_per_s_per_thread"].get<double>();
+  // Held to the range of a typed-in rate.
+  Value rate((*best)["clips_per_s_per_thread"].get<double>());
+  const std::string why = check_value(*schemas().cpu.find("frames_clips_per_s_per_core"), rate);
+  if (!why.empty()) {
+    d.error(at.loc(), "'" + key + "' = \"" + at.as_string() + "\": '" + file + "': clips_per_s_per_thread " + why);
+    return 0;
+  }
+  return rate.as_double();
 }
 
 void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnostics& d) {

@@ -1,6 +1,7 @@
 #include "vexp/sweep/directory.hpp"
 
 #include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
 
 #include <algorithm>
@@ -152,7 +153,80 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
   std::cout << "\n";
 }
 
+// How the trial folders of DIR/trials ran, for a new store over folders that exist (a
+// lost or damaged sweep.db): a folder with a jobs.jsonl was a Slurm job, one with a
+// log.txt a local trial; nullopt when none says.
+std::optional<RunsOn> runs_on_of_trial_folders(const fs::path& dir) {
+  std::optional<RunsOn> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "trials", ec), end; !ec && it != end; it.increment(ec)) {
+    const rundir::RunDir run(it->path());
+    std::error_code e2;
+    if (fs::exists(run.jobs(), e2)) return RunsOn{true, ""};
+    if (fs::exists(run.trial_log(), e2)) found = RunsOn{};
+  }
+  return found;
+}
+
+// The command that follows DIR the way it runs.
+std::string follow_command(const Definition& def, const fs::path& dir, const RunsOn& how) {
+  std::string c = "vexp sweep " + base::shell_quote(def.file) + " --out " + base::shell_quote(dir.string());
+  if (how.cluster) c += " --cluster " + (how.cluster_file.empty() ? std::string("CLUSTER.toml")
+                                                                  : base::shell_quote(how.cluster_file));
+  return base::printable(c, 600);
+}
+
+// Refuses `how` on a sweep folder that runs the other way (`was`).
+void check_runs_on(const Store* store, const fs::path& dir, const Definition& def, const RunsOn& was,
+                   const RunsOn& how) {
+  int64_t running = 0, started = 0, total = 0;
+  if (store)
+    for (const Row& r : store->rows()) {
+      ++total;
+      running += r.status == "running" ? 1 : 0;
+      started += r.attempts > 0 || r.status != "pending" ? 1 : 0;
+    }
+  const std::string d = base::printable(dir.string(), 200);
+  if (was.cluster && !how.cluster) {
+    const std::string jobs = running > 0 ? " (" + std::to_string(running) + " queued or running, their job ids in sweep.db)" : "";
+    throw Error("'" + d + "' is a cluster sweep: its trials are Slurm jobs submitted with --cluster" +
+                (was.cluster_file.empty() ? std::string("") : " '" + base::printable(was.cluster_file, 200) + "'") +
+                jobs + "; a plain vexp sweep would run them again on this machine and forget their jobs: follow it with " +
+                follow_command(def, dir, was));
+  }
+  if (!was.cluster && how.cluster) {
+    const std::string n = store ? " (" + std::to_string(started) + " of " + std::to_string(total) + " trials started)" : "";
+    throw Error("'" + d + "' is a local sweep: its trials run on this machine" + n +
+                "; --cluster would submit them again as Slurm jobs and mix two machines' figures in one study: "
+                "follow it with " + follow_command(def, dir, was) + " (without --cluster), or give --cluster a new --out");
+  }
+  if (was.cluster && !was.cluster_file.empty() && !base::same_file(was.cluster_file, how.cluster_file))
+    std::cerr << "vexp: warning: '" << d << "' was submitted with --cluster '" << base::printable(was.cluster_file, 200)
+              << "'; the trials submitted from now on are shaped by '" << base::printable(how.cluster_file, 200)
+              << "'\n";
+}
+
+std::map<std::string, std::string> runs_on_meta(const RunsOn& how) {
+  return {{"runs_on", how.cluster ? "cluster" : "local"}, {"cluster_file", how.cluster ? how.cluster_file : ""}};
+}
+
 }  // namespace
+
+std::optional<RunsOn> recorded_runs_on(const Store& store) {
+  const std::string kind = store.meta("runs_on");
+  if (kind == "cluster") return RunsOn{true, store.meta("cluster_file")};
+  if (kind == "local") return RunsOn{};
+  if (!kind.empty())
+    throw Error("sweep.db: runs_on '" + base::printable(kind, 40) + "' is neither 'local' nor 'cluster'");
+  // A store of an earlier vexp: its rows say.
+  bool started = false;
+  for (const Row& r : store.rows()) {
+    if (!r.job.empty() || !r.job_state.empty()) return RunsOn{true, ""};
+    started = started || r.attempts > 0 || r.status != "pending";
+  }
+  if (started) return RunsOn{};
+  return std::nullopt;
+}
 
 Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   Curves c;
@@ -265,7 +339,7 @@ std::string last_error(const fs::path& log) {
 }
 
 void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, const std::vector<Trial>& trials,
-                      Session& s) {
+                      const RunsOn& how, Session& s) {
   const std::string hash = sweep_hash(def, trials);
   // A damaged sweep.db is moved aside (kept) and rebuilt below: the trial
   // directories are the source of truth.
@@ -292,15 +366,23 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
                                         store.meta("sweep_hash") + ", now " + hash + ", from '" +
                                         store.meta("sweep_file") +
                                         "'): the sweep file or its base recipe changed; use --out for a new directory");
+    const std::optional<RunsOn> was = recorded_runs_on(store);
+    if (was) check_runs_on(&store, dir, def, *was, how);
+    // A store of an earlier vexp (or whose trials never started) records it now.
+    if (store.meta("runs_on").empty()) store.set_meta(runs_on_meta(was ? *was : how));
     std::cout << "resuming sweep in '" << dir.string() << "'\n";
     return;
   }
+  // Trial folders of a lost store say how they ran.
+  if (const std::optional<RunsOn> was = runs_on_of_trial_folders(dir)) check_runs_on(nullptr, dir, def, *was, how);
   store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
   const std::string text = run_files().text(def.file);
-  store.set_meta({{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()}, {"name", def.name},
-                  {"metric", def.metric}, {"direction", def.direction},
-                  {"base", fs::absolute(def.base).lexically_normal().string()},
-                  {"definition", text}, {"created_at", std::to_string(now_s())}});
+  std::map<std::string, std::string> meta{{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()},
+                                          {"name", def.name}, {"metric", def.metric}, {"direction", def.direction},
+                                          {"base", fs::absolute(def.base).lexically_normal().string()},
+                                          {"definition", text}, {"created_at", std::to_string(now_s())}};
+  meta.merge(runs_on_meta(how));
+  store.set_meta(meta);
   // A new store over trial directories that exist (the old one damaged or deleted):
   // their results are taken from them.
   if (!fs::is_empty(dir / "trials")) rebuild_from_trials(store, s, def, dir);

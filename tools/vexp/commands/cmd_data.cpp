@@ -1,5 +1,7 @@
 // vexp data check RECIPE | extract-frames VIDEO_LIST --out DIR | make-synthetic --out DIR [--layout kinetics400]
 // | prepare kinetics400 ...: the command line; the work is in tools/vexp/data/.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -154,9 +156,92 @@ std::vector<ListItem> read_video_list(const std::string& path) {
   return out;
 }
 
+// Two entries of the list must not share a frame folder (`a.mp4` and `a.avi` are both
+// `a`: one would replace the other), nor may one's folder lie inside another's (`x.mp4`
+// and `x/y.mp4`: extracting `x` replaces `x/y`). Exit naming both lines.
+void refuse_shared_folders(const std::string& list, const std::vector<ListItem>& items) {
+  std::map<fs::path, size_t> by_folder;
+  std::string unused;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const fs::path f = frame_folder(items[i].rel, &unused);
+    auto [it, fresh] = by_folder.emplace(f, i);
+    if (!fresh) {
+      const ListItem& a = items[it->second];
+      throw Exit{kExitFailure, list + ":" + std::to_string(items[i].line) + ": '" + base::printable(items[i].rel) +
+                                   "' and line " + std::to_string(a.line) + "'s '" + base::printable(a.rel) +
+                                   "' have one frame folder '" + base::printable(f.string()) +
+                                   "' (the path without its extension): one would replace the other; rename one"};
+    }
+  }
+  for (const auto& [f, i] : by_folder)
+    for (fs::path up = f.parent_path(); !up.empty(); up = up.parent_path())
+      if (auto it = by_folder.find(up); it != by_folder.end()) {
+        const ListItem &inner = items[i], &outer = items[it->second];
+        throw Exit{kExitFailure, list + ":" + std::to_string(inner.line) + ": the frame folder '" +
+                                     base::printable(f.string()) + "' of '" + base::printable(inner.rel) +
+                                     "' lies inside the frame folder '" + base::printable(up.string()) + "' of line " +
+                                     std::to_string(outer.line) + "'s '" + base::printable(outer.rel) +
+                                     "', which is replaced when extracted; rename one"};
+      }
+}
+
+// OUT/.vexp_extract/journal.tsv: one line per frame folder this command made, appended
+// once the folder is complete and before it appears under its name:
+// FOLDER \t FRAMES \t SOURCE (absolute) \t SIZE \t MTIME \t SETTINGS. A folder is
+// "already done" only when its last record names the same source (path, size,
+// modification time) and settings, and the folder holds that many frames; a folder
+// without a record is not this command's and is never replaced.
+constexpr const char* kExtractJournal = ".vexp_extract/journal.tsv";
+
+struct FrameRecord {
+  int64_t frames = 0;
+  std::string source, size, mtime, settings;
+};
+
+// A path as the tab-separated journal holds it: control characters escaped.
+std::string journal_field(const std::string& s) { return base::printable(s, s.size() + 1); }
+
+std::string source_stamp(const fs::path& p, std::string* size) {
+  std::error_code ec;
+  *size = std::to_string(fs::file_size(p, ec));
+  return std::to_string(fs::last_write_time(p, ec).time_since_epoch().count());
+}
+
+std::map<std::string, FrameRecord> read_extract_journal(const fs::path& path) {
+  std::map<std::string, FrameRecord> out;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return out;
+  std::string text;
+  try {
+    text = base::read_file_bounded(path.string(), uint64_t{1} << 30);
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, std::string("the extract-frames journal: ") + e.what()};
+  }
+  size_t pos = 0;
+  for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {  // complete lines only
+    std::vector<std::string> f(1);
+    for (size_t i = pos; i < nl; ++i) {
+      if (text[i] == '\t') f.emplace_back();
+      else f.back() += text[i];
+    }
+    if (f.size() != 6 || f[1].empty() || f[1].find_first_not_of("0123456789") != std::string::npos || f[1].size() > 12)
+      continue;
+    out[f[0]] = FrameRecord{std::stoll(f[1]), f[2], f[3], f[4], f[5]};
+  }
+  return out;
+}
+
+int64_t count_frames(const fs::path& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) n += it->path().extension() == ".jpg";
+  return n;
+}
+
 void run_extract(const std::string& list, const std::string& out_dir, std::string root, int workers,
                  const data::JpegOptions& jpeg) {
   const auto items = read_video_list(list);
+  refuse_shared_folders(list, items);
   if (root.empty()) root = fs::path(list).parent_path().string();
   if (!root.empty() && !fs::is_directory(root)) throw Exit{kExitFailure, "video root '" + root + "' does not exist"};
   const fs::path frame_list = fs::path(out_dir) / (fs::path(list).stem().string() + "_frames.txt");
@@ -173,24 +258,74 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
       throw Exit{kExitFailure, list + ":" + std::to_string(it.line) + ": the frame folder '" + dsts.back().string() +
                                    "' would replace the video '" + srcs.back().string() + "' it is made from"};
   }
-  fs::create_directories(out_dir);
-  media::quiet_ffmpeg_logs();
+  // What is there already: a folder this command finished for the same source and
+  // settings is kept; one it made for another source is replaced; anything else at a
+  // frame folder's name (a file, a link, a folder it did not make) is refused before
+  // anything is written: it is never removed.
+  const fs::path journal_path = fs::path(out_dir) / kExtractJournal;
+  const auto journal = read_extract_journal(journal_path);
+  const std::string settings = "quality " + std::to_string(jpeg.quality) + " chroma " + std::to_string(jpeg.chroma);
   std::vector<int64_t> counts(items.size(), -1);
+  std::vector<std::string> keys(items.size()), stamps(items.size()), sizes(items.size()), sources(items.size());
+  std::string refusal;
+  int64_t refused = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string unused;
+    keys[i] = journal_field(frame_folder(items[i].rel, &unused).string());
+    sources[i] = journal_field(fs::absolute(srcs[i]).lexically_normal().string());
+    stamps[i] = source_stamp(srcs[i], &sizes[i]);
+    const std::string where = " (" + list + ":" + std::to_string(items[i].line) + ": '" + base::printable(items[i].rel) + "')";
+    std::string why;
+    std::error_code ec;
+    for (const fs::path& p : {dsts[i], fs::path(data::partial_name(dsts[i].string(), false))}) {
+      const fs::file_status st = fs::symlink_status(p, ec);
+      if (!fs::exists(st) || fs::is_directory(st)) continue;
+      struct stat sb {};
+      const std::string kind = fs::is_symlink(st) ? "a symbolic link"
+                               : ::lstat(p.c_str(), &sb) == 0 ? base::file_kind(sb.st_mode) : "not a folder";
+      why = "'" + base::printable(p.string()) + "' is " + kind + ", not a frame folder this command made" + where +
+            "; vexp data extract-frames never removes a file it did not make: move it away or choose another --out";
+      break;
+    }
+    if (why.empty() && fs::is_directory(fs::symlink_status(dsts[i], ec))) {
+      auto rec = journal.find(keys[i]);
+      if (rec == journal.end())
+        why = "'" + base::printable(dsts[i].string()) + "' is a folder this command did not make ('" +
+              base::printable(journal_path.string()) + "' has no record of it)" + where +
+              "; vexp data extract-frames replaces only frame folders it made: move it away or choose another --out";
+      else if (rec->second.source == sources[i] && rec->second.size == sizes[i] && rec->second.mtime == stamps[i] &&
+               rec->second.settings == settings && count_frames(dsts[i]) == rec->second.frames)
+        counts[i] = rec->second.frames;  // finished: kept
+    }
+    if (!why.empty() && refused++ == 0) refusal = why;
+  }
+  if (refused > 0)
+    throw Exit{kExitFailure, refusal + (refused > 1 ? " (and " + std::to_string(refused - 1) + " more)" : "") +
+                                 "; nothing extracted"};
+  fs::create_directories(journal_path.parent_path());
+  try {
+    base::append_file(journal_path.string(), "");  // appendable (no link planted), before any work
+  } catch (const base::Error& e) {
+    throw Exit{kExitFailure, e.what()};
+  }
+  media::quiet_ffmpeg_logs();
   std::vector<std::string> errors(items.size());
   std::atomic<int64_t> done{0}, skipped{0};
-  std::mutex print;
+  std::mutex print, journal_mu;
   parallel(static_cast<int64_t>(items.size()), workers, [&](int64_t i) {
-    const fs::path& src = srcs[static_cast<size_t>(i)];
-    const fs::path& dst = dsts[static_cast<size_t>(i)];
+    const size_t k = static_cast<size_t>(i);
+    const fs::path& src = srcs[k];
+    const fs::path& dst = dsts[k];
     try {
-      if (fs::is_directory(dst) && base::is_within(out_dir, dst)) {  // resumable: a finished folder is kept
-        int64_t n = 0;
-        for (auto& e : fs::directory_iterator(dst)) n += e.path().extension() == ".jpg";
-        counts[static_cast<size_t>(i)] = n;
+      if (counts[k] >= 0) {  // resumable: a folder this command finished is kept
         skipped++;
         return;
       }
-      counts[static_cast<size_t>(i)] = data::extract_frames(src.string(), dst.string(), 0, jpeg, out_dir);
+      counts[k] = data::extract_frames(src.string(), dst.string(), 0, jpeg, out_dir, [&](int64_t frames) {
+        std::lock_guard<std::mutex> lock(journal_mu);
+        base::append_file(journal_path.string(), keys[k] + "\t" + std::to_string(frames) + "\t" + sources[k] + "\t" +
+                                                     sizes[k] + "\t" + stamps[k] + "\t" + settings + "\n");
+      });
       done++;
     } catch (const std::exception& e) {
       errors[static_cast<size_t>(i)] = e.what();

@@ -170,7 +170,9 @@ void sweep_command(const SweepArgs& a) {
     throw Exit{kExitFailure, e.what()};
   }
   Store store;
-  open_sweep_store(store, dir, def, trials, s);
+  RunsOn how;  // recorded at creation; a folder runs one way
+  if (cl) how = RunsOn{true, fs::absolute(a.cluster).lexically_normal().string()};
+  open_sweep_store(store, dir, def, trials, how, s);
   if (cl) {
     cl->exe = launch.exe;
     run_trials_on_cluster(store, s, def, dir, *cl);

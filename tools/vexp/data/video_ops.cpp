@@ -55,7 +55,7 @@ void for_each_frame(media::VideoReader& r, int out_w, int out_h, Sink sink) {
 }  // namespace
 
 int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, const JpegOptions& jpeg,
-                       const std::string& within) {
+                       const std::string& within, const std::function<void(int64_t)>& before_rename) {
   const fs::path partial = partial_name(dst, false);
   // The second line of defence behind the name checks: nothing outside the output
   // folder is ever removed.
@@ -75,6 +75,7 @@ int64_t extract_frames(const std::string& src, const std::string& dst, int short
       media::write_jpeg((partial / name).string(), px, w, h, 3, jpeg.quality, jpeg.chroma);
     });
     fs::remove_all(dst);
+    if (before_rename) before_rename(r.frames());
     fs::rename(partial, dst);  // the folder appears complete or not at all
     return r.frames();
   } catch (...) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace vexp::data {
@@ -22,9 +23,12 @@ struct JpegOptions {
 // Decodes every frame of `src` into `dst`/img_00001.jpg ... scaled to short side
 // `short_side` (0: the video's size). Written as `dst`.partial and renamed (an old
 // `dst` is replaced). Both must lie inside folder `within`, checked before anything
-// is removed. Returns the frame count; throws naming the file.
+// is removed. `before_rename(frames)`, when given, runs once the folder is complete and
+// the old `dst` removed, before the rename (extract-frames journals the folder there,
+// so that a folder never appears without its record). Returns the frame count; throws
+// naming the file.
 int64_t extract_frames(const std::string& src, const std::string& dst, int short_side, const JpegOptions& jpeg,
-                       const std::string& within);
+                       const std::string& within, const std::function<void(int64_t)>& before_rename = {});
 
 // Re-encodes `src` as H.264 `dst` (.mp4, no audio) at short side `short_side`
 // (other side even), libx264 `crf`, a keyframe every `gop` frames, the source's

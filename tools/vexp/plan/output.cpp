@@ -1,6 +1,8 @@
 #include "plan/output.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include "report/gnuplot.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
+#include "vexp/dsl/validate.hpp"
 
 namespace vexp::cli {
 namespace fs = std::filesystem;
@@ -29,19 +32,43 @@ std::string duration(double s) {
   if (s < 120) return fmt("%.1f s", s);
   if (s < 7200) return fmt("%.1f min", s / 60);
   if (s < 172800) return fmt("%.1f h", s / 3600);
-  return fmt("%.1f d", s / 86400);
+  if (s < 86400 * 1e5) return fmt("%.1f d", s / 86400);
+  return fmt("%.3g d", s / 86400);
 }
 
 // A string from the cluster file, a bench JSON it names, the recipe or the command line,
 // as the terminal (or a recipe comment) shows it: control characters escaped, cut at 200 bytes.
 std::string shown(const std::string& s) { return base::printable(s, 200); }
 
-std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+// A table cell right-aligned in `w` columns; one that does not fit keeps a space before
+// it, so that two cells never run together.
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? " " + s : std::string(w - s.size(), ' ') + s; }
+
+// A figure of the table: one decimal when it fits its column (`w` less the space that
+// separates it), else (or when it would read 0.0) three significant digits.
+std::string num(double v, size_t w) {
+  const std::string fixed = fmt("%.1f", v);
+  const bool tiny = v != 0 && std::fabs(v) < 0.05;  // not "0.0" for a rate of 1e-6
+  return pad(fixed.size() < w && !tiny ? fixed : fmt("%.3g", v), w);
+}
 
 std::string gpu_list(const std::vector<Row>& rows) {
   std::string out;
   for (const auto& r : rows) out += (out.empty() ? "" : ",") + std::to_string(r.gpus);
   return out;
+}
+
+// The integer range a built-in recipe key accepts (dsl/src/sections.cpp), when it has one.
+std::optional<std::pair<int64_t, int64_t>> schema_range(const std::string& section, const std::string& key) {
+  for (const auto& [name, schema] : dsl::builtin_sections()) {
+    if (name != section) continue;
+    const dsl::ParamSpec* spec = schema.find(key);
+    if (!spec || !spec->min || !spec->max) return std::nullopt;
+    const int64_t lo = static_cast<int64_t>(std::ceil(*spec->min)) + (spec->min_exclusive ? 1 : 0);
+    const int64_t hi = static_cast<int64_t>(std::floor(*spec->max)) - (spec->max_exclusive ? 1 : 0);
+    return std::make_pair(lo, hi);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -91,9 +118,8 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
     for (const Row& row : r.rows) {
       out << pad(std::to_string(row.gpus), 6) << pad(std::to_string(row.nodes), 6)
           << pad(std::to_string(row.global_batch), 8) << pad(std::to_string(row.micro_steps), 7)
-          << pad(fmt("%.1f", row.compute_ms), 9) << pad(fmt("%.1f", row.exposed_comm_ms), 10)
-          << pad(fmt("%.1f", row.exposed_data_ms), 10) << pad(fmt("%.1f", row.step_ms), 10)
-          << pad(fmt("%.1f", row.clips_per_s), 12) << pad(fmt("%.1f", 100 * row.efficiency), 7)
+          << num(row.compute_ms, 9) << num(row.exposed_comm_ms, 10) << num(row.exposed_data_ms, 10)
+          << num(row.step_ms, 10) << num(row.clips_per_s, 12) << num(100 * row.efficiency, 7)
           << pad(duration(row.epoch_s), 11) << pad(duration(row.total_s), 11) << "  " << row.bottleneck << "\n";
     }
     const Advice& a = r.advice;
@@ -279,9 +305,24 @@ void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path
     any = true;
   }
   if (a.workers != r.workers) {
-    o << "\n[data]\n# decode threads per GPU that keep up on " << shown(r.layout) << "\nworkers = " << a.workers
-      << "\n";
-    any = true;
+    // The overlay holds only values the recipe's schema accepts: threads past
+    // data.workers' range (a large cluster on videos asks for thousands) are clamped
+    // to it, and both the overlay and stderr say so.
+    const std::optional<std::pair<int64_t, int64_t>> range = schema_range("data", "workers");
+    int64_t w = a.workers;
+    if (range) w = std::clamp(w, range->first, range->second);
+    o << "\n[data]\n# decode threads per GPU that keep up on " << shown(r.layout);
+    if (w != a.workers) {
+      const std::string why = std::to_string(a.workers) + " needed, but data.workers is at most " +
+                              std::to_string(range->second) + ": " + std::to_string(w) + " written";
+      o << ": " << why << " (the GPUs will wait for data on " << shown(r.layout) << ")";
+      std::cerr << "vexp: warning: --tune '" << base::printable(path) << "': decode threads per GPU for "
+                << shown(r.layout) << ": " << why << "\n";
+    }
+    o << "\n";
+    if (w != r.workers) o << "workers = " << w << "\n";
+    else o << "# (the recipe's data.workers already is " << w << ")\n";
+    any = any || w != r.workers;
   }
   if (!any) o << "# The recipe's settings are already the suggested ones.\n";
   write_atomically(path, o.str(), "--tune");

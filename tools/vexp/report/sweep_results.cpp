@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common.hpp"
 #include "report/gnuplot.hpp"
@@ -55,13 +56,51 @@ std::optional<double> value_of(const Row& r, const std::string& key) {
 }
 
 std::string csv_field(std::string s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
 }
 
+// A text cell from data (a received sweep.db's keys, values, statuses, messages): one
+// that a spreadsheet would take for a formula (starting with = + - @, TAB or CR) gets a
+// leading ' (OWASP, CSV injection), which spreadsheets show as text and do not
+// display. Numbers vexp writes itself go through csv_field alone, so -0.5 stays a number.
+std::string csv_text(std::string s) {
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, 1, '\'');
+  return csv_field(std::move(s));
+}
+
 bool better(double a, double b, bool higher) { return higher ? a > b : a < b; }
+
+// The finite values a plot panel holds.
+struct Extent {
+  double lo = INFINITY, hi = -INFINITY;
+  void add(double v) {
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  bool any() const { return lo <= hi; }
+};
+
+// "[a:b]", a gnuplot range around [lo, hi] that always spans something: 5 % of the span
+// on each side, or, for one value (or values printed alike), `half` (default: 5 % of
+// the value, at least 0.001) on each side; on a log axis a factor 1.1 (1.5 for one
+// value). Written with 10 significant digits, so that the two ends differ as written.
+std::string gp_range(double lo, double hi, bool log, double half = -1) {
+  double a = lo, b = hi;
+  const double mag = std::max({std::fabs(lo), std::fabs(hi), 1e-300});
+  const bool one = !(hi - lo > 1e-7 * mag);
+  if (log) {
+    const double f = one ? 1.5 : 1.1;
+    a = lo / f, b = hi * f;
+  } else if (one) {
+    const double h = half > 0 ? half : std::max(0.05 * mag, 1e-3);
+    a = lo - h, b = hi + h;
+  } else {
+    a = lo - 0.05 * (hi - lo), b = hi + 0.05 * (hi - lo);
+  }
+  return "[" + fmt("%.10g", a) + ":" + fmt("%.10g", b) + "]";
+}
 
 // An integer of the trial's trained figures ("" when unknown, or a store of an earlier vexp).
 std::string figure_text(const Row& r, const char* key) {
@@ -129,18 +168,23 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   }
   if (format == "csv") {
     out << "trial,status";
-    for (const auto& k : keys) out << "," << csv_field(k);
+    for (const auto& k : keys) out << "," << csv_text(k);
     out << ",global_batch,lr,warmup_steps,total_steps,top1,top5,val_loss,clips_per_s,wall_s,attempts,run_dir,message\n";
     for (const auto& r : rows) {
-      out << r.id << "," << r.status;
-      for (const auto& k : keys) out << "," << (r.params.contains(k) ? csv_field(param_text(r.params[k])) : "");
+      out << r.id << "," << csv_text(r.status);
+      for (const auto& k : keys) {
+        out << ",";
+        if (!r.params.contains(k)) continue;
+        const json& v = r.params[k];
+        out << (v.is_number() ? csv_field(param_text(v)) : csv_text(param_text(v)));
+      }
       out << "," << r.global_batch << "," << fmt("%.10g", r.lr) << "," << figure_text(r, "warmup_steps") << ","
           << figure_text(r, "total_steps");
       for (const char* m : mcols) {
         auto v = value_of(r, m);
         out << "," << (v ? fmt("%.10g", *v) : "");
       }
-      out << "," << r.attempts << "," << csv_field(r.run_dir) << "," << csv_field(r.message) << "\n";
+      out << "," << r.attempts << "," << csv_text(r.run_dir) << "," << csv_text(r.message) << "\n";
     }
     return out.str();
   }
@@ -373,9 +417,11 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   {
     struct Line {
       std::string file, title, style;
+      std::string with;  // "" : the panel's; one point is drawn as a point (a line of one point is invisible)
     };
     std::vector<Line> train_files, eval_files;
     double lo = INFINITY, hi = 0;
+    Extent loss_x, eval_x, eval_y;  // what the panels hold (a 1-epoch sweep: one point each)
     for (size_t i = 0; i < o.rows.size(); ++i) {
       const Row& r = o.rows[i];
       Curves c = read_curves(r.run_dir, o.metric);
@@ -388,16 +434,21 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
         for (auto& [x, y] : c.loss) {
           s << x << " " << y << "\n";
           if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
+          loss_x.add(x);
         }
         put(f, s.str());
-        train_files.push_back({f, title, style});
+        train_files.push_back({f, title, style, c.loss.size() == 1 ? "points pt 7 ps 0.8" : ""});
       }
       if (!c.eval.empty()) {
         const std::string f = "curve_" + trial_name(r.id) + "_eval.dat";
         std::ostringstream s;
-        for (auto& [x, y] : c.eval) s << x << " " << y << "\n";
+        for (auto& [x, y] : c.eval) {
+          s << x << " " << y << "\n";
+          eval_x.add(static_cast<double>(x));
+          eval_y.add(y);
+        }
         put(f, s.str());
-        eval_files.push_back({f, title, style});
+        eval_files.push_back({f, title, style, ""});
       }
     }
     // One plot of every listed curve, or a note where there is none.
@@ -408,7 +459,8 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
       }
       gp << "plot ";
       for (size_t i = 0; i < lines.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << file(lines[i].file) << " using 1:2 with " << with << " " << lines[i].style
+        gp << (i ? ", \\\n     " : "") << file(lines[i].file) << " using 1:2 with "
+           << (lines[i].with.empty() ? with : lines[i].with.c_str()) << " " << lines[i].style
            << " title " << gp_string(lines[i].title);
       gp << "\n";
     };
@@ -422,15 +474,21 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
        << "set multiplot layout 1,2 title " << gp_string(sweep_name + ": training curves of all trials") << "\n"
        << "set bmargin at screen " << key_frac << "\n"
        << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss'\n";
+    // Explicit ranges that always span something: gnuplot refuses to plot with an
+    // empty y range, which one loss value (a 1-epoch sweep) gave ([1.47941:1.47941]).
     if (hi > 0 && report::wants_log_axis(lo, hi))
-      gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange [" << lo / 1.1 << ":" << hi * 1.1 << "]\n";
+      gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange " << gp_range(lo, hi, true) << "\n";
     else if (hi > 0)
-      gp << "set ylabel 'loss'\nset yrange [" << lo - (hi - lo) * 0.05 << ":" << hi + (hi - lo) * 0.05 + 1e-9 << "]\n";
+      gp << "set ylabel 'loss'\nset yrange " << gp_range(lo, hi, false) << "\n";
+    if (loss_x.any()) gp << "set xrange " << gp_range(loss_x.lo, loss_x.hi, false, 0.5) << "\n";
     gp << "set key at screen 0.5,0.01 center bottom horizontal maxcols 4 font 'sans,8'\n";
     plot_curves(train_files, "lines lw 1.5",
                 none_finished ? "no finished trial: no training steps recorded" : "no training steps recorded");
     gp << "unset logscale y\nunset xrange\nset autoscale x\nunset yrange\nset autoscale y\nset title "
        << gp_string("validation " + o.metric) << "\nset ylabel " << gp_string(o.metric) << "\nunset key\n";
+    if (eval_x.any())
+      gp << "set xrange " << gp_range(eval_x.lo, eval_x.hi, false, 0.5) << "\nset yrange "
+         << gp_range(eval_y.lo, eval_y.hi, false) << "\n";
     plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6",
                 none_finished ? "no finished trial: no evaluation recorded" : "no evaluation recorded");
     gp << "unset multiplot\nset key default\nset bmargin\nunset xrange\nset autoscale\n"

@@ -53,10 +53,26 @@ void log_outcome(const std::filesystem::path& log, int64_t id, const std::string
 // The last error line a trial printed to its log (for the store's message column).
 std::string last_error(const std::filesystem::path& log);
 
+// How a sweep folder runs its trials, recorded in sweep.db's meta when it is created
+// (`runs_on` = "local" or "cluster", `cluster_file`): on this machine (`vexp sweep`)
+// or as Slurm jobs (`vexp sweep --cluster FILE`). A folder runs one way: the other is
+// refused (a plain sweep would run a cluster sweep's queued trials again here and
+// forget their jobs; --cluster would resubmit a local sweep's trials and mix two
+// machines' figures in one study).
+struct RunsOn {
+  bool cluster = false;
+  std::string cluster_file;  // absolute, when `cluster`
+};
+// What DIR's store records; for a store of an earlier vexp (no `runs_on`), what its rows
+// say: a trial with a Slurm job (or being submitted) makes a cluster sweep, a trial
+// started without one a local sweep; nullopt when no trial was ever started.
+std::optional<RunsOn> recorded_runs_on(const Store& store);
+
 // Opens DIR/sweep.db for `def`: a new store (filled from trial folders already in
 // DIR/trials), or the same sweep resumed; a damaged file is moved aside and rebuilt.
-// Throws Error when DIR holds another sweep or cannot be opened.
+// Throws Error when DIR holds another sweep, runs the other way than `how`, or cannot
+// be opened.
 void open_sweep_store(Store& store, const std::filesystem::path& dir, const Definition& def,
-                      const std::vector<Trial>& trials, Session& session);
+                      const std::vector<Trial>& trials, const RunsOn& how, Session& session);
 
 }  // namespace vexp::sweep
