@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/runtime/launcher.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
@@ -227,6 +228,9 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
 
 void install_stop_handlers() {
   g_starting = 1;
+  // A task after a launcher's first says nothing of a signal, from the start on (srun's
+  // --kill-on-bad-exit stops the others while they start: one line, the first task's).
+  g_quiet_signals = detect_launcher().rank > 0;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
