@@ -7,16 +7,7 @@
 # and from the sweep's own report.
 source "$(dirname "$0")/../lib.sh"
 command -v gnuplot >/dev/null || { echo "gnuplot is not installed"; exit 77; }
-cat >sw.toml <<EOF2
-[sweep]
-name = "one"
-base = "$tmp/tiny.toml"
-[sweep.set]
-"run.epochs" = 1
-[[sweep.axis]]
-key = "optim.lr"
-grid = [0.05]
-EOF2
+one_trial_sweep sw.toml one
 is_png() { head -c 8 "$1" 2>/dev/null | od -An -c | grep -q "P   N   G"; }
 expect_rc 0 -- "$vexp" sweep sw.toml --out s
 expect_out "plots: 4 PNG files in s/report"

@@ -5,16 +5,7 @@
 # formula starts with ', which spreadsheets show as text; numbers vexp writes itself
 # (a negative parameter value, the lr, the metrics) stay numbers.
 source "$(dirname "$0")/../lib.sh"
-cat >sw.toml <<EOF2
-[sweep]
-name = "plain"
-base = "$tmp/tiny.toml"
-[sweep.set]
-"run.epochs" = 1
-[[sweep.axis]]
-key = "optim.lr"
-grid = [0.05]
-EOF2
+one_trial_sweep sw.toml plain
 expect_rc 0 -- "$vexp" sweep sw.toml --out s --no-report
 $PY - s/sweep.db <<'PY' || fail "could not edit sweep.db"
 import json, sqlite3, sys

@@ -9,22 +9,8 @@
 # job id, squeue shows the job PENDING until $tmp/gone exists, then nothing (ended).
 source "$(dirname "$0")/../lib.sh"
 C=$src/tests/slurm/data/fixture_cluster.toml
-mkdir -p bin
-printf '#!/bin/sh\necho "$@" >>"%s/sbatch.log"\necho 4243\n' "$tmp" >bin/sbatch
-printf '#!/bin/sh\n[ -e "%s/gone" ] && exit 0\necho "4243|PENDING|Priority|"\n' "$tmp" >bin/squeue
-printf '#!/bin/sh\necho "$@" >>"%s/scancel.log"\n' "$tmp" >bin/scancel
-chmod +x bin/*
-export PATH="$tmp/bin:$PATH"
-cat >sw.toml <<TOML
-[sweep]
-name = "received"
-base = "$tmp/tiny.toml"
-[sweep.set]
-"run.epochs" = 1
-[[sweep.axis]]
-key = "optim.lr"
-grid = [0.05]
-TOML
+slurm_stand_ins 4243
+one_trial_sweep sw.toml received
 # A driver that submits the trial and is stopped while the job is pending.
 submit_and_stop() {  # DIR
   "$VEXP_DRIVER" sweep sw.toml --out "$1" --cluster "$C" --poll 1 --no-report >"$1.log" 2>&1 &

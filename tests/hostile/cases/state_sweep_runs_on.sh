@@ -7,22 +7,8 @@
 # sbatch answers a job id, squeue shows the job PENDING until $tmp/gone exists.
 source "$(dirname "$0")/../lib.sh"
 C=$src/tests/slurm/data/fixture_cluster.toml
-mkdir -p bin
-printf '#!/bin/sh\necho "$@" >>"%s/sbatch.log"\necho 4243\n' "$tmp" >bin/sbatch
-printf '#!/bin/sh\n[ -e "%s/gone" ] && exit 0\necho "4243|PENDING|Priority|"\n' "$tmp" >bin/squeue
-printf '#!/bin/sh\necho "$@" >>"%s/scancel.log"\n' "$tmp" >bin/scancel
-chmod +x bin/*
-export PATH="$tmp/bin:$PATH"
-cat >sw.toml <<TOML
-[sweep]
-name = "runs_on"
-base = "$tmp/tiny.toml"
-[sweep.set]
-"run.epochs" = 1
-[[sweep.axis]]
-key = "optim.lr"
-grid = [0.05]
-TOML
+slurm_stand_ins 4243
+one_trial_sweep sw.toml runs_on
 # The refusal is one line (stdout has the sweep's "1 trials, every recipe valid" before it).
 one_line() { [ "$(grep -c 'vexp: error' "$tmp/out")" -eq 1 ] && [ "$(grep -vc 'vexp: error\|every recipe valid' "$tmp/out")" -eq 0 ] || { cat "$tmp/out"; fail "not one line"; }; }
 sql() {  # DB STATEMENT
