@@ -277,7 +277,7 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     std::fflush(stderr);
     comm->abort(1);
   } catch (const DivergedError& e) {
-    report(std::string("training diverged: ") + e.what());
+    report(e.what());
     comm->abort(3);
   } catch (const c10::Error& e) {
     report(e.what_without_backtrace());

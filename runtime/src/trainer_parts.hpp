@@ -13,6 +13,7 @@
 // Every file of the run directory is named, written and read by vexp::rundir.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -168,8 +169,9 @@ struct ResumePoint {
 ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer);
 // The run directory refused to this run: another process works on it, or it is a
 // sweep directory. Not recorded in the directory's failures/ (it is not this run's).
-struct RunDirRefused : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// Kind failure (exit 1): the run did not fail, but it could not start here.
+struct RunDirRefused : base::Error {
+  using base::Error::Error;
 };
 // Creates the run directory when needed and takes its lock (rank 0, the writer, only:
 // the other ranks of the same run share it). Throws RunDirRefused when another

@@ -20,12 +20,12 @@ void refuse_output(const std::string& out, const std::string& option,
   const std::string shown = option + " '" + base::printable(out) + "'";
   for (const auto& [input, what] : inputs)
     if (!input.empty() && base::same_file(out, input))
-      throw Exit{kExitInvalid, shown + " is " + what + " '" + base::printable(input) +
-                                   "' that this command reads; write it elsewhere"};
+      throw base::invalid(shown + " is " + what + " '" + base::printable(input) +
+                                   "' that this command reads; write it elsewhere");
   if (const std::string read = base::read_as_input(out); !read.empty())
-    throw Exit{kExitInvalid, shown + " is '" + base::printable(read) + "', which this command reads; write it elsewhere"};
+    throw base::invalid(shown + " is '" + base::printable(read) + "', which this command reads; write it elsewhere");
   if (const std::string why = rundir::managed_file_problem(out); !why.empty())
-    throw Exit{kExitInvalid, shown + " " + why + "; write it elsewhere"};
+    throw base::invalid(shown + " " + why + "; write it elsewhere");
 }
 
 std::string exe_path() {
@@ -37,12 +37,12 @@ std::string exe_path() {
 std::string shipped_recipe(const std::string& rel) {
   namespace fs = std::filesystem;
   const std::string exe = exe_path();
-  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to find its recipes"};
+  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to find its recipes");
   const fs::path path = (fs::path(exe).parent_path() / VEXP_DATA_FROM_BIN / "recipes" / rel).lexically_normal();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    throw Exit{kExitFailure, "the recipe vexp ships, '" + path.string() + "', is not there (an incomplete install?); "
-                             "give the recipe's path"};
+    throw base::failure("the recipe vexp ships, '" + path.string() + "', is not there (an incomplete install?); "
+                             "give the recipe's path");
   return path.string();
 }
 
@@ -69,7 +69,7 @@ std::vector<std::string> canonical_plugin_paths(const std::vector<std::string>& 
   for (const auto& d : dirs) {
     std::string why;
     std::string c = canonical_path(d, &why);
-    if (c.empty()) throw Exit{kExitInvalid, "--plugin-path '" + d + "': " + why};
+    if (c.empty()) throw base::invalid("--plugin-path '" + d + "': " + why);
     out.push_back(c);
   }
   return out;
@@ -97,7 +97,7 @@ std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets) {
   std::vector<dsl::Override> overrides;
   for (const auto& text : sets) {
     auto o = dsl::parse_override(text);
-    if (!o) throw Exit{kExitInvalid, "--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05"};
+    if (!o) throw base::invalid("--set '" + text + "': expected KEY=VALUE, for example --set optim.lr=0.05");
     overrides.push_back(*o);
   }
   return overrides;
@@ -116,9 +116,9 @@ bool open_session(Session& s, const RecipeArgs& args, OpenOptions o) {
   bool ok = false;
   try {
     ok = open_recipe(s, args.path, o);
-  } catch (const dsl::RecipeError& e) {
+  } catch (const dsl::RecipeError&) {
     if (!loaded_before) report_plugin_problems(s);
-    throw Exit{kExitInvalid, e.what()};
+    throw;
   }
   if (!loaded_before) report_plugin_problems(s);
   const bool valid = print_recipe_diagnostics(s, args.path, ok);
@@ -147,13 +147,13 @@ std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string
     if (x == std::string::npos) x = text.size();
     const std::string part = text.substr(pos, x - pos);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      throw Exit{kExitInvalid, where + "expected " + layout + ", for example " + example};
+      throw base::invalid(where + "expected " + layout + ", for example " + example);
     s.push_back(std::stoll(part));
     pos = x + 1;
   }
-  if (s.size() != 4) throw Exit{kExitInvalid, where + "expected four sizes " + layout};
+  if (s.size() != 4) throw base::invalid(where + "expected four sizes " + layout);
   for (int64_t v : s)
-    if (v < 1) throw Exit{kExitInvalid, where + "sizes must be >= 1"};
+    if (v < 1) throw base::invalid(where + "sizes must be >= 1");
   return s;
 }
 

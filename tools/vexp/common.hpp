@@ -6,22 +6,22 @@
 
 #include <CLI/CLI.hpp>
 
+#include "vexp/base/error.hpp"
+
 #include "vexp/runtime/session.hpp"
 
 namespace vexp::cli {
 
-// Exit codes: 0 success, 1 failure, 2 invalid recipe or usage, 3 training diverged,
-// 4 a plugin crashed with a fatal signal (plugin_host.hpp, install_plugin_crash_handler).
+// Exit codes (docs/architecture.md#exit-codes), mapped from base::Error's kind once, in
+// main.cpp: 0 success, 1 failure, 2 invalid recipe or usage / refused, 3 training
+// diverged, 4 a plugin crashed with a fatal signal (plugin_host.hpp,
+// install_plugin_crash_handler), 130 interrupted. Commands throw vexp::base::Error
+// (base::invalid(...), base::failure(...), ...), never an exit code.
 constexpr int kExitFailure = 1;
 constexpr int kExitInvalid = 2;
 constexpr int kExitDiverged = 3;
 constexpr int kExitPluginCrash = 4;
-
-// Thrown by subcommands to exit with `code` after printing `message` (if any).
-struct Exit {
-  int code;
-  std::string message;
-};
+constexpr int kExitInterrupted = 130;
 
 // Options every recipe-taking command has.
 struct RecipeArgs {
@@ -96,7 +96,7 @@ bool open_session_for_planning(Session& s, const RecipeArgs& args);
 // Prints the plugin problems of the default folders (as warnings).
 void report_plugin_problems(const Session& s);
 
-// Registration of each subcommand: sets a callback that may throw Exit.
+// Registration of each subcommand: sets a callback that may throw base::Error.
 void add_check(CLI::App& app);
 void add_plugins(CLI::App& app);
 void add_graph(CLI::App& app);

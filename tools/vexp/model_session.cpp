@@ -28,7 +28,7 @@ bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) 
     const dsl::Value* data = s.recipe->root.is_table() ? s.recipe->root.find("data") : nullptr;
     const dsl::Value* d = data && data->is_table() ? data->find("dataset") : nullptr;
     if (d && d->is_string() && !s.host.find("dataset", d->as_string()))
-      throw Exit{kExitInvalid, "dataset '" + d->as_string() + "' is not loaded: give both --input TxCxHxW and --classes N"};
+      throw base::invalid("dataset '" + d->as_string() + "' is not loaded: give both --input TxCxHxW and --classes N");
   }
   return false;
 }
@@ -36,13 +36,7 @@ bool open_model_session(Session& s, const RecipeArgs& args, const ModelArgs& m) 
 dsl::Shape clip_shape(const Session& s) { return s.plan->data_facts.clip; }
 
 std::shared_ptr<ModelGraph> build_model(const Session& s) {
-  try {
-    return std::make_shared<ModelGraph>(*s.plan, s.host);
-  } catch (const Exit&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  return std::make_shared<ModelGraph>(*s.plan, s.host);
 }
 
 std::string latest_checkpoint_of(const std::string& dir) {
@@ -61,14 +55,14 @@ std::string weights_file(const std::string& given, const std::string& option) {
   if (fs::is_directory(given, ec)) {
     std::string latest = latest_checkpoint_of(given);
     if (latest.empty())
-      throw Exit{kExitFailure, label + "'" + given + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt "
-                               "in it): give a run directory that has written a checkpoint, a checkpoint or a .pth file"};
+      throw base::failure(label + "'" + given + "' is a directory with no checkpoint (no checkpoints/epoch_*.pt "
+                               "in it): give a run directory that has written a checkpoint, a checkpoint or a .pth file");
     std::cerr << "vexp: " << label << "'" << given << "': using its latest checkpoint '" << latest << "'\n";
     return latest;
   }
-  if (!fs::exists(given, ec)) throw Exit{kExitFailure, label + "'" + given + "': no such file or directory"};
+  if (!fs::exists(given, ec)) throw base::failure(label + "'" + given + "': no such file or directory");
   if (!fs::is_regular_file(given, ec))
-    throw Exit{kExitFailure, label + "'" + given + "' is not a regular file (a device or a pipe?)"};
+    throw base::failure(label + "'" + given + "' is not a regular file (a device or a pipe?)");
   return given;
 }
 
@@ -90,28 +84,28 @@ WeightReport load_model_weights(ModelGraph& model, const std::string& path, bool
       sd = find_state_dict(root, path);
     }
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   WeightReport r;
   try {
     r = load_weights(model, model.layout(), model.node_ids(), sd, WeightOptions{}, path);
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   if (strict && r.loaded.empty() && !sd.empty())
-    throw Exit{kExitFailure, "'" + path + "' holds none of the model's tensors: its " + std::to_string(sd.size()) +
+    throw base::failure("'" + path + "' holds none of the model's tensors: its " + std::to_string(sd.size()) +
                                  " tensors (e.g. '" + sd.front().first +
                                  "') match no name of the model under torchvision, official TSM, mmaction2 or vexp "
-                                 "naming; is it the weights of another model?"};
+                                 "naming; is it the weights of another model?");
   if (strict) {
     std::vector<std::string> bad;
     for (const auto& m : r.missing)
       if (m.size() < 20 || m.compare(m.size() - 20, 20, ".num_batches_tracked") != 0) bad.push_back(m);
     if (!r.dropped.empty() || !bad.empty()) {
       std::string what = r.summary(path, true);
-      throw Exit{kExitFailure, "'" + path + "' does not hold every weight of the model (" +
+      throw base::failure("'" + path + "' does not hold every weight of the model (" +
                                    std::to_string(bad.size()) + " missing, " + std::to_string(r.dropped.size()) +
-                                   " with another class count): " + what};
+                                   " with another class count): " + what);
     }
   }
   return r;

@@ -162,6 +162,14 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) 
   return data;
 }
 
+std::string read_file_or_empty(const std::string& path, std::uint64_t max_bytes) {
+  try {
+    return read_file_bounded(path, max_bytes);
+  } catch (const Error&) {
+    return {};
+  }
+}
+
 std::string path_component_problem(std::string_view name) {
   if (name.empty()) return "it is empty";
   if (name == ".") return "'.' names the folder itself";

@@ -142,14 +142,10 @@ struct Tj {
 // or a device in a frame folder is one error naming it, never a hang).
 std::vector<unsigned char> read_bytes(const std::string& path) {
   std::vector<unsigned char> bytes;
-  try {
-    base::read_file_chunks(
-        path, base::kMaxTextFileBytes,
-        [&](std::string_view piece) { bytes.insert(bytes.end(), piece.begin(), piece.end()); },
-        [&](std::uint64_t size) { bytes.reserve(static_cast<size_t>(size)); });
-  } catch (const base::Error& e) {
-    throw MediaError(e.what());
-  }
+  base::read_file_chunks(
+      path, base::kMaxTextFileBytes,
+      [&](std::string_view piece) { bytes.insert(bytes.end(), piece.begin(), piece.end()); },
+      [&](std::uint64_t size) { bytes.reserve(static_cast<size_t>(size)); });
   return bytes;
 }
 

@@ -560,12 +560,8 @@ bool is_cluster_file(const std::string& path) {
 }
 
 std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags) {
-  std::optional<Recipe> rec;
-  try {
-    rec = load_recipe(path, literal_options(), diags);
-  } catch (const RecipeError& e) {  // the file itself cannot be read
-    throw PlanError(e.what());
-  }
+  // A file that cannot be read at all: the recipe reader's error (kind invalid), naming it.
+  std::optional<Recipe> rec = load_recipe(path, literal_options(), diags);
   if (!rec) return std::nullopt;
   return load_from(*rec, path, diags);
 }

@@ -231,18 +231,19 @@ TEST(Cluster, IsClusterFile) {
   EXPECT_FALSE(vexp::plan::is_cluster_file((t.dir / "missing.toml").string()));
 }
 
-TEST(Cluster, UnreadableFileIsThePlannersOwnError) {
-  // Not a dsl::RecipeError: the library's one error type, naming the file.
+TEST(Cluster, UnreadableFileIsAnInvalidInputNamingIt) {
+  // vexp's one error vocabulary: a base::Error of kind invalid (exit 2), naming the file.
   TempDir t;
   const std::string missing = (t.dir / "missing.toml").string();
   Diagnostics d;
   try {
     vexp::plan::load_cluster(missing, d);
     FAIL() << "no error for a missing cluster file";
-  } catch (const vexp::plan::PlanError& e) {
+  } catch (const vexp::base::Error& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), vexp::base::ErrorKind::invalid);
   }
-  EXPECT_THROW(vexp::plan::load_cluster(t.dir.string(), d), vexp::plan::PlanError);  // a folder
+  EXPECT_THROW(vexp::plan::load_cluster(t.dir.string(), d), vexp::base::Error);  // a folder
 }
 
 TEST(Cluster, BusyRanks) {

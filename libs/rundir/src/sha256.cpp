@@ -100,11 +100,7 @@ std::string sha256_hex(std::string_view bytes) {
 
 std::string sha256_file(const std::string& path, std::uint64_t max_bytes) {
   Sha256 s;
-  try {
-    base::read_file_chunks(path, max_bytes, [&](std::string_view piece) { s.update(piece); });
-  } catch (const base::Error& e) {
-    throw Error(e.what());
-  }
+  base::read_file_chunks(path, max_bytes, [&](std::string_view piece) { s.update(piece); });
   return s.hex();
 }
 

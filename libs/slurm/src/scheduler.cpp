@@ -200,11 +200,7 @@ bool is_running(const std::string& s) {
 }
 
 void append_event(const std::string& run_dir, const std::string& json_line) {
-  try {
-    base::append_file(jobs_file(run_dir), json_line + "\n");
-  } catch (const base::Error& e) {
-    throw Error(e.what());
-  }
+  base::append_file(jobs_file(run_dir), json_line + "\n");
 }
 
 }  // namespace vexp::slurm

@@ -23,7 +23,6 @@
 #include "vexp/sweep/directory.hpp"
 #include "stop_signal.hpp"
 #include "vexp/rundir/files.hpp"
-#include "vexp/sweep/run_files.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
@@ -161,7 +160,7 @@ Outcome outcome_of(const Active& a, const std::string& slurm_state, const Defini
   json summary;
   bool has_summary = false;
   try {
-    summary = run_files().summary(rundir::RunDir(tdir).summary());
+    summary = rundir::read_summary(rundir::RunDir(tdir).summary());
     has_summary = summary.is_object();
   } catch (const std::exception&) {
   }
@@ -269,7 +268,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     std::map<std::string, std::vector<slurm::QueueEntry>> found;
     try {
       found = slurm::query_names(names);
-    } catch (const slurm::Error& e) {
+    } catch (const base::Error& e) {
       throw Error(std::string(e.what()) + "; nothing submitted");
     }
     for (int64_t id : unsure) {
@@ -322,7 +321,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     std::string job;
     try {
       job = slurm::sbatch(script_path);
-    } catch (const slurm::Error& e) {
+    } catch (const base::Error& e) {
       // Refused by Slurm (bad partition, limits): the trial fails, the others go on.
       store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, e.what());
       log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, e.what());
@@ -344,7 +343,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     store.mark_queued(id, tdir.string(), job);  // first: the job is queued whatever its folder's record says
     try {
       slurm::append_event(tdir.string(), rec.dump());
-    } catch (const slurm::Error& e) {
+    } catch (const base::Error& e) {
       std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << e.what() << "; its job " << job
                 << " is submitted all the same\n";
     }
@@ -385,7 +384,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     if (!cancel.empty()) {
       try {
         slurm::cancel(cancel);
-      } catch (const slurm::Error& e) {
+      } catch (const base::Error& e) {
         std::cerr << "vexp: warning: " << e.what() << "\n";
       }
     }
@@ -405,7 +404,7 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     try {
       q = slurm::query(jobs);  // one squeue call for all of them
       failed_polls = 0;
-    } catch (const slurm::Error& e) {
+    } catch (const base::Error& e) {
       // A busy controller: try again at the next poll, give up after ten in a row.
       std::cerr << "vexp: warning: " << e.what() << "\n";
       if (++failed_polls >= 10) throw Error(std::string(e.what()) + " (10 polls in a row); the jobs keep running: "

@@ -18,7 +18,6 @@
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "vexp/sweep/error.hpp"
-#include "vexp/sweep/run_files.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
@@ -34,7 +33,7 @@ constexpr const char* kEndTag = "==== vexp sweep: end of trial ";
 
 // `threads = N` of the [run] table of a resolved recipe ("" when absent).
 std::string run_threads_in(const fs::path& resolved) {
-  std::istringstream in(run_files().text(resolved));
+  std::istringstream in(rundir::read_text(resolved));
   std::string line;
   bool in_run = false;
   static const std::regex threads(R"(^threads\s*=\s*(\d+)\s*$)");
@@ -54,13 +53,7 @@ double number(const json& j, const char* key, double absent) {
 
 // A trial's log.txt is appended to without following a link (vexp::base::append_file):
 // a folder from someone else may hold log.txt as a link to ~/.bashrc.
-void append_log(const fs::path& log, const std::string& text) {
-  try {
-    base::append_file(log.string(), text);
-  } catch (const base::Error& e) {
-    throw Error(e.what());
-  }
-}
+void append_log(const fs::path& log, const std::string& text) { base::append_file(log.string(), text); }
 
 double mtime_s(const fs::path& p) {
   std::error_code ec;
@@ -98,7 +91,7 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     std::string end_line;
     {
       const std::string start = kStartTag + trial_name(r.id) + ", attempt ";
-      run_files().lines(run.trial_log(), [&](const std::string& line, int64_t) {
+      rundir::for_each_line(run.trial_log(), [&](const std::string& line, int64_t) {
         if (line.rfind(start, 0) == 0) {
           ++r.attempts;
           end_line.clear();
@@ -112,9 +105,9 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     bool has_summary = false;
     if (ours) {
       try {
-        summary = run_files().summary(run.summary());
+        summary = rundir::read_summary(run.summary());
         has_summary = summary.is_object();
-      } catch (const Error& e) {
+      } catch (const base::Error& e) {
         std::cerr << "vexp: warning: " << e.what() << "; trial " << trial_name(r.id) << " runs again\n";
       }
     }
@@ -235,10 +228,10 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   double cps = 0;
   int n = 0;
   // Lines that are not records of the right types are skipped (vexp report names them).
-  run_files().lines(rundir::RunDir(run_dir).metrics(), [&](const std::string& line, int64_t) {
+  rundir::for_each_line(rundir::RunDir(run_dir).metrics(), [&](const std::string& line, int64_t) {
     try {
       json j = json::parse(line);
-      if (!run_files().record_problem(j).empty()) return;
+      if (!rundir::metrics_record_problem(j).empty()) return;
       const std::string type = j.value("type", "");
       if (type == "step") {
         auto& m = steps_in_epoch[static_cast<int64_t>(number(j, "epoch", 0))];
@@ -266,13 +259,7 @@ Curves read_curves(const fs::path& run_dir, const std::string& metric) {
   return c;
 }
 
-std::string hash_in_resolved(const fs::path& resolved) {
-  try {
-    return rundir::resolved_hash(resolved);
-  } catch (const rundir::Error& e) {
-    throw Error(e.what());
-  }
-}
+std::string hash_in_resolved(const fs::path& resolved) { return rundir::resolved_hash(resolved); }
 
 bool has_checkpoint(const fs::path& run_dir) {
   return !rundir::latest_checkpoint(rundir::RunDir(run_dir).checkpoints().string()).empty();
@@ -329,7 +316,7 @@ std::string last_error(const fs::path& log) {
   // vexp's own words first: a launcher's line after them (mpirun's, srun's "task 0:
   // Exited with exit code 1") says less.
   std::string found, own;
-  run_files().lines(log, [&](const std::string& line, int64_t) {
+  rundir::for_each_line(log, [&](const std::string& line, int64_t) {
     if (line.find("error") != std::string::npos || line.find("diverged") != std::string::npos) found = line;
     if (line.rfind("vexp: error:", 0) == 0 || line.find("diverged") != std::string::npos) own = line;
   });
@@ -345,20 +332,14 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   // directories are the source of truth.
   const std::string db_path = (dir / rundir::kSweepDb).string();
   try {
-    try {
-      store.open(db_path, true);
-      store.has_meta();
-    } catch (const CorruptDatabase& e) {
-      store.close();
-      const std::string aside = move_aside(db_path);
-      std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << e.what() << "); kept it as '" << aside
-                << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
-      store.open(db_path, true);
-    }
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Error(e.what());
+    store.open(db_path, true);
+    store.has_meta();
+  } catch (const CorruptDatabase& e) {
+    store.close();
+    const std::string aside = move_aside(db_path);
+    std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << e.what() << "); kept it as '" << aside
+              << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
+    store.open(db_path, true);
   }
   if (store.has_meta()) {
     if (store.meta("sweep_hash") != hash)
@@ -376,7 +357,7 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   // Trial folders of a lost store say how they ran.
   if (const std::optional<RunsOn> was = runs_on_of_trial_folders(dir)) check_runs_on(nullptr, dir, def, *was, how);
   store.insert_trials(trials, fs::absolute(dir / "trials").lexically_normal().string());
-  const std::string text = run_files().text(def.file);
+  const std::string text = rundir::read_text(def.file);
   std::map<std::string, std::string> meta{{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()},
                                           {"name", def.name}, {"metric", def.metric}, {"direction", def.direction},
                                           {"base", fs::absolute(def.base).lexically_normal().string()},

@@ -29,7 +29,6 @@
 #include "stop_signal.hpp"
 #include "vexp/sweep/error.hpp"
 #include "vexp/rundir/files.hpp"
-#include "vexp/sweep/run_files.hpp"
 #include "vexp/dsl/recipe.hpp"
 
 namespace vexp::sweep {
@@ -239,7 +238,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     std::map<int64_t, double> curve;
     try {
       curve = read_curves(tdir, def.metric).eval;
-    } catch (const Error& e) {
+    } catch (const base::Error& e) {
       std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << e.what() << "\n";
     }
     if (r.pruned) {
@@ -247,11 +246,11 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       msg = r.prune_message;
     } else if (code == 0) {
       try {
-        metrics = run_files().summary(run.summary());
+        metrics = rundir::read_summary(run.summary());
         if (!metrics.is_object()) throw Error("it has no summary.json");
         st = "done";
         if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
-      } catch (const Error& e) {
+      } catch (const base::Error& e) {
         st = "failed";
         msg = "the run exited 0 but left no readable summary.json (" + std::string(e.what()) + ")";
         metrics = json::object();

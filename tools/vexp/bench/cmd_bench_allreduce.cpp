@@ -48,11 +48,11 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
   load_plugins(s);
   report_plugin_problems(s);
   const PluginDecl* decl = s.host.find("comm", a.backend);
-  if (!decl) throw Exit{kExitFailure, "--backend " + a.backend + ": no such communication plugin is loaded (see vexp plugins)"};
+  if (!decl) throw base::failure("--backend " + a.backend + ": no such communication plugin is loaded (see vexp plugins)");
   std::map<std::string, dsl::Value> given;
   for (const auto& kv : a.params) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw Exit{kExitInvalid, "--param '" + kv + "': expected KEY=VALUE"};
+    if (eq == std::string::npos || eq == 0) throw base::invalid("--param '" + kv + "': expected KEY=VALUE");
     const std::string key = kv.substr(0, eq), text = kv.substr(eq + 1);
     const dsl::ParamSpec* spec = decl->schema.find(key);
     try {
@@ -61,20 +61,20 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
       else if (spec && spec->type == dsl::ParamType::Bool) given[key] = dsl::Value(text == "true");
       else given[key] = dsl::Value(text);
     } catch (const std::exception&) {
-      throw Exit{kExitInvalid, "--param '" + kv + "': '" + text + "' is not a " + dsl::param_type_name(spec->type)};
+      throw base::invalid("--param '" + kv + "': '" + text + "' is not a " + dsl::param_type_name(spec->type));
     }
   }
   dsl::Params params;
   try {
     params = dsl::make_params(decl->schema, given);
   } catch (const std::exception& e) {
-    throw Exit{kExitInvalid, "--param: " + a.backend + ": " + e.what()};
+    throw base::invalid("--param: " + a.backend + ": " + e.what());
   }
   std::shared_ptr<Comm> comm;
   try {
     comm = s.host.make<Comm>("comm", a.backend, params);
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, "--backend " + a.backend + ": " + e.what()};
+    throw base::failure("--backend " + a.backend + ": " + e.what());
   }
   at::Tensor x;
   try {
@@ -91,14 +91,14 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
       std::snprintf(msg, sizeof msg, "--mb %g: a %.1f GiB tensor is more than half of this machine's %.1f GiB of "
                     "memory; use --mb %lld or less", a.mb, bytes / 1073741824.0, ram / 1073741824.0,
                     static_cast<long long>(ram / 2 / 1048576));
-      throw Exit{kExitInvalid, msg};
+      throw base::invalid(msg);
     }
     x = at::ones({numel}, at::TensorOptions().dtype(at::kFloat).device(device));
   } catch (const c10::Error& e) {
     const std::string why = e.what_without_backtrace();
-    throw Exit{kExitFailure, "--mb " + std::to_string(a.mb) + " on " + a.device + ": " + why.substr(0, why.find('\n'))};
+    throw base::failure("--mb " + std::to_string(a.mb) + " on " + a.device + ": " + why.substr(0, why.find('\n')));
   } catch (const std::runtime_error& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   const double bytes = static_cast<double>(x.numel()) * 4;
   const int n = comm->size();
@@ -115,7 +115,7 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
   const double expect = std::pow(static_cast<double>(n), static_cast<double>(a.reps + 2));
   const double got = x[0].item<double>();
   if (std::abs(got - expect) > 1e-5 * expect)
-    throw Exit{kExitFailure, "allreduce gave " + std::to_string(got) + ", expected " + std::to_string(expect)};
+    throw base::failure("allreduce gave " + std::to_string(got) + ", expected " + std::to_string(expect));
   std::sort(t.begin(), t.end());
   const double med = t[t.size() / 2];
   const double algbw = bytes / med / 1e9, busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 1.0);

@@ -44,7 +44,7 @@ double median(std::vector<double> v) {
 void open_for_bench(Session& s, const std::string& path, const std::vector<dsl::Override>& sets) {
   RecipeArgs r;
   r.path = path;
-  if (!open_session(s, r, planning_options(sets))) throw Exit{kExitInvalid, "cannot open '" + path + "' for the benchmark"};
+  if (!open_session(s, r, planning_options(sets))) throw base::invalid("cannot open '" + path + "' for the benchmark");
 }
 }  // namespace
 
@@ -76,7 +76,7 @@ void add_bench_comm(CLI::App& app) {
     if (step_recipe->empty()) *step_recipe = shipped_recipe("quickstart/tsm_motion.toml");
     if (*nproc > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
       std::string self = exe_path();
-      if (self.empty()) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+      if (self.empty()) throw base::failure("cannot find the vexp executable to start ranks");
       std::vector<std::string> argv =
           base::mpirun_argv(*nproc, {self, "bench", "comm", "--recipe", *recipe, "--step-recipe", *step_recipe,
                                      "--reps", std::to_string(*reps), "--steps", std::to_string(*steps)});
@@ -84,13 +84,13 @@ void add_bench_comm(CLI::App& app) {
       for (auto& a : argv) c.push_back(a.data());
       c.push_back(nullptr);
       ::execvp("mpirun", c.data());
-      throw Exit{kExitFailure, "cannot start mpirun"};
+      throw base::failure("cannot start mpirun");
     }
     at::set_num_threads(1);
     Session s;
     open_for_bench(s, *recipe, {*dsl::parse_override("dist.backend=\"mpi\"")});
     auto comm = s.host.make<Comm>("comm", "mpi", s.plan->comm_params);
-    if (comm->size() < 2) throw Exit{kExitInvalid, "vexp bench comm needs 2 or more ranks: mpirun -np 2 vexp bench comm"};
+    if (comm->size() < 2) throw base::invalid("vexp bench comm needs 2 or more ranks: mpirun -np 2 vexp bench comm");
     const bool root = comm->rank() == 0;
 
     // 1. Gradient allreduce.

@@ -42,7 +42,7 @@ void run_bench_data(const BenchDataArgs& a) {
   Session s;
   RecipeArgs recipe = a.recipe;
   recipe.require_data = true;
-  if (!open_session(s, recipe)) throw Exit{kExitInvalid, ""};
+  if (!open_session(s, recipe)) throw base::invalid("");
   const auto& plan = *s.plan;
   at::set_num_threads(1);
   auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
@@ -99,8 +99,8 @@ void add_bench_data(CLI::App& bench) {
   cmd->callback([a] {
     for (int t : a->threads)
       if (t < 1 || t > kMaxBenchThreads)
-        throw Exit{kExitInvalid, "--threads " + std::to_string(t) + ": each thread count must be 1 to " +
-                                     std::to_string(kMaxBenchThreads) + " (the limit of data.workers)"};
+        throw base::invalid("--threads " + std::to_string(t) + ": each thread count must be 1 to " +
+                                     std::to_string(kMaxBenchThreads) + " (the limit of data.workers)");
     run_bench_data(*a);
   });
 }

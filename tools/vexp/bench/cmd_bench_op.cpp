@@ -69,8 +69,8 @@ std::vector<double> median_times(int64_t reps, const std::vector<std::function<v
 void run_bench_op(const BenchOpArgs& a) {
   const std::vector<int64_t> shape = parse_shape(a.shape);
   if (shape[0] % a.frames != 0)
-    throw Exit{kExitInvalid, "--shape '" + a.shape + "': N*T = " + std::to_string(shape[0]) +
-                                 " is not a multiple of --frames " + std::to_string(a.frames)};
+    throw base::invalid("--shape '" + a.shape + "': N*T = " + std::to_string(shape[0]) +
+                                 " is not a multiple of --frames " + std::to_string(a.frames));
   const at::ScalarType dtype = a.dtype == "half" ? at::kHalf : a.dtype == "bfloat16" ? at::kBFloat16
                                : a.dtype == "double" ? at::kDouble : at::kFloat;
   // Checked here, in one line: libtorch's own refusal of a device this build or
@@ -79,18 +79,18 @@ void run_bench_op(const BenchOpArgs& a) {
   try {
     device = resolve_device_option(a.device, "--device");
   } catch (const std::exception& e) {
-    throw Exit{kExitInvalid, e.what()};
+    throw base::invalid(e.what());
   }
   Session s;
   load_plugins(s);
   report_plugin_problems(s);
-  if (!s.host.find("op", a.op)) throw Exit{kExitFailure, "the op plugin '" + a.op + "' is not loaded (see vexp plugins)"};
+  if (!s.host.find("op", a.op)) throw base::failure("the op plugin '" + a.op + "' is not loaded (see vexp plugins)");
   std::shared_ptr<Layer> layer;
   try {
     layer = s.host.make<Layer>("op", a.op,
                                Params({{"segments", a.frames}, {"fold_div", a.fold_div}, {"mode", "bidirectional"}}));
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   int64_t threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   at::set_num_threads(static_cast<int>(threads));
@@ -101,7 +101,7 @@ void run_bench_op(const BenchOpArgs& a) {
     x = at::randn(shape, at::TensorOptions().dtype(dtype)).to(device).contiguous(fmt);
   } catch (const c10::Error& e) {
     const std::string why = e.what_without_backtrace();
-    throw Exit{kExitFailure, "--shape " + a.shape + " on " + device.str() + ": " + why.substr(0, why.find('\n'))};
+    throw base::failure("--shape " + a.shape + " on " + device.str() + ": " + why.substr(0, why.find('\n')));
   }
   const bool on_device = !x.device().is_cpu();
   auto sync = [&] {
@@ -142,9 +142,9 @@ void run_bench_op(const BenchOpArgs& a) {
               at::equal(yv.slice(1, 1, T).slice(2, fold, 2 * fold), xv.slice(1, 0, T - 1).slice(2, fold, 2 * fold)) &&
               at::equal(yv.slice(2, 2 * fold), xv.slice(2, 2 * fold)) &&
               yv.select(1, T - 1).slice(1, 0, fold).eq(0).all().item<bool>();
-    if (!ok) throw Exit{kExitFailure, "the '" + a.op + "' output is not the expected shift of its input"};
+    if (!ok) throw base::failure("the '" + a.op + "' output is not the expected shift of its input");
   } catch (const c10::Error& e) {
-    throw Exit{kExitFailure, e.what_without_backtrace()};
+    throw base::failure(e.what_without_backtrace());
   }
   auto gbs = [&](double factor, double t) { return factor * bytes / t / 1e9; };
   const double ratio_fwd = t_copy / t_fwd, ratio_fwd_bwd = 2 * t_copy / t_fwd_bwd;

@@ -29,15 +29,15 @@ void run_bench_train(const BenchTrainArgs& a) {
   RecipeArgs recipe = a.recipe;
   recipe.require_data = true;
   if (!(a.options.synthetic ? open_session_for_planning(s, recipe) : open_session(s, recipe)))
-    throw Exit{kExitInvalid, ""};
+    throw base::invalid("");
   refuse_output(a.options.save_weights, "--save-weights", {{a.recipe.path, "the recipe"}});
   BenchTrainResult r;
   try {
     r = bench_train(s, a.options);
   } catch (const c10::Error& e) {
-    throw Exit{kExitFailure, e.what_without_backtrace()};
+    throw base::failure(e.what_without_backtrace());
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   auto ms = [](const PhaseTimes& p) { return p.median() * 1e3; };
   if (a.json) {

@@ -40,7 +40,7 @@ void check_global_batch(Session& s, const std::string& path) {
                         global_text + " (dist.world_size " + std::to_string(dist.world_size) + " x batch_per_gpu " +
                         std::to_string(dist.batch_per_gpu) + " x accum_steps " + std::to_string(dist.accum_steps) + ")"};
   std::cerr << d.str() << "\n" << base::printable(path) << ": 1 error\n";
-  throw Exit{kExitInvalid, ""};
+  throw base::invalid("");
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ void add_check(CLI::App& app) {
       dsl::Diagnostics d;
       const auto c = plan::load_cluster(args->path, d);
       for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
-      if (!c) throw Exit{kExitInvalid, ""};
+      if (!c) throw base::invalid("");
       std::cout << base::printable(args->path) << ": ok (" << plan::cluster_summary(*c) << ")\n";
       return;
     }
@@ -68,7 +68,7 @@ void add_check(CLI::App& app) {
     // The data a recipe names must exist, as vexp run requires: a recipe that
     // checks "ok" starts (`--no-data` and `vexp run --dry-run` only warn).
     args->require_data = !*no_data;
-    if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
+    if (!open_session(s, *args)) throw base::invalid("");
     check_global_batch(s, args->path);
     const auto& plan = *s.plan;
     if (*print) {

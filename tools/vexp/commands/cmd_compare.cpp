@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "report/run_files.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/rundir/provenance.hpp"
@@ -110,9 +110,9 @@ void add_compare(CLI::App& app) {
     std::vector<nlohmann::json> provenance;  // each run's last record (null: none)
     for (const auto& d : *dirs) {
       const rundir::RunDir dir(d);
-      nlohmann::json j = report::cli_errors([&] { return rundir::read_summary(dir.summary()); });
-      if (j.is_null()) throw Exit{kExitFailure, "'" + d + "' has no summary.json: it is not a finished run directory"};
-      const rundir::Provenance p = report::cli_errors([&] { return rundir::read_provenance(dir.dir); });
+      nlohmann::json j = rundir::read_summary(dir.summary());
+      if (j.is_null()) throw base::failure("'" + d + "' has no summary.json: it is not a finished run directory");
+      const rundir::Provenance p = rundir::read_provenance(dir.dir);
       provenance.push_back(p.records.empty() ? nlohmann::json() : p.records.back());
       j["run_dir"] = d;
       j["provenance"] = provenance.back();

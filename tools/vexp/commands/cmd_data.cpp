@@ -44,7 +44,7 @@ void parallel(int64_t n, int workers, Fn fn) {
 void run_check(RecipeArgs args, int workers, const std::string& json_out) {
   Session s;
   args.require_data = true;
-  if (!open_session(s, args)) throw Exit{kExitInvalid, ""};
+  if (!open_session(s, args)) throw base::invalid("");
   const auto& plan = *s.plan;
   auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
   const auto names = data->class_names();
@@ -99,10 +99,10 @@ void run_check(RecipeArgs args, int workers, const std::string& json_out) {
   if (!json_out.empty()) {
     std::ofstream o(json_out);
     o << report.dump(2) << "\n";
-    if (!o) throw Exit{kExitFailure, "cannot write '" + json_out + "'"};
+    if (!o) throw base::failure("cannot write '" + json_out + "'");
   }
   if (total_bad > 0)
-    throw Exit{kExitFailure, std::to_string(total_bad) + " bad item(s) in '" + args.path + "'"};
+    throw base::failure(std::to_string(total_bad) + " bad item(s) in '" + args.path + "'");
   std::cout << args.path << ": data ok\n";
 }
 
@@ -140,17 +140,17 @@ std::vector<ListItem> read_video_list(const std::string& path) {
   std::vector<kinetics::ListEntry> entries;
   try {
     entries = kinetics::read_video_list(path, kinetics::ListFormat::Auto, /*labels_optional=*/true);
+  } catch (const kinetics::Error&) {
+    throw;  // names the file and line
   } catch (const base::Error& e) {
-    throw Exit{kExitFailure, std::string("video list: ") + e.what()};
-  } catch (const kinetics::Error& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure(std::string("video list: ") + e.what());
   }
   std::vector<ListItem> out;
   for (const auto& e : entries) {
     std::string why;
     frame_folder(e.path, &why);
     if (!why.empty())
-      throw Exit{kExitFailure, path + ":" + std::to_string(e.line) + ": '" + base::printable(e.path) + "': " + why};
+      throw base::failure(path + ":" + std::to_string(e.line) + ": '" + base::printable(e.path) + "': " + why);
     out.push_back({e.path, e.label, e.line});
   }
   return out;
@@ -167,21 +167,21 @@ void refuse_shared_folders(const std::string& list, const std::vector<ListItem>&
     auto [it, fresh] = by_folder.emplace(f, i);
     if (!fresh) {
       const ListItem& a = items[it->second];
-      throw Exit{kExitFailure, list + ":" + std::to_string(items[i].line) + ": '" + base::printable(items[i].rel) +
+      throw base::failure(list + ":" + std::to_string(items[i].line) + ": '" + base::printable(items[i].rel) +
                                    "' and line " + std::to_string(a.line) + "'s '" + base::printable(a.rel) +
                                    "' have one frame folder '" + base::printable(f.string()) +
-                                   "' (the path without its extension): one would replace the other; rename one"};
+                                   "' (the path without its extension): one would replace the other; rename one");
     }
   }
   for (const auto& [f, i] : by_folder)
     for (fs::path up = f.parent_path(); !up.empty(); up = up.parent_path())
       if (auto it = by_folder.find(up); it != by_folder.end()) {
         const ListItem &inner = items[i], &outer = items[it->second];
-        throw Exit{kExitFailure, list + ":" + std::to_string(inner.line) + ": the frame folder '" +
+        throw base::failure(list + ":" + std::to_string(inner.line) + ": the frame folder '" +
                                      base::printable(f.string()) + "' of '" + base::printable(inner.rel) +
                                      "' lies inside the frame folder '" + base::printable(up.string()) + "' of line " +
                                      std::to_string(outer.line) + "'s '" + base::printable(outer.rel) +
-                                     "', which is replaced when extracted; rename one"};
+                                     "', which is replaced when extracted; rename one");
       }
 }
 
@@ -215,7 +215,7 @@ std::map<std::string, FrameRecord> read_extract_journal(const fs::path& path) {
   try {
     text = base::read_file_bounded(path.string(), uint64_t{1} << 30);
   } catch (const base::Error& e) {
-    throw Exit{kExitFailure, std::string("the extract-frames journal: ") + e.what()};
+    throw base::failure(std::string("the extract-frames journal: ") + e.what());
   }
   size_t pos = 0;
   for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {  // complete lines only
@@ -243,11 +243,11 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
   const auto items = read_video_list(list);
   refuse_shared_folders(list, items);
   if (root.empty()) root = fs::path(list).parent_path().string();
-  if (!root.empty() && !fs::is_directory(root)) throw Exit{kExitFailure, "video root '" + root + "' does not exist"};
+  if (!root.empty() && !fs::is_directory(root)) throw base::failure("video root '" + root + "' does not exist");
   const fs::path frame_list = fs::path(out_dir) / (fs::path(list).stem().string() + "_frames.txt");
   if (base::same_file(frame_list, list))
-    throw Exit{kExitFailure, "the frame list '" + frame_list.string() + "' would replace the video list '" + list +
-                                 "'; give another --out"};
+    throw base::failure("the frame list '" + frame_list.string() + "' would replace the video list '" + list +
+                                 "'; give another --out");
   // Each item's folder is replaced: it must not hold (or be) a video that is read.
   std::vector<fs::path> srcs, dsts;
   for (const ListItem& it : items) {
@@ -255,8 +255,8 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     srcs.push_back(fs::path(it.rel).is_absolute() ? fs::path(it.rel) : fs::path(root.empty() ? "." : root) / it.rel);
     dsts.push_back(fs::path(out_dir) / frame_folder(it.rel, &unused));
     if (base::is_within(dsts.back(), srcs.back()))
-      throw Exit{kExitFailure, list + ":" + std::to_string(it.line) + ": the frame folder '" + dsts.back().string() +
-                                   "' would replace the video '" + srcs.back().string() + "' it is made from"};
+      throw base::failure(list + ":" + std::to_string(it.line) + ": the frame folder '" + dsts.back().string() +
+                                   "' would replace the video '" + srcs.back().string() + "' it is made from");
   }
   // What is there already: a folder this command finished for the same source and
   // settings is kept; one it made for another source is replaced; anything else at a
@@ -300,14 +300,10 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     if (!why.empty() && refused++ == 0) refusal = why;
   }
   if (refused > 0)
-    throw Exit{kExitFailure, refusal + (refused > 1 ? " (and " + std::to_string(refused - 1) + " more)" : "") +
-                                 "; nothing extracted"};
+    throw base::failure(refusal + (refused > 1 ? " (and " + std::to_string(refused - 1) + " more)" : "") +
+                                 "; nothing extracted");
   fs::create_directories(journal_path.parent_path());
-  try {
-    base::append_file(journal_path.string(), "");  // appendable (no link planted), before any work
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  base::append_file(journal_path.string(), "");  // appendable (no link planted), before any work
   media::quiet_ffmpeg_logs();
   std::vector<std::string> errors(items.size());
   std::atomic<int64_t> done{0}, skipped{0};
@@ -344,14 +340,10 @@ void run_extract(const std::string& list, const std::string& out_dir, std::strin
     std::string unused;
     o << kinetics::tsm_line(frame_folder(items[i].rel, &unused).string(), counts[i], std::max<int64_t>(items[i].label, 0));
   }
-  try {
-    base::write_file_atomic(frame_list.string(), o.str());
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  base::write_file_atomic(frame_list.string(), o.str());
   std::cout << "extracted " << done.load() << " video(s), " << skipped.load() << " already done, " << failed
             << " failed; frame list " << frame_list.string() << "\n";
-  if (failed > 0) throw Exit{kExitFailure, std::to_string(failed) + " video(s) could not be extracted"};
+  if (failed > 0) throw base::failure(std::to_string(failed) + " video(s) could not be extracted");
 }
 
 }  // namespace
@@ -416,7 +408,7 @@ void add_data(CLI::App& app) {
       for (const char* opt : {"--as", "--channels", "--classes", "--frames", "--size", "--train-clips", "--val-clips", "--fps",
                               "--crf", "--gop"})
         if (mk->count(opt) > 0)
-          throw Exit{kExitInvalid, std::string(opt) + " does not apply to --layout kinetics400 (its shapes are fixed)"};
+          throw base::invalid(std::string(opt) + " does not apply to --layout kinetics400 (its shapes are fixed)");
       data::make_kinetics400_fixture(*sa);
     } else {
       data::make_synthetic_motion(*sa);
@@ -467,7 +459,7 @@ void add_data(CLI::App& app) {
   k400->callback([po, reencode, frames] {
     po->mode = *frames ? data::PrepareMode::Frames : *reencode ? data::PrepareMode::Reencode : data::PrepareMode::Link;
     const int rc = data::prepare_kinetics400(*po);
-    if (rc != 0) throw Exit{rc, ""};
+    if (rc != 0) throw base::child_failed(rc);
   });
 }
 

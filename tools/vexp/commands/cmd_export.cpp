@@ -50,19 +50,19 @@ void add_export(CLI::App& app) {
         root = load_checkpoint_file(weights);
         checkpoint_from(root, weights);
       } catch (const std::exception& e) {
-        throw Exit{kExitFailure, std::string(e.what()) + "; to convert it to other names, give the model's --recipe"};
+        throw base::failure(std::string(e.what()) + "; to convert it to other names, give the model's --recipe");
       }
     }
     RecipeArgs args;
     args.path = !recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string();
     args.plugin_paths = *plugin_paths;
     if (!fs::is_regular_file(args.path))
-      throw Exit{kExitFailure, "no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe"};
+      throw base::failure("no recipe for '" + *source + "': '" + args.path + "' does not exist; give --recipe");
     ModelArgs m;
     if (!input->empty()) m.clip = parse_clip_shape(*input, "--input");
     m.classes = *classes;
     Session s;
-    if (!open_model_session(s, args, m)) throw Exit{kExitInvalid, ""};
+    if (!open_model_session(s, args, m)) throw base::invalid("");
     auto model = build_model(s);
     WeightReport r = load_model_weights(*model, weights, true, root);
     StateDict out = export_weights(*model, model->layout(), *naming);

@@ -29,7 +29,7 @@ void add_graph(CLI::App& app) {
   cmd->add_flag("--dot", *dot, "Graphviz output");
   cmd->callback([args, dot] {
     Session s;
-    if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
+    if (!open_session(s, *args)) throw base::invalid("");
     const auto& plan = *s.plan;
     std::map<std::string, std::vector<const dsl::InsertSpec*>> inserts;
     for (const auto& i : plan.inserts) inserts[i.node].push_back(&i);

@@ -72,11 +72,11 @@ void add_info(CLI::App& app) {
     m.classes = *classes;
     Session s;
     if (!open_model_session(s, *args, m))
-      throw Exit{kExitInvalid, m.clip ? "" : "(when the dataset plugin is missing or gives no clip shape, give --input "
-                                             "TxCxHxW and --classes N)"};
+      throw base::invalid(m.clip ? "" : "(when the dataset plugin is missing or gives no clip shape, give --input "
+                                             "TxCxHxW and --classes N)");
     const dsl::Shape clip = clip_shape(s);
     if (clip.size() != 4)
-      throw Exit{kExitInvalid, "'" + args->path + "': the dataset gives no clip shape; give --input TxCxHxW"};
+      throw base::invalid("'" + args->path + "': the dataset gives no clip shape; give --input TxCxHxW");
     auto model = build_model(s);
     const int64_t params = model->parameter_count();
     int64_t grad_bytes = 0;

@@ -44,12 +44,12 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
     char* stop = nullptr;
     const long long v = std::strtoll(item.c_str(), &stop, 10);
     if (item.empty() || *stop != '\0')
-      throw Exit{kExitInvalid, "--gpus '" + base::printable(text, 80) +
-                                   "': expected GPU counts separated by commas, e.g. 8,64,512"};
+      throw base::invalid("--gpus '" + base::printable(text, 80) +
+                                   "': expected GPU counts separated by commas, e.g. 8,64,512");
     // A cluster file has at most 100,000 nodes x 1,024 GPUs (docs/planning.md).
     if (v < 1 || v > kMaxGpus)
-      throw Exit{kExitInvalid, "--gpus '" + base::printable(text, 80) + "': '" + item + "' is out of range: a GPU count is 1 to " +
-                                   std::to_string(kMaxGpus)};
+      throw base::invalid("--gpus '" + base::printable(text, 80) + "': '" + item + "' is out of range: a GPU count is 1 to " +
+                                   std::to_string(kMaxGpus));
     out.push_back(v);
     at = end + 1;
   }
@@ -64,13 +64,9 @@ void open_for_planning(Session& s, const std::string& recipe, const std::vector<
                        const std::vector<std::string>& plugin_paths, bool quiet) {
   load_session_plugins(s, plugin_paths);
   bool ok = false;
-  try {
-    ok = open_recipe(s, recipe, planning_options(overrides));
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
+  ok = open_recipe(s, recipe, planning_options(overrides));
   if (quiet && ok) return;
-  if (!print_recipe_diagnostics(s, recipe, ok)) throw Exit{kExitInvalid, ""};
+  if (!print_recipe_diagnostics(s, recipe, ok)) throw base::invalid("");
   if (!s.stand_in_note.empty()) std::cerr << "vexp: note: " << s.stand_in_note << "\n";
 }
 
@@ -79,18 +75,18 @@ void run_plan(const PlanArgs& a) {
   // profiles measured; no --cluster.
   if (a.measure.enabled) {
     if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty())
-      throw Exit{kExitInvalid, "--measure-local writes a cluster file (--out); it takes no --cluster, --gpus, --json, "
-                               "--plot or --tune"};
+      throw base::invalid("--measure-local writes a cluster file (--out); it takes no --cluster, --gpus, --json, "
+                               "--plot or --tune");
     MeasureLocalArgs m = a.measure;
     m.recipes = a.recipes;
     m.plugin_paths = a.plugin_paths;
     run_measure_local(m);
     return;
   }
-  if (a.cluster.empty()) throw Exit{kExitInvalid, "vexp plan needs --cluster FILE (a cluster description, docs/planning.md)"};
-  if (a.recipes.empty()) throw Exit{kExitInvalid, "vexp plan needs at least one RECIPE"};
+  if (a.cluster.empty()) throw base::invalid("vexp plan needs --cluster FILE (a cluster description, docs/planning.md)");
+  if (a.recipes.empty()) throw base::invalid("vexp plan needs at least one RECIPE");
   if (!a.tune.empty() && a.recipes.size() != 1)
-    throw Exit{kExitInvalid, "--tune writes one recipe's overlay: give one RECIPE"};
+    throw base::invalid("--tune writes one recipe's overlay: give one RECIPE");
   if (!a.plot.empty()) check_output_path(a.plot, "--plot");
   if (!a.tune.empty()) check_output_path(a.tune, "--tune");
   const std::vector<std::pair<std::string, std::string>> outputs = {{a.tune, "--tune"}, {a.plot, "--plot"}};
@@ -112,11 +108,7 @@ void run_plan(const PlanArgs& a) {
   };
   std::vector<plan::RecipeResult> results;
   for (const auto& r : a.recipes) {
-    try {
-      results.push_back(plan::plan_recipe(r, cluster, o, open));
-    } catch (const plan::PlanError& e) {
-      throw Exit{kExitInvalid, e.what()};
-    }
+    results.push_back(plan::plan_recipe(r, cluster, o, open));
   }
   // Every file planning read (the recipes' `extends` bases, the profiles the cluster
   // file names with `from`) is an input too: refused before anything is printed.

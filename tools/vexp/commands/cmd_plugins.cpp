@@ -144,7 +144,7 @@ void add_plugins(CLI::App& app) {
       std::cout << "    " << d->doc << "\n";
       for (const auto& p : d->schema.params()) std::cout << "    - " << spec_line(p) << "\n";
     }
-    if (s.host.all().empty()) throw Exit{kExitFailure, "no plugins found in " + PluginHost::default_plugin_dir()};
+    if (s.host.all().empty()) throw base::failure("no plugins found in " + PluginHost::default_plugin_dir());
   });
 }
 

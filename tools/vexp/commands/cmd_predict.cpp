@@ -42,10 +42,10 @@ bool has_ext(const std::string& path, std::initializer_list<const char*> exts) {
 std::vector<std::string> read_labels(const std::string& path) {
   try {
     return kinetics::read_label_map(path).names();
+  } catch (const kinetics::Error&) {
+    throw;  // names the file and line
   } catch (const base::Error& e) {
-    throw Exit{kExitFailure, "cannot read the label file '" + path + "': " + e.what()};
-  } catch (const kinetics::Error& e) {
-    throw Exit{kExitFailure, e.what()};
+    throw base::failure("cannot read the label file '" + path + "': " + e.what());
   }
 }
 
@@ -97,10 +97,10 @@ std::pair<std::vector<std::string>, std::string> class_names(const Session& s, c
 at::Tensor recipe_test_views(const Session& s, const std::string& video, const dsl::Shape& clip, int64_t short_side) {
   std::error_code ec;
   const fs::path abs = fs::absolute(video, ec);
-  if (ec || !fs::is_regular_file(abs)) throw Exit{kExitFailure, "cannot read video '" + video + "': no such file"};
+  if (ec || !fs::is_regular_file(abs)) throw base::failure("cannot read video '" + video + "': no such file");
   // The list is one "PATH LABEL" line: a newline in the path would add lines.
   if (base::has_control(abs.string()))
-    throw Exit{kExitFailure, "cannot use video '" + video + "': its path holds a control character"};
+    throw base::failure("cannot use video '" + video + "': its path holds a control character");
   // The one-line list lives in a private folder (mkdtemp, 0700): a fixed or
   // pid-derived name under /tmp could be a link planted by another user.
   std::optional<base::TempDir> tmp;
@@ -108,7 +108,7 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
     tmp.emplace("vexp_predict");
     base::write_file_atomic((tmp->path() / "predict.txt").string(), abs.string() + " 0\n", 0600);
   } catch (const base::Error& e) {
-    throw Exit{kExitFailure, std::string("cannot prepare video '") + video + "': " + e.what()};
+    throw base::failure(std::string("cannot prepare video '") + video + "': " + e.what());
   }
   const fs::path dir = tmp->path();
   dsl::Params p = s.plan->dataset_params;
@@ -127,7 +127,7 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
     for (int64_t v = 0; v < data->views(Split::Val); ++v) views.push_back(data->get_view(Split::Val, 0, v, 0).clip);
     return at::stack(views);
   } catch (const std::exception& e) {
-    throw Exit{kExitFailure, "cannot use video '" + video + "': " + e.what()};
+    throw base::failure("cannot use video '" + video + "': " + e.what());
   }
 }
 
@@ -168,8 +168,8 @@ VideoConvention video_convention(const Session& s, const dsl::Shape& clip, int64
   if (v.short_side == 0) v.short_side = default_short_side(std::min(clip[2], clip[3]));
   if (short_side > 0) v.short_side = short_side;
   if (v.mean.size() != C || v.std.size() != C)
-    throw Exit{kExitFailure, "the dataset's mean/std have " + std::to_string(v.mean.size()) + "/" +
-                                 std::to_string(v.std.size()) + " values for " + std::to_string(C) + " channels"};
+    throw base::failure("the dataset's mean/std have " + std::to_string(v.mean.size()) + "/" +
+                                 std::to_string(v.std.size()) + " values for " + std::to_string(C) + " channels");
   return v;
 }
 
@@ -187,7 +187,7 @@ at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, const V
   try {
     pixels = media::read_centre_clip(video, c);
   } catch (const media::MediaError& e) {
-    throw Exit{kExitFailure, std::string("cannot decode video ") + e.what()};
+    throw base::failure(std::string("cannot decode video ") + e.what());
   }
   const int64_t T = clip[0], C = clip[1], H = clip[2], W = clip[3];
   at::Tensor out = at::empty({1, T, C, H, W});
@@ -236,8 +236,8 @@ void add_predict(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->callback([=] {
     if (!logits_out->empty() && !has_ext(*logits_out, {".pt", ".pth", ".json"}))
-      throw Exit{kExitInvalid, "--logits '" + *logits_out + "': the name must end in .pt or .json"};
-    if (!fs::is_regular_file(*input)) throw Exit{kExitFailure, "--input '" + *input + "': no such file"};
+      throw base::invalid("--logits '" + *logits_out + "': the name must end in .pt or .json");
+    if (!fs::is_regular_file(*input)) throw base::failure("--input '" + *input + "': no such file");
     const std::string weights_path = weights_file(*weights, "--weights");
     refuse_output(*logits_out, "--logits",
                   {{weights_path, "the checkpoint"}, {*input, "the input"}, {args->path, "the recipe"},
@@ -251,19 +251,19 @@ void add_predict(CLI::App& app) {
       try {
         clips = find_tensor(load_torch_file(*input), *input);
       } catch (const std::exception& e) {
-        throw Exit{kExitFailure, e.what()};
+        throw base::failure(e.what());
       }
       if (clips.dim() == 4) clips = clips.unsqueeze(0);
       if (clips.dim() != 5 || !clips.is_floating_point())
-        throw Exit{kExitFailure, "'" + *input + "' must hold a float tensor [T, C, H, W] or [N, T, C, H, W], got " +
+        throw base::failure("'" + *input + "' must hold a float tensor [T, C, H, W] or [N, T, C, H, W], got " +
                                      dsl::shape_str(dsl::Shape(clips.sizes().begin(), clips.sizes().end())) + " " +
-                                     std::string(c10::toString(clips.scalar_type()))};
+                                     std::string(c10::toString(clips.scalar_type())));
       clips = clips.to(at::kFloat).contiguous();
       m.clip = dsl::Shape(clips.sizes().begin() + 1, clips.sizes().end());
     }
     Session s;
     int64_t view_count = 1;
-    if (!open_model_session(s, *args, m)) throw Exit{kExitInvalid, ""};
+    if (!open_model_session(s, *args, m)) throw base::invalid("");
     refuse_output(*logits_out, "--logits");  // the recipe's `extends` bases are read now
     dsl::Shape clip = clip_shape(s);
     if (!tensor_input) {
@@ -278,8 +278,8 @@ void add_predict(CLI::App& app) {
         // Other datasets have no video pipeline: the plan's clip shape, TSN segment
         // centres, short-side resize, centre crop, the dataset's normalisation.
         if (clip.size() != 4 || (clip[1] != 1 && clip[1] != 3))
-          throw Exit{kExitInvalid, "'" + args->path + "': a video needs a clip shape [T, 1 or 3, H, W]; the recipe's is " +
-                                       dsl::shape_str(clip) + " (give --clip TxCxHxW)"};
+          throw base::invalid("'" + args->path + "': a video needs a clip shape [T, 1 or 3, H, W]; the recipe's is " +
+                                       dsl::shape_str(clip) + " (give --clip TxCxHxW)");
         const VideoConvention v = video_convention(s, clip, *short_side);
         std::cerr << "vexp: video '" << *input << "': " << clip[0] << " segment centres, shorter side " << v.short_side
                   << ", centre crop " << clip[2] << "x" << clip[3] << ", " << (clip[1] == 1 ? "gray" : "RGB") << ", "
@@ -298,12 +298,12 @@ void add_predict(CLI::App& app) {
       try {
         logits = model->forward(clips);
       } catch (const c10::Error& e) {
-        throw Exit{kExitFailure, std::string("the model cannot run on '") + *input + "': " + e.what_without_backtrace()};
+        throw base::failure(std::string("the model cannot run on '") + *input + "': " + e.what_without_backtrace());
       } catch (const std::exception& e) {
-        throw Exit{kExitFailure, std::string("the model cannot run on '") + *input + "': " + e.what()};
+        throw base::failure(std::string("the model cannot run on '") + *input + "': " + e.what());
       }
     }
-    if (logits.dim() != 2) throw Exit{kExitFailure, "the model's output is not [N, classes] logits"};
+    if (logits.dim() != 2) throw base::failure("the model's output is not [N, classes] logits");
     // Several test views of one video (clips x crops): scores averaged, as in evaluation.
     if (view_count > 1) logits = logits.mean(0, /*keepdim=*/true);
     const auto [names, names_from] = class_names(s, *labels);

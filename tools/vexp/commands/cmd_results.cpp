@@ -8,7 +8,6 @@
 
 #include "common.hpp"
 #include "report/html_report.hpp"
-#include "commands/sweep_errors.hpp"
 #include "report/sweep_results.hpp"
 
 namespace vexp::cli {
@@ -24,14 +23,12 @@ void add_results(CLI::App& app) {
   cmd->add_option("--sort", *sort, "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch");
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
-    sweep_errors([&] {
-      if (!best->empty()) sweep::refuse_best_recipe_output(*dir, *best);  // before the table
-      std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
-      if (!best->empty()) {
-        int64_t id = sweep::write_best_recipe(*dir, *best);
-        std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
-      }
-    });
+    if (!best->empty()) sweep::refuse_best_recipe_output(*dir, *best);  // before the table
+    std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
+    if (!best->empty()) {
+      int64_t id = sweep::write_best_recipe(*dir, *best);
+      std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
+    }
   });
 }
 
@@ -50,17 +47,17 @@ void add_report(CLI::App& app) {
     std::string ext = fs::path(path).extension().string();
     for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (ext != ".html" && ext != ".htm")
-      throw Exit{kExitInvalid, "--out '" + path + "': the report is one HTML file: give a name ending in .html" +
-                                   " (PNG plots of a sweep: --png DIR)"};
+      throw base::invalid("--out '" + path + "': the report is one HTML file: give a name ending in .html" +
+                                   " (PNG plots of a sweep: --png DIR)");
     if (!png->empty() && (dirs->size() != 1 || !fs::exists(fs::path((*dirs)[0]) / "sweep.db")))
-      throw Exit{kExitInvalid, "--png: PNG plots are drawn for one sweep directory (one that holds sweep.db)"};
+      throw base::invalid("--png: PNG plots are drawn for one sweep directory (one that holds sweep.db)");
     for (const auto& d : *dirs)
-      if (!fs::is_directory(d)) throw Exit{kExitFailure, "'" + d + "' is not a directory"};
-    const report::Written w = sweep_errors([&] { return report::write_html_report(*dirs, path); });
+      if (!fs::is_directory(d)) throw base::failure("'" + d + "' is not a directory");
+    const report::Written w = report::write_html_report(*dirs, path);
     std::cout << w.path << "\n";
     std::cerr << w.kind << " report: " << w.path << " (" << (w.bytes + 1023) / 1024 << " KiB)\n";
     if (!png->empty())
-      for (const auto& f : sweep_errors([&] { return sweep::write_report((*dirs)[0], *png); }))
+      for (const auto& f : sweep::write_report((*dirs)[0], *png))
         std::cout << f << "\n";
   });
 }

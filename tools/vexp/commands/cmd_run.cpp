@@ -12,7 +12,6 @@
 namespace vexp::cli {
 
 namespace {
-constexpr int kExitInterrupted = 130;  // SIGINT / SIGTERM: stopped after a step, checkpoint written
 
 }  // namespace
 
@@ -44,11 +43,11 @@ void add_run(CLI::App& app) {
   cmd->callback([args, opt, dry_run, nproc, resume, resume_mode] {
     if (!resume_mode->empty() && *resume_mode != "auto") {
       if (!args->path.empty())
-        throw Exit{kExitInvalid, "--resume takes no value other than auto (got '" + vexp::base::printable(*resume_mode) + "')"};
+        throw base::invalid("--resume takes no value other than auto (got '" + vexp::base::printable(*resume_mode) + "')");
       args->path = *resume_mode;
       resume_mode->clear();
     }
-    if (args->path.empty()) throw Exit{kExitInvalid, "recipe is required"};
+    if (args->path.empty()) throw base::invalid("recipe is required");
     opt->resume_auto = *resume_mode == "auto";
     opt->resume = resume->count() > 0 && !opt->resume_auto;
     if (*dry_run) {
@@ -68,15 +67,13 @@ void add_run(CLI::App& app) {
     install_stop_handlers();
     Session s;
     args->require_data = true;  // a run reads its data: missing data stops it before anything starts
-    if (!open_session(s, *args)) throw Exit{kExitInvalid, ""};
+    if (!open_session(s, *args)) throw base::invalid("");
     refuse_backend_of_one(args->path, s.plan->comm);  // before anything is written
     opt->recipe_path = args->path;
     opt->overrides = args->sets;  // provenance.jsonl keeps them apart from the recipe files
     TrainResult r;
     try {
       r = train(s, *opt);
-    } catch (const DivergedError& e) {
-      throw Exit{kExitDiverged, std::string("training diverged: ") + e.what()};
     } catch (const InterruptedError& e) {
       // Rank 0 says how to continue; under `--nproc` the launcher's command line.
       if (detect_launcher().rank <= 0) {
@@ -84,7 +81,7 @@ void add_run(CLI::App& app) {
         std::cerr << "vexp: " << e.what() << "\nvexp: to continue: "
                   << (given && *given ? std::string(given) : resume_command()) << "\n";
       }
-      throw Exit{kExitInterrupted, ""};
+      throw base::interrupted("");
     }
     char buf[256];
     if (r.finished) {

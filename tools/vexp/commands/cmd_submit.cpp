@@ -57,41 +57,37 @@ std::string submit_line(const SubmitArgs& a) {
 }
 
 void run_submit(const SubmitArgs& a) {
-  if (a.cluster.empty()) throw Exit{kExitInvalid, "vexp submit needs --cluster FILE (a cluster file with [scheduler])"};
+  if (a.cluster.empty()) throw base::invalid("vexp submit needs --cluster FILE (a cluster file with [scheduler])");
   for (const auto& [name, v] : {std::pair<const char*, const std::string*>{"--partition", &a.partition},
                                 {"--account", &a.account}})
     if (!v->empty())
       if (auto why = plan::slurm_name_problem(*v); !why.empty())
-        throw Exit{kExitInvalid, std::string(name) + " '" + printable(*v, 60) + "' " + why};
+        throw base::invalid(std::string(name) + " '" + printable(*v, 60) + "' " + why);
   if (!a.time.empty())
     if (auto why = plan::slurm_time_problem(a.time); !why.empty())
-      throw Exit{kExitInvalid, "--time '" + printable(a.time, 60) + "' " + why};
+      throw base::invalid("--time '" + printable(a.time, 60) + "' " + why);
   for (const auto& x : a.recipe.sets)
     if (base::has_control(x))
-      throw Exit{kExitInvalid, "--set '" + printable(x, 60) + "' holds a newline or control character"};
+      throw base::invalid("--set '" + printable(x, 60) + "' holds a newline or control character");
 
   const plan::Cluster c = open_scheduler_cluster(a.cluster, "vexp submit");
   const plan::ClusterScheduler& sch = c.scheduler;
 
   // sbatch first: without it nothing else is worth doing.
   if (!a.dry_run && !base::find_program("sbatch"))
-    throw Exit{kExitFailure, "sbatch is not on PATH: vexp submit runs where Slurm's commands are (a login node); "
-                             "nothing submitted (--dry-run prints the script)"};
+    throw base::failure("sbatch is not on PATH: vexp submit runs where Slurm's commands are (a login node); "
+                             "nothing submitted (--dry-run prints the script)");
 
   Session s;
-  if (!open_session_for_planning(s, a.recipe)) throw Exit{kExitInvalid, ""};
+  if (!open_session_for_planning(s, a.recipe)) throw base::invalid("");
   const dsl::RecipePlan& plan = *s.plan;
 
   // Nodes and tasks: one task per GPU of the recipe's world, [cluster] gpus_per_node
   // to a node; fewer nodes emulate the world exactly.
   const std::string cf = a.cluster;
   slurm::Shape shape;
-  try {
-    shape = slurm::job_shape({plan.dist.world_size, plan.comm, c.nodes, c.gpus_per_node, sch.backend, a.nodes, cf,
-                              a.recipe.path});
-  } catch (const slurm::Refused& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
+  shape = slurm::job_shape({plan.dist.world_size, plan.comm, c.nodes, c.gpus_per_node, sch.backend, a.nodes, cf,
+                            a.recipe.path});
   const int64_t world = shape.world, nodes = shape.nodes, tpn = shape.tasks_per_node;
   const std::string& backend_set = shape.backend_set;
 
@@ -99,9 +95,9 @@ void run_submit(const SubmitArgs& a) {
   if (!time.empty()) {
     const int64_t limit = *plan::slurm_time_seconds(time);
     if (sch.signal_lead_s >= limit)
-      throw Exit{kExitInvalid, "the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
+      throw base::invalid("the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
                                    cf + "'s signal_lead_s = " + std::to_string(sch.signal_lead_s) +
-                                   " (the run is told to stop that long before the limit); nothing submitted"};
+                                   " (the run is told to stop that long before the limit); nothing submitted");
   }
 
   // The run directory: as vexp run would choose it, made absolute (every start of
@@ -113,12 +109,12 @@ void run_submit(const SubmitArgs& a) {
   dir = fs::absolute(dir).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (auto why = slurm::run_dir_problem(dir); !why.empty())
-    throw Exit{kExitInvalid, "run directory '" + printable(dir) + "' " + why +
-                                 ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted"};
+    throw base::invalid("run directory '" + printable(dir) + "' " + why +
+                                 ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted");
   std::error_code ec;
   const std::string recipe_abs = fs::absolute(a.recipe.path, ec).lexically_normal().string();
   const std::string exe = exe_path();
-  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe)"};
+  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
 
   slurm::JobSpec j;
   j.run_dir = dir;
@@ -141,14 +137,14 @@ void run_submit(const SubmitArgs& a) {
   for (const auto& x : a.recipe.plugin_path_argv()) j.vexp_argv.push_back(x);
   j.vexp_argv.insert(j.vexp_argv.end(), {"--out", dir, "--resume", "auto"});
   for (const auto& w : j.vexp_argv)
-    if (base::has_control(w)) throw Exit{kExitInvalid, "'" + printable(w, 60) + "' holds a control character"};
+    if (base::has_control(w)) throw base::invalid("'" + printable(w, 60) + "' holds a control character");
   j.cluster_file = a.cluster;
   j.submit_command = submit_line(a);
   std::string script;
   try {
     script = slurm::batch_script(j);
   } catch (const slurm::Refused& e) {
-    throw Exit{kExitInvalid, std::string(e.what()) + "; nothing submitted"};
+    throw base::invalid(std::string(e.what()) + "; nothing submitted");
   }
 
   const std::string& emulation = shape.emulation;
@@ -162,7 +158,7 @@ void run_submit(const SubmitArgs& a) {
   // The run's lock only while these files are written: the job's vexp run takes it.
   const bool existed = fs::exists(dir, ec);
   fs::create_directories(dir, ec);
-  if (ec) throw Exit{kExitFailure, "cannot create the run directory '" + printable(dir) + "': " + ec.message()};
+  if (ec) throw base::failure("cannot create the run directory '" + printable(dir) + "': " + ec.message());
   const std::string script_path = dir + "/job.sbatch";
   std::string job;
   {
@@ -170,7 +166,7 @@ void run_submit(const SubmitArgs& a) {
     try {
       lock = std::make_unique<base::DirLock>(dir, "vexp submit");
     } catch (const base::Error& e) {
-      throw Exit{kExitFailure, std::string(e.what()) + "; nothing submitted"};
+      throw base::failure(std::string(e.what()) + "; nothing submitted");
     }
     auto undo = [&] {
       std::error_code ig;
@@ -183,15 +179,10 @@ void run_submit(const SubmitArgs& a) {
     };
     try {
       base::write_file_atomic(script_path, script, 0755);
+      job = slurm::sbatch(script_path);
     } catch (const base::Error& e) {
       undo();
-      throw Exit{kExitFailure, e.what()};
-    }
-    try {
-      job = slurm::sbatch(script_path);
-    } catch (const slurm::Error& e) {
-      undo();
-      throw Exit{kExitFailure, std::string(e.what()) + "; nothing submitted"};
+      throw base::failure(std::string(e.what()) + "; nothing submitted");
     }
     nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", slurm::utc_now()},
                        {"nodes", nodes},        {"tasks_per_node", tpn}, {"world_size", world},
@@ -199,7 +190,7 @@ void run_submit(const SubmitArgs& a) {
                        {"max_requeues", sch.max_requeues}, {"script", "job.sbatch"}};
     try {
       slurm::append_event(dir, rec.dump());
-    } catch (const slurm::Error& e) {
+    } catch (const base::Error& e) {
       // The job is queued: a record that cannot be written is not a failed submit.
       std::cerr << "vexp: warning: " << e.what() << "; the job is submitted all the same (vexp status cannot "
                 << "show it until the record can be written)\n";
@@ -224,13 +215,9 @@ std::map<std::string, std::string> scontrol_fields(const std::string& out) {
 
 void run_status(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Exit{kExitFailure, "'" + printable(dir) + "' is not a directory"};
+  if (!fs::is_directory(dir, ec)) throw base::failure("'" + printable(dir) + "' is not a directory");
   slurm::JobRecord rec;
-  try {
-    rec = slurm::read_jobs(dir);
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  rec = slurm::read_jobs(dir);
   const bool done = fs::exists(rundir::RunDir(dir).summary(), ec);
   std::cout << printable(dir) << ": " << (done ? "the run is complete (summary.json)" : "the run is not complete")
             << "\n";
@@ -312,14 +299,8 @@ void add_submit(CLI::App& app) {
   rec->add_option("exit", *code, "vexp run's exit code (-1: none)");
   rec->callback([=] {
     std::error_code ec;
-    if (!fs::is_directory(*rd, ec)) throw Exit{kExitFailure, "'" + printable(*rd) + "' is not a directory"};
-    try {
-      slurm::append_event(*rd, slurm::job_event_line(*ev, *state, *code));
-    } catch (const slurm::Refused& e) {
-      throw Exit{kExitInvalid, e.what()};
-    } catch (const slurm::Error& e) {
-      throw Exit{kExitFailure, e.what()};
-    }
+    if (!fs::is_directory(*rd, ec)) throw base::failure("'" + printable(*rd) + "' is not a directory");
+    slurm::append_event(*rd, slurm::job_event_line(*ev, *state, *code));
   });
 
   auto* st = app.add_subcommand("status", "A run's Slurm jobs: ids, states, requeues (and Slurm's live state)");

@@ -15,7 +15,6 @@
 #include "cluster_file.hpp"
 #include "common.hpp"
 #include "report/html_report.hpp"
-#include "commands/sweep_errors.hpp"
 #include "report/sweep_results.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/sweep/definition.hpp"
@@ -60,32 +59,28 @@ void print_trials(const std::vector<Trial>& trials) {
 std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session& s) {
   dsl::Diagnostics d;
   std::optional<Definition> def;
-  try {
-    def = load_definition(a.path, d);
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
+  def = load_definition(a.path, d);
   std::vector<Trial> trials;
   s.require_data = !a.dry_run;  // listing trials needs no data; running them does
   if (def) {
     def->cli_sets = parse_sets(a.sets);
     const std::string conflict = cli_set_conflict(*def);
-    if (!conflict.empty()) throw Exit{kExitInvalid, a.path + ": " + conflict};
+    if (!conflict.empty()) throw base::invalid(a.path + ": " + conflict);
     // Counted before anything is expanded or validated, so that a sweep of 10^12
     // trials is one line, not an exhausted memory.
     const std::optional<int64_t> n = trial_count(*def);
     if (!n || *n > kMaxTrials)
-      throw Exit{kExitInvalid, a.path + ": " + (n ? std::to_string(*n) : std::string("more than 2^63")) +
+      throw base::invalid(a.path + ": " + (n ? std::to_string(*n) : std::string("more than 2^63")) +
                                    " trials (the grid and list axes multiplied, times [sweep.random] count); a "
                                    "sweep may have at most " + std::to_string(kMaxTrials) +
-                                   ": narrow the axes or split the sweep"};
+                                   ": narrow the axes or split the sweep");
     trials = expand(*def, s, a.ranks, d);
   }
   for (const auto& diag : d.sorted()) std::cerr << diag.str() << "\n";
   if (d.has_errors()) {
     size_t n = d.error_count();
-    throw Exit{kExitInvalid, a.path + ": " + std::to_string(n) + (n == 1 ? " error" : " errors") +
-                                 (def ? "; no trial was started" : "")};
+    throw base::invalid(a.path + ": " + std::to_string(n) + (n == 1 ? " error" : " errors") +
+                                 (def ? "; no trial was started" : ""));
   }
   return {std::move(*def), std::move(trials)};
 }
@@ -102,12 +97,12 @@ void sweep_command(const SweepArgs& a) {
     for (const auto& [given, name] : {std::pair<bool, const char*>{a.jobs_given, "--jobs"},
                                       {a.ranks_given, "--ranks-per-trial"}, {a.gpus_given, "--gpus"}})
       if (given)
-        throw Exit{kExitInvalid, std::string(name) + " places trials on this machine's cores; with --cluster every "
+        throw base::invalid(std::string(name) + " places trials on this machine's cores; with --cluster every "
                                                      "trial is a Slurm job of its own recipe's shape (--max-running "
-                                                     "K limits how many are queued or running at once)"};
+                                                     "K limits how many are queued or running at once)");
     if (!(a.poll_s >= 1) || a.poll_s > 3600)
-      throw Exit{kExitInvalid, "--poll " + base::printable(std::to_string(a.poll_s)) +
-                                   ": seconds between two polls of Slurm, from 1 to 3600 (one squeue call each)"};
+      throw base::invalid("--poll " + base::printable(std::to_string(a.poll_s)) +
+                                   ": seconds between two polls of Slurm, from 1 to 3600 (one squeue call each)");
     cl.emplace();
     cl->cluster_file = a.cluster;
     cl->cluster = open_scheduler_cluster(a.cluster, "vexp sweep --cluster");
@@ -117,8 +112,8 @@ void sweep_command(const SweepArgs& a) {
     cl->diverged_exit_code = kExitDiverged;
     cl->plugin_dirs = s.plugin_dirs;
     if (!a.dry_run && !base::find_program("sbatch"))
-      throw Exit{kExitFailure, "sbatch is not on PATH: vexp sweep --cluster runs where Slurm's commands are (a login "
-                               "node); nothing submitted (--dry-run prints every trial's batch script)"};
+      throw base::failure("sbatch is not on PATH: vexp sweep --cluster runs where Slurm's commands are (a login "
+                               "node); nothing submitted (--dry-run prints every trial's batch script)");
   }
   auto [def, trials] = load_sweep(a, s);
   std::cout << a.path << ": " << trials.size() << " trials, every recipe valid\n";
@@ -140,11 +135,11 @@ void sweep_command(const SweepArgs& a) {
   if (a.ranks > 1 && !cl) {
     launch.mpirun = base::find_program("mpirun").value_or("");
     if (launch.mpirun.empty())
-      throw Exit{kExitInvalid, "--ranks-per-trial " + std::to_string(a.ranks) + " needs mpirun on PATH"};
+      throw base::invalid("--ranks-per-trial " + std::to_string(a.ranks) + " needs mpirun on PATH");
   }
   char exe_buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe_buf, sizeof exe_buf - 1);
-  if (n <= 0) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe)"};
+  if (n <= 0) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
   launch.exe.assign(exe_buf, static_cast<size_t>(n));
 
   // The store: new, or the same sweep resumed.
@@ -155,20 +150,16 @@ void sweep_command(const SweepArgs& a) {
     for (const char* f : {rundir::kResolved, rundir::kMetrics, rundir::kSummary, rundir::kCheckpoints}) {
       std::error_code ec;
       if (fs::exists(dir / f, ec))
-        throw Exit{kExitFailure, "'" + dir.string() + "' is a run directory (it holds " + f +
-                                     "), not a sweep directory: give --out another directory"};
+        throw base::failure("'" + dir.string() + "' is a run directory (it holds " + f +
+                                     "), not a sweep directory: give --out another directory");
     }
   std::error_code mk;
   fs::create_directories(dir / "trials", mk);
-  if (mk) throw Exit{kExitFailure, "cannot create the sweep directory '" + dir.string() + "': " + mk.message()};
+  if (mk) throw base::failure("cannot create the sweep directory '" + dir.string() + "': " + mk.message());
   // One sweep at a time in a directory (until the reports are written); each
   // trial's `vexp run` locks its own folder.
   base::DirLock lock;
-  try {
-    lock = base::DirLock(dir.string(), "vexp sweep");
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  lock = base::DirLock(dir.string(), "vexp sweep");
   Store store;
   RunsOn how;  // recorded at creation; a folder runs one way
   if (cl) how = RunsOn{true, fs::absolute(a.cluster).lexically_normal().string()};
@@ -185,32 +176,26 @@ void sweep_command(const SweepArgs& a) {
     try {
       int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
       std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
-    } catch (const Exit& e) {
-      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
     }
     try {
       auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
       std::cout << "report: " << w.path << "\n";
-    } catch (const Exit& e) {
-      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
     }
     try {
       auto files = write_report(dir.string(), (dir / "report").string());
       std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
-    } catch (const Exit& e) {
-      std::cerr << "vexp: warning: " << base::printable(e.message, 4096) << "\n";
-    } catch (const sweep::Error& e) {  // a trial's run file the report could not read
+    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
     }
   }
   int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
   for (const auto& r : store.rows()) failed += r.status == "failed" ? 1 : 0;
   if (failed > 0)
-    throw Exit{kExitFailure, std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)"};
+    throw base::failure(std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)");
 }
 
 }  // namespace
@@ -246,7 +231,7 @@ void add_sweep(CLI::App& app) {
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");
-  cmd->callback([a] { sweep_errors([&] { sweep_command(*a); }); });
+  cmd->callback([a] { sweep_command(*a); });
 }
 
 }  // namespace vexp::cli

@@ -42,39 +42,33 @@ std::string folder_to_trust(const std::string& d) {
     // On POSIX a space is part of a name: "dir " is not "dir".
     const bool edge_space = !d.empty() && (std::isspace(static_cast<unsigned char>(d.front())) ||
                                            std::isspace(static_cast<unsigned char>(d.back())));
-    throw Exit{kExitInvalid, "cannot trust '" + typed + "': " + why +
-                                 (edge_space ? " (the name has a space at its start or end, which is part of it)" : "")};
+    throw base::invalid("cannot trust '" + typed + "': " + why +
+                                 (edge_space ? " (the name has a space at its start or end, which is part of it)" : ""));
   }
   const std::string problem = trust_path_problem(c);
-  if (!problem.empty()) throw Exit{kExitInvalid, "cannot trust '" + base::printable(c, 4096) + "': " + problem};
+  if (!problem.empty()) throw base::invalid("cannot trust '" + base::printable(c, 4096) + "': " + problem);
   std::error_code ec;
   if (!fs::is_directory(c, ec))
-    throw Exit{kExitInvalid, "cannot trust '" + typed + "': not a folder (trust the folder that holds the library)"};
+    throw base::invalid("cannot trust '" + typed + "': not a folder (trust the folder that holds the library)");
   return c;
 }
 
 std::vector<std::string> update(const std::function<void(std::vector<std::string>&)>& change) {
-  try {
-    return update_trusted_plugin_dirs(change);
-  } catch (const Exit&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  return update_trusted_plugin_dirs(change);
 }
 
 void run_trust(const TrustArgs& a) {
   const std::string file = trusted_plugin_dirs_file();
-  if (file.empty()) throw Exit{kExitFailure, "cannot find the trust file: neither XDG_CONFIG_HOME nor HOME is set"};
+  if (file.empty()) throw base::failure("cannot find the trust file: neither XDG_CONFIG_HOME nor HOME is set");
   const int actions = (a.list ? 1 : 0) + (a.dirs.empty() ? 0 : 1) + (a.remove.empty() ? 0 : 1);
   if (actions != 1)
-    throw Exit{kExitInvalid, "give one of: vexp trust DIR..., vexp trust --list, vexp trust --remove DIR..."};
+    throw base::invalid("give one of: vexp trust DIR..., vexp trust --list, vexp trust --remove DIR...");
   if (a.list) {
     std::vector<std::string> trusted;
     try {
       trusted = read_trusted_plugin_dirs();
     } catch (const std::exception& e) {
-      throw Exit{kExitFailure, e.what()};
+      throw base::failure(e.what());
     }
     for (const auto& d : trusted) std::cout << shown(d) << "\n";
     if (trusted.empty()) std::cerr << "vexp: no trusted plugin folders (" << file << ")\n";
@@ -95,7 +89,7 @@ void run_trust(const TrustArgs& a) {
       for (const auto& c : gone) {
         auto it = std::find(keep.begin(), keep.end(), c);
         if (it == keep.end())
-          throw Exit{kExitFailure, "'" + shown(c) + "' is not a trusted plugin folder (" + file + "); nothing changed"};
+          throw base::failure("'" + shown(c) + "' is not a trusted plugin folder (" + file + "); nothing changed");
         keep.erase(it);
       }
     });

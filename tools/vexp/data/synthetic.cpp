@@ -26,7 +26,6 @@
 
 namespace vexp::data {
 namespace fs = std::filesystem;
-using cli::Exit;
 using kinetics::clip_name;
 using kinetics::mmaction_name;
 using kinetics::tsm_name;
@@ -40,14 +39,14 @@ class MotionSource {
                double noise, int64_t seed) {
     load_plugins(s_);
     const dsl::PluginDecl* decl = s_.host.find("dataset", "synthetic_motion");
-    if (!decl) throw Exit{cli::kExitFailure, "the synthetic_motion plugin is not loaded"};
+    if (!decl) throw base::failure("the synthetic_motion plugin is not loaded");
     std::map<std::string, dsl::Value> given{{"classes", classes}, {"frames", frames},   {"size", size},
                                             {"channels", channels}, {"train_clips", train}, {"val_clips", val},
                                             {"noise", noise},       {"seed", seed}};
     try {
       data_ = s_.host.make<Dataset>("dataset", "synthetic_motion", dsl::make_params(decl->schema, given));
     } catch (const std::exception& e) {
-      throw Exit{cli::kExitInvalid, e.what()};
+      throw base::invalid(e.what());
     }
   }
   Dataset& data() { return *data_; }
@@ -96,7 +95,7 @@ void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream o(path, std::ios::binary);
   o << text;
-  if (!o) throw Exit{cli::kExitFailure, "cannot write '" + path.string() + "'"};
+  if (!o) throw base::failure("cannot write '" + path.string() + "'");
 }
 
 }  // namespace
@@ -104,11 +103,11 @@ void write_text(const fs::path& path, const std::string& text) {
 void make_synthetic_motion(const SynthArgs& a) {
   const bool video = a.as == "video";
   if (video && !media::video_supported())
-    throw Exit{cli::kExitInvalid, std::string("make-synthetic --as video: ") + media::kNoVideoMessage +
-                                      "; --as frames writes JPEG frame folders"};
+    throw base::invalid(std::string("make-synthetic --as video: ") + media::kNoVideoMessage +
+                                      "; --as frames writes JPEG frame folders");
   media::quiet_ffmpeg_logs();
   MotionSource src(a.classes, a.frames, a.size, a.channels, a.train_clips, a.val_clips, a.noise, a.seed);
-  if (video && a.size % 2) throw Exit{cli::kExitInvalid, "--size must be even (H.264 with 4:2:0 chroma)"};
+  if (video && a.size % 2) throw base::invalid("--size must be even (H.264 with 4:2:0 chroma)");
   const auto names = src.data().class_names();
   const fs::path root(a.out);
   fs::create_directories(root);

@@ -26,19 +26,19 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
   const Launcher l = detect_launcher();
   if (!l.several()) return;
   // Every task would train alone in the same run directory; only the first says why.
-  if (l.rank > 0) throw Exit{kExitInvalid, ""};
+  if (l.rank > 0) throw base::invalid("");
   const std::string tasks =
       l.tasks > 0 ? std::to_string(l.tasks) + " tasks (" + l.var + "=" + std::to_string(l.tasks) + ")"
                   : "more than one task (" + l.var + ")";
-  throw Exit{kExitInvalid, recipe_path + ": dist.backend = \"local\" trains in one process, but " + l.name +
+  throw base::invalid(recipe_path + ": dist.backend = \"local\" trains in one process, but " + l.name +
                                " started " + tasks +
                                ", which would each train alone; add --set dist.backend=mpi (or set it in the "
-                               "recipe's [dist]), or start one task"};
+                               "recipe's [dist]), or start one task");
 }
 
 void print_dry_run(const RecipeArgs& args, int nproc) {
   Session s;
-  if (!open_session_for_planning(s, args)) throw Exit{kExitInvalid, ""};
+  if (!open_session_for_planning(s, args)) throw base::invalid("");
   if (nproc <= 0) refuse_backend_of_one(args.path, s.plan->comm);
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;
@@ -47,7 +47,7 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
     p = plan_run(s, ranks, nullptr, &size_note);
     if (!size_note.empty()) std::cerr << "vexp: note: " << size_note << "\n";
   } catch (const std::exception& e) {
-    throw Exit{kExitInvalid, args.path + ": " + e.what()};
+    throw base::invalid(args.path + ": " + e.what());
   }
   std::cout << "plan of " << args.path << " (dry run: no data loaded, nothing trained)\n" << describe(p);
 }
@@ -118,9 +118,9 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   Session s;
   RecipeArgs checked = args;
   checked.require_data = true;  // refuse before starting ranks
-  if (!open_session(s, checked)) throw Exit{kExitInvalid, ""};
+  if (!open_session(s, checked)) throw base::invalid("");
   const std::string self = exe_path();
-  if (self.empty()) throw Exit{kExitFailure, "cannot find the vexp executable to start ranks"};
+  if (self.empty()) throw base::failure("cannot find the vexp executable to start ranks");
   std::vector<std::string> rank_argv{self, "run", args.path};
   for (const auto& set : args.sets) {
     rank_argv.push_back("--set");
@@ -160,16 +160,16 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
     pid = base::start_program(argv, o);
   } catch (const base::Error& e) {
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    throw Exit{kExitFailure, "--nproc " + std::to_string(nproc) + ": " + e.what() +
-                                 " (install openmpi-bin, or launch with mpirun/srun yourself)"};
+    throw base::failure("--nproc " + std::to_string(nproc) + ": " + e.what() +
+                                 " (install openmpi-bin, or launch with mpirun/srun yourself)");
   }
   g_mpirun = pid;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   const base::ProcessStatus status = base::wait_program(pid);
   g_mpirun = 0;
-  if (g_signals > 0) throw Exit{130, ""};  // rank 0 said where the checkpoint is and how to continue
+  if (g_signals > 0) throw base::interrupted("");  // rank 0 said where the checkpoint is and how to continue
   const int code = status.signal ? 128 + status.signal : status.exit_code;
-  if (code != 0) throw Exit{code, ""};
+  if (code != 0) throw base::child_failed(code);
   return true;
 }
 

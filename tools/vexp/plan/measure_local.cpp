@@ -74,7 +74,7 @@ void check_writable_target(const fs::path& path) {
   const auto st = fs::symlink_status(path, ec);
   if (ec || st.type() == fs::file_type::not_found) return;
   if (st.type() != fs::file_type::regular)
-    throw Exit{kExitInvalid, "'" + path.string() + "' exists and is not a regular file; not overwriting it"};
+    throw base::invalid("'" + path.string() + "' exists and is not a regular file; not overwriting it");
 }
 
 // Refuses a target that is not a regular file, then writes it atomically.
@@ -97,11 +97,7 @@ Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) 
   o.stdout_path = (scratch / "stdout").string();
   o.stderr_path = (scratch / "stderr").string();
   base::ProcessStatus st;
-  try {
-    st = base::run_program(argv, o);
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  st = base::run_program(argv, o);
   Proc p;
   p.rc = st.signal ? 128 + st.signal : st.exit_code;
   p.out = base::read_file_bounded(o.stdout_path, base::kMaxLogFileBytes);
@@ -114,7 +110,7 @@ Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) 
 
 // A failed measurement: what it printed last goes to stderr as its own lines (each
 // escaped), the error itself stays one line.
-Exit measurement_error(const std::string& what, const std::string& output) {
+base::Error measurement_error(const std::string& what, const std::string& output) {
   std::string t = output.size() > 1500 ? "..." + output.substr(output.size() - 1500) : output;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   if (!t.empty()) {
@@ -122,7 +118,7 @@ Exit measurement_error(const std::string& what, const std::string& output) {
     std::istringstream lines(t);
     for (std::string line; std::getline(lines, line);) std::cerr << "  " << base::printable(line) << "\n";
   }
-  return Exit{kExitFailure, what};
+  return base::failure(what);
 }
 
 // Runs a measurement and parses its JSON output; Exit naming the command when it fails.
@@ -195,12 +191,12 @@ Storage measure_storage(const fs::path& dir, double mb) {
   }
   {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) throw Exit{kExitFailure, "cannot write '" + file.string() + "' for the storage measurement"};
+    if (fd < 0) throw base::failure("cannot write '" + file.string() + "' for the storage measurement");
     for (size_t done = 0; done < total; done += chunk) {
       buf[0] = static_cast<char>(done >> 22);  // no two chunks alike
       if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) {
         ::close(fd);
-        throw Exit{kExitFailure, "cannot write '" + file.string() + "' (disk full?)"};
+        throw base::failure("cannot write '" + file.string() + "' (disk full?)");
       }
     }
     ::fsync(fd);
@@ -210,7 +206,7 @@ Storage measure_storage(const fs::path& dir, double mb) {
   std::vector<double> rates;
   for (int r = 0; r < 3; ++r) {
     const int fd = ::open(file.c_str(), O_RDONLY);
-    if (fd < 0) throw Exit{kExitFailure, "cannot read '" + file.string() + "'"};
+    if (fd < 0) throw base::failure("cannot read '" + file.string() + "'");
     const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     const auto t0 = Clock::now();
     size_t got = 0;
@@ -251,14 +247,10 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   Session s;
   load_session_plugins(s, plugin_paths);
   bool ok = false;
-  try {
-    ok = open_recipe(s, recipe, planning_options());
-  } catch (const dsl::RecipeError& e) {
-    throw Exit{kExitInvalid, e.what()};
-  }
+  ok = open_recipe(s, recipe, planning_options());
   if (!ok) {
     print_recipe_diagnostics(s, recipe, false);
-    throw Exit{kExitInvalid, ""};
+    throw base::invalid("");
   }
   return plan::model_key(*s.plan);
 }
@@ -285,8 +277,8 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
     try {
       per_rank.push_back(json::parse(ss.str()));
     } catch (const std::exception& e) {
-      throw Exit{kExitFailure, "rank " + std::to_string(r) + " of " + join_cmd(m) + " printed no JSON (" +
-                                   f.string() + "): " + e.what()};
+      throw base::failure("rank " + std::to_string(r) + " of " + join_cmd(m) + " printed no JSON (" +
+                                   f.string() + "): " + e.what());
     }
   }
   json j = per_rank[0];
@@ -334,7 +326,7 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
 
 void run_measure_local(const MeasureLocalArgs& a) {
   const std::string exe = exe_path();
-  if (exe.empty()) throw Exit{kExitFailure, "cannot find the vexp executable (/proc/self/exe) to run the measurements"};
+  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
   const int cores = available_cores();
   const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
   std::vector<int> threads = a.threads;
@@ -344,12 +336,12 @@ void run_measure_local(const MeasureLocalArgs& a) {
     recipes = {shipped_recipe("quickstart/tsm_motion.toml"), shipped_recipe("quickstart/tsn_motion.toml")};
   for (const auto& r : recipes) {
     std::error_code ec;
-    if (!fs::is_regular_file(r, ec)) throw Exit{kExitInvalid, "'" + r + "': no such recipe file"};
+    if (!fs::is_regular_file(r, ec)) throw base::invalid("'" + r + "': no such recipe file");
   }
   std::vector<double> sizes = a.allreduce_mb;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  if (sizes.size() < 2) throw Exit{kExitInvalid, "--allreduce-mb: give two or more different sizes"};
+  if (sizes.size() < 2) throw base::invalid("--allreduce-mb: give two or more different sizes");
 
   // Where things go: FILE, and FILE's stem as the folder of the measurements.
   const fs::path out = fs::path(a.out);
@@ -360,13 +352,9 @@ void run_measure_local(const MeasureLocalArgs& a) {
   std::error_code ec;
   fs::create_directories(meas, ec);
   if (!fs::is_directory(meas, ec))
-    throw Exit{kExitInvalid, "cannot make the folder '" + meas.string() + "' for the measurements"};
+    throw base::invalid("cannot make the folder '" + meas.string() + "' for the measurements");
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
-  try {
-    scratch.emplace("vexp-measure", meas.string());
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, e.what()};
-  }
+  scratch.emplace("vexp-measure", meas.string());
   const base::TempDir& tmp = *scratch;
   std::vector<std::string> plugin_argv;
   for (const auto& d : canonical_plugin_paths(a.plugin_paths)) plugin_argv.insert(plugin_argv.end(), {"--plugin-path", d});
@@ -453,7 +441,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const auto [jpg_bytes, jpgs] = file_bytes(frames, ".jpg");
   const auto [mp4_bytes, mp4s] = file_bytes(vids, ".mp4");
   const int64_t clip_frames = df.at("clip").at(0).get<int64_t>();
-  if (jpgs == 0 || mp4s == 0) throw Exit{kExitFailure, "the synthetic dataset has no frames or videos"};
+  if (jpgs == 0 || mp4s == 0) throw base::failure("the synthetic dataset has no frames or videos");
   const double frames_clip_bytes = jpg_bytes / static_cast<double>(jpgs) * static_cast<double>(clip_frames);
   const double videos_clip_bytes = mp4_bytes / static_cast<double>(mp4s);
   df["bytes_per_frame"] = jpg_bytes / static_cast<double>(jpgs);
@@ -479,7 +467,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   try {
     link = vexp::plan::fit_ring(points, ranks);
   } catch (const std::invalid_argument& e) {
-    throw Exit{kExitInvalid, std::string("--allreduce-mb: ") + e.what()};
+    throw base::invalid(std::string("--allreduce-mb: ") + e.what());
   }
   if (!link.fitted) std::fprintf(stderr, "vexp: warning: the intra-node link: %s\n", link.how.c_str());
   const std::string from_allreduce =

@@ -77,10 +77,10 @@ void check_output_path(const std::string& path, const std::string& option) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
   if (fs::exists(st) && !fs::is_regular_file(st))
-    throw Exit{cli::kExitInvalid, option + " '" + path + "': exists and is not a regular file; refusing to replace it"};
+    throw base::invalid(option + " '" + path + "': exists and is not a regular file; refusing to replace it");
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw Exit{cli::kExitInvalid, option + " '" + path + "': no such folder '" + parent.string() + "'"};
+    throw base::invalid(option + " '" + path + "': no such folder '" + parent.string() + "'");
 }
 
 std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& results) {
@@ -193,11 +193,7 @@ namespace {
 // Refuses a target that is not a regular file, then writes it atomically.
 void write_atomically(const std::string& path, const std::string& text, const std::string& option) {
   check_output_path(path, option);
-  try {
-    base::write_file_atomic(path, text);
-  } catch (const base::Error& e) {
-    throw Exit{kExitFailure, option + ": " + e.what()};
-  }
+  base::write_file_atomic(path, text);  // its error names the file
 }
 
 }  // namespace
@@ -205,15 +201,11 @@ void write_atomically(const std::string& path, const std::string& text, const st
 void write_plot(const std::vector<RecipeResult>& results, const std::string& png) {
   check_output_path(png, "--plot");
   if (!report::gnuplot_program())
-    throw Exit{cli::kExitFailure, "--plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plot written"};
+    throw base::failure("--plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plot written");
   // gnuplot draws into a private folder (its path reaches it as ARG1, never parsed
   // as code); the PNG is then written to `png` atomically.
   std::optional<base::TempDir> tmp;
-  try {
-    tmp.emplace("vexp-plot");
-  } catch (const base::Error& e) {
-    throw Exit{cli::kExitFailure, std::string("--plot: ") + e.what()};
-  }
+  tmp.emplace("vexp-plot");
   const fs::path drawn = tmp->path() / "plot.png";
   const size_t n = results.size();
   std::ostringstream gp;
@@ -254,35 +246,19 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
   }
   gp << "unset multiplot\nset output\n";
   const std::string script = (tmp->path() / "plot.gp").string(), log = (tmp->path() / "gnuplot.log").string();
-  try {
-    base::write_file_atomic(script, gp.str(), 0600);
-  } catch (const base::Error& e) {
-    throw Exit{cli::kExitFailure, std::string("--plot: ") + e.what()};
-  }
+  base::write_file_atomic(script, gp.str(), 0600);
   const std::string why = report::run_gnuplot(script, {tmp->path().string()}, log);
-  std::string image;
-  try {
-    if (why.empty()) image = base::read_file_bounded(drawn.string());
-  } catch (const base::Error&) {
-    // No image: said below.
-  }
+  // No image: said below, with the last line gnuplot wrote (when it wrote one).
+  const std::string image = why.empty() ? base::read_file_or_empty(drawn.string()) : std::string();
   if (image.empty()) {
-    std::string said;
-    try {
-      said = base::read_file_bounded(log, 4096);
-    } catch (const base::Error&) {
-    }
+    std::string said = base::read_file_or_empty(log, 4096);
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
     const size_t last = said.rfind('\n');
-    throw Exit{cli::kExitFailure, "--plot: gnuplot failed (" + (why.empty() ? std::string("no image") : why) + ")" +
+    throw base::failure("--plot: gnuplot failed (" + (why.empty() ? std::string("no image") : why) + ")" +
                                       (said.empty() ? std::string() : ": " + said.substr(last == std::string::npos ? 0 : last + 1)) +
-                                      "; no plot written"};
+                                      "; no plot written");
   }
-  try {
-    base::write_file_atomic(png, image);
-  } catch (const base::Error& e) {
-    throw Exit{cli::kExitFailure, "--plot '" + png + "': " + e.what()};
-  }
+  base::write_file_atomic(png, image);  // its error names the file
 }
 
 void write_tune(const Cluster& c, const RecipeResult& r, const std::string& path) {

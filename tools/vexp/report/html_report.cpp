@@ -780,8 +780,8 @@ Written write_html_report(const std::vector<std::string>& dirs, const std::strin
     std::vector<RunData> runs;
     for (const auto& d : dirs) {
       if (dirs.size() > 1 && fs::exists(fs::path(d) / "sweep.db"))
-        throw cli::Exit{cli::kExitInvalid, "'" + d + "' is a sweep directory: report it alone (vexp report " + d +
-                                                 "), or compare its trials (" + d + "/trials/NNN)"};
+        throw base::invalid("'" + d + "' is a sweep directory: report it alone (vexp report " + d +
+                                                 "), or compare its trials (" + d + "/trials/NNN)");
       runs.push_back(read_run(d));
     }
     if (runs.size() == 1) {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "report/run_files.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "report/sweep_results.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -39,7 +39,7 @@ void flatten(const dsl::Value& v, const std::string& prefix, std::vector<std::pa
 // Where a run's failure is recorded: failures/rank_R.txt (several ranks), the
 // sweep's log.txt (a trial).
 std::string recorded_failure(const fs::path& dir) {
-  const std::string failure = cli_errors([&] { return rundir::recorded_failure(dir); });
+  const std::string failure = rundir::recorded_failure(dir);
   if (!failure.empty()) return failure;
   const rundir::RunDir d(dir);
   if (fs::exists(d.trial_log())) return sweep::last_error(d.trial_log());
@@ -58,7 +58,7 @@ void sweep_trial_overrides(RunData& r) {
       for (const auto& ov : sweep::overrides_of(row)) r.overrides.push_back(ov.path + "=" + ov.text);
       r.base = "the base recipe of sweep '" + o.name + "'";
     }
-  } catch (const cli::Exit&) {
+  } catch (const base::Error&) {
     // an unreadable store: the run is still reported, without its overrides
   }
 }
@@ -68,26 +68,26 @@ void sweep_trial_overrides(RunData& r) {
 RunData read_run(const fs::path& dir_in) {
   std::error_code ec;
   if (!fs::is_directory(dir_in, ec))
-    throw cli::Exit{cli::kExitFailure, "'" + dir_in.string() + "' is not a directory"};
+    throw base::failure("'" + dir_in.string() + "' is not a directory");
   RunData r;
   r.dir = fs::absolute(dir_in, ec).lexically_normal();
   if (r.dir.filename().empty()) r.dir = r.dir.parent_path();
   const rundir::RunDir d(r.dir);
   if (!d.is_run_dir(/*resolved_counts=*/true))
-    throw cli::Exit{cli::kExitFailure, "'" + dir_in.string() +
+    throw base::failure("'" + dir_in.string() +
                                            "' is not a run directory (it has no metrics.jsonl, summary.json or "
-                                           "resolved.toml) nor a sweep directory (no sweep.db)"};
+                                           "resolved.toml) nor a sweep directory (no sweep.db)");
   // metrics.jsonl: a line that is not a step or eval record of the right types
   // (a torn last line of a crashed run, or anything else) is skipped and counted.
-  rundir::Metrics m = cli_errors([&] { return rundir::read_metrics(r.dir); });
+  rundir::Metrics m = rundir::read_metrics(r.dir);
   r.steps = std::move(m.steps);
   r.evals = std::move(m.evals);
   for (const auto& s : r.steps) r.steps_per_epoch = std::max(r.steps_per_epoch, s.step);
   r.unreadable_lines = m.skipped.count;
   if (m.skipped.count > 0) std::cerr << "vexp: warning: " << m.skipped.text(d.metrics()) << "\n";
-  r.summary = cli_errors([&] { return rundir::read_summary(d.summary()); });
+  r.summary = rundir::read_summary(d.summary());
   // resolved.toml, flattened
-  r.resolved = cli_errors([&] { return rundir::read_text(d.resolved()); });
+  r.resolved = rundir::read_text(d.resolved());
   if (!r.resolved.empty()) {
     dsl::Diagnostics diags;
     dsl::LoadOptions opts;
@@ -96,7 +96,7 @@ RunData read_run(const fs::path& dir_in) {
     if (rec) flatten(rec->root, "", r.keys);
   }
   // provenance.jsonl (runs of an earlier vexp have none)
-  rundir::Provenance prov = cli_errors([&] { return rundir::read_provenance(r.dir); });
+  rundir::Provenance prov = rundir::read_provenance(r.dir);
   r.provenance = std::move(prov.records);
   if (prov.skipped.count > 0) std::cerr << "vexp: warning: " << prov.skipped.text(d.provenance()) << "\n";
   // name and status

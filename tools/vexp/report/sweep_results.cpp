@@ -15,18 +15,16 @@
 #include "common.hpp"
 #include "report/gnuplot.hpp"
 #include "report/palette.hpp"
-#include "report/run_files.hpp"
 #include "report/sweep_grid.hpp"
 #include "vexp/dsl/recipe.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/sweep/directory.hpp"
-#include "vexp/sweep/run_files.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using cli::Exit;
 
 namespace {
 
@@ -118,17 +116,16 @@ std::string fmt_number(const char* f, double v) {
 
 Opened open_results(const std::string& dir) {
   const fs::path db = fs::path(dir) / "sweep.db";
-  if (!fs::exists(db)) throw Exit{cli::kExitFailure, "'" + dir + "' is not a sweep directory (it has no sweep.db)"};
+  if (!fs::exists(db)) throw base::failure("'" + dir + "' is not a sweep directory (it has no sweep.db)");
   Store st;
   try {
     st.open(db.string(), false);
   } catch (const CorruptDatabase& e) {
-    throw Exit{cli::kExitFailure,
-               "'" + db.string() + "' is damaged (" + e.what() + "); the trial directories in '" +
+    throw base::failure("'" + db.string() + "' is damaged (" + e.what() + "); the trial directories in '" +
                    (fs::path(dir) / "trials").string() + "' hold every result: run `vexp sweep SWEEP.toml --out " + dir +
-                   "` again with the same sweep file to rebuild it from them (the damaged file is kept)"};
+                   "` again with the same sweep file to rebuild it from them (the damaged file is kept)");
   } catch (const std::exception& e) {
-    throw Exit{cli::kExitFailure, e.what()};
+    throw base::failure(e.what());
   }
   Opened o;
   o.rows = st.rows();  // each trial's folder is DIR/trials/NNN (Store::rows), wherever DIR was moved or copied
@@ -146,7 +143,7 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   Opened o = open_results(dir);
   std::string key = sort_key.empty() ? o.metric : sort_key;
   if (!known_metric(key) && key != "id" && key != "lr" && key != "global_batch")
-    throw Exit{cli::kExitInvalid, "--sort '" + key + "': expected one of " + metric_list() + ", id, lr, global_batch"};
+    throw base::invalid("--sort '" + key + "': expected one of " + metric_list() + ", id, lr, global_batch");
   const bool higher = key == o.metric ? o.direction == "max" : key == "id" || key == "lr" || key == "global_batch"
                                                                    ? false
                                                                    : metric_higher_is_better(key);
@@ -261,8 +258,8 @@ void refuse_best_recipe_output(const std::string& dir, const Opened& o, const st
       std::getline(old, first);
     }
     if (first.rfind("# best trial ", 0) != 0)
-      throw Exit{cli::kExitInvalid, "--best-recipe '" + base::printable(out_path) + "' is a file of the sweep '" +
-                                        base::printable(dir) + "'; write it elsewhere"};
+      throw base::invalid("--best-recipe '" + base::printable(out_path) + "' is a file of the sweep '" +
+                                        base::printable(dir) + "'; write it elsewhere");
   }
 }
 
@@ -276,12 +273,12 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   const Row* best = nullptr;
   for (const auto& r : o.rows)
     if (r.status == "done" && r.metric && (!best || better(*r.metric, *best->metric, higher))) best = &r;
-  if (!best) throw Exit{cli::kExitFailure, "'" + dir + "' has no finished trial yet: there is no best recipe"};
+  if (!best) throw base::failure("'" + dir + "' has no finished trial yet: there is no best recipe");
   refuse_best_recipe_output(dir, o, out_path);
   const fs::path resolved = fs::path(best->run_dir) / "resolved.toml";
   std::error_code ec;
-  if (!fs::exists(resolved, ec)) throw Exit{cli::kExitFailure, "'" + resolved.string() + "' is missing"};
-  std::string body = report::read_run_file(resolved);
+  if (!fs::exists(resolved, ec)) throw base::failure("'" + resolved.string() + "' is missing");
+  std::string body = rundir::read_text(resolved);
   // Drop the run-local knobs the sweep added (threads): the recipe is for a fresh run.
   std::ostringstream o2;
   o2 << "# best trial " << trial_name(best->id) << " of sweep '" << o.name << "': " << o.metric << " = "
@@ -290,18 +287,14 @@ int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
   for (const char* k : {"warmup_steps", "total_steps"})
     if (const std::string t = figure_text(*best, k); !t.empty()) o2 << ", " << k << " " << t;
   o2 << "\n" << body;
-  try {
-    base::write_file_atomic(out_path, o2.str());
-  } catch (const base::Error& e) {
-    throw Exit{cli::kExitFailure, e.what()};
-  }
+  base::write_file_atomic(out_path, o2.str());
   return best->id;
 }
 
 std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir) {
   Opened o = open_results(dir);
   if (!report::gnuplot_program())
-    throw Exit{cli::kExitFailure, "gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plots written"};
+    throw base::failure("gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plots written");
   const fs::path rd(report_dir);
   fs::create_directories(rd);
   const bool higher = o.direction == "max";
@@ -321,11 +314,7 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   };
   // A data file of the report (written whole; a planted link is replaced, not followed).
   auto put = [&](const std::string& name, const std::string& text) {
-    try {
-      base::write_file_atomic((rd / name).string(), text);
-    } catch (const base::Error& e) {
-      throw Exit{cli::kExitFailure, e.what()};
-    }
+    base::write_file_atomic((rd / name).string(), text);
   };
   auto file = [](const std::string& name) { return "dir.'/" + name + "'"; };
   // A panel that has nothing to draw: its axes and one sentence, no error.
@@ -590,9 +579,9 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
   const std::string log = (rd / "gnuplot.log").string();
   const std::string why = report::run_gnuplot(script.string(), {rd.string()}, log);
   if (!why.empty())
-    throw Exit{cli::kExitFailure, "gnuplot failed on '" + script.string() + "' (" + why + "; see " + log + ")"};
+    throw base::failure("gnuplot failed on '" + script.string() + "' (" + why + "; see " + log + ")");
   for (const auto& f : files)
-    if (!fs::exists(f) || fs::file_size(f) == 0) throw Exit{cli::kExitFailure, "gnuplot wrote no '" + f + "'"};
+    if (!fs::exists(f) || fs::file_size(f) == 0) throw base::failure("gnuplot wrote no '" + f + "'");
   return files;
 }
 

@@ -1,6 +1,7 @@
 // Collected recipe problems, each with the place it was written.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <string>
 #include <vector>
 
@@ -44,8 +45,8 @@ class Diagnostics {
 };
 
 // Thrown where collecting is impossible (e.g. the root file does not exist).
-struct RecipeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct RecipeError : base::Error {
+  explicit RecipeError(const std::string& what) : base::Error(what, base::ErrorKind::invalid) {}
 };
 
 }  // namespace vexp::dsl

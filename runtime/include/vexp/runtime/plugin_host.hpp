@@ -2,6 +2,7 @@
 // everything they declare, and creates objects that keep their library loaded.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -14,8 +15,8 @@
 namespace vexp {
 
 // Any failure that comes from a plugin: loading it or running its factory.
-struct PluginError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct PluginError : base::Error {
+  using base::Error::Error;
 };
 
 // What plugin code a thread is running, for the fatal-signal handler: the

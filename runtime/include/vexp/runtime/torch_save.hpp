@@ -13,6 +13,7 @@
 // than plain tensors and parameters are refused by name.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -65,10 +66,10 @@ struct TorchFileLimits {
 };
 
 // Why a file does not load: what() is the whole line, reason() the part after the file.
-class TorchFileError : public std::runtime_error {
+class TorchFileError : public base::Error {
  public:
   TorchFileError(const std::string& what, std::string reason, bool opened)
-      : std::runtime_error(what), reason_(std::move(reason)), opened_(opened) {}
+      : base::Error(what), reason_(std::move(reason)), opened_(opened) {}
   const std::string& reason() const { return reason_; }
   // False when the file could not be opened at all (missing, a directory, a FIFO).
   bool opened() const { return opened_; }

@@ -1,6 +1,7 @@
 // `vexp run`: trains the recipe's model on its dataset, evaluates, checkpoints.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,15 +39,17 @@ struct TrainResult {
 
 // The run diverged: a non-finite training loss or reported metric, or a training
 // loss grown past run.divergence_factor. The run stops, the last good checkpoint stays.
-struct DivergedError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// what(): "training diverged: " and why.
+struct DivergedError : base::Error {
+  explicit DivergedError(const std::string& why) : base::Error("training diverged: " + why, base::ErrorKind::diverged) {}
 };
 
 // SIGINT / SIGTERM (or SIGUSR1, which `vexp run --nproc` forwards through mpirun)
 // asked the run to stop: it finished its current step and wrote a checkpoint
 // (`checkpoint`; empty when nothing new had been trained).
-struct InterruptedError : std::runtime_error {
-  InterruptedError(const std::string& what, std::string ckpt) : std::runtime_error(what), checkpoint(std::move(ckpt)) {}
+struct InterruptedError : base::Error {
+  InterruptedError(const std::string& what, std::string ckpt)
+      : base::Error(what, base::ErrorKind::interrupted), checkpoint(std::move(ckpt)) {}
   std::string checkpoint;
 };
 

@@ -21,6 +21,9 @@ constexpr std::uint64_t kMaxLogFileBytes = 1ull << 30;      // metrics.jsonl and
 // "'PATH' is a FIFO, not a regular file" / "... is N bytes, more than the M allowed" /
 // "cannot read 'PATH': REASON". Never blocks on a FIFO or a device.
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
+// The same, "" when the file cannot be read for any reason: for what is only shown
+// when it is there (a tool's log after it failed).
+std::string read_file_or_empty(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
 
 // The same file streamed: `chunk` gets its bytes in pieces (up to 64 KiB) as they are
 // read, with read_file_bounded's checks and errors (a file that grows past max_bytes

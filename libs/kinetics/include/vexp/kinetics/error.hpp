@@ -2,13 +2,14 @@
 // "FILE:LINE: what" (or "FILE: what" for the file as a whole), ready to print.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <stdexcept>
 #include <string>
 
 namespace vexp::kinetics {
 
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : base::Error {
+  using base::Error::Error;
 };
 
 }  // namespace vexp::kinetics

@@ -14,6 +14,7 @@
 // on: see docs/data.md, "Benchmark".
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -23,8 +24,8 @@
 namespace vexp::media {
 
 // Errors name the file.
-struct MediaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct MediaError : base::Error {
+  using base::Error::Error;
 };
 
 struct Rect {

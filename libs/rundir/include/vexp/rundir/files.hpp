@@ -24,6 +24,7 @@
 // write goes through vexp::base::write_file_atomic.
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -41,8 +42,8 @@ namespace vexp::rundir {
 namespace fs = std::filesystem;
 
 // One line naming the file (and line and key) at fault.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : base::Error {
+  using base::Error::Error;
 };
 
 // ---- names ------------------------------------------------------------------

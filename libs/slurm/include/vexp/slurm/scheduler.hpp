@@ -4,6 +4,7 @@
 // cluster driver of `vexp sweep --cluster` (docs/clusters.md).
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -13,12 +14,13 @@
 namespace vexp::slurm {
 
 // A job that cannot be asked for as given (the message says why and what to change).
-struct Refused : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// Kind refused (exit 2).
+struct Refused : base::Error {
+  explicit Refused(const std::string& what) : base::Error(what, base::ErrorKind::refused) {}
 };
 // A Slurm command that failed or answered what it should not.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : base::Error {
+  using base::Error::Error;
 };
 
 // What the job is asked to hold.

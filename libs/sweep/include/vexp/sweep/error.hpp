@@ -3,6 +3,7 @@
 // (Error: 1, InvalidUse: 2, Interrupted: 130, docs/architecture.md#exit-codes).
 #pragma once
 
+#include "vexp/base/error.hpp"
 #include <stdexcept>
 #include <string>
 
@@ -10,18 +11,18 @@ namespace vexp::sweep {
 
 // Something failed: a store that cannot be opened, a directory that holds another
 // sweep, a run file that cannot be read, a child that cannot be started.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : base::Error {
+  using base::Error::Error;
 };
 
-// What was asked cannot work as asked (trials that would share a GPU).
+// What was asked cannot work as asked (trials that would share a GPU): kind invalid.
 struct InvalidUse : Error {
-  using Error::Error;
+  explicit InvalidUse(const std::string& what) : Error(what, base::ErrorKind::invalid) {}
 };
 
 // SIGINT / SIGTERM stopped the sweep; the running trials were reset to pending.
 struct Interrupted : Error {
-  using Error::Error;
+  explicit Interrupted(const std::string& what) : Error(what, base::ErrorKind::interrupted) {}
 };
 
 }  // namespace vexp::sweep
