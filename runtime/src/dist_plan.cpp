@@ -27,6 +27,15 @@ std::optional<int64_t> global_batch_of(const dsl::DistConfig& d) {
   return g;
 }
 
+std::string batch_fit_problem(const dsl::DistConfig& dist, int64_t train_size) {
+  const std::optional<int64_t> global = global_batch_of(dist);  // nullopt: past 2^63 - 1
+  if (global && *global <= train_size) return "";
+  return "the training split has " + std::to_string(train_size) + " clips, fewer than one global batch of " +
+         (global ? std::to_string(*global) : std::string("more than 9e18")) + " (dist.world_size " +
+         std::to_string(dist.world_size) + " x batch_per_gpu " + std::to_string(dist.batch_per_gpu) +
+         " x accum_steps " + std::to_string(dist.accum_steps) + ")";
+}
+
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params) {
   const dsl::DistConfig& d = plan.dist;
   const dsl::OptimConfig& o = plan.optim;
@@ -46,9 +55,7 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   p.global_batch = *global;
   p.frames = plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0];
   p.train_size = train_size;
-  if (train_size < p.global_batch)
-    throw std::runtime_error("the training split has " + std::to_string(train_size) +
-                             " clips, fewer than one global batch of " + std::to_string(p.global_batch));
+  if (const std::string why = batch_fit_problem(d, train_size); !why.empty()) throw std::runtime_error(why);
   p.epochs = plan.run.epochs;
   // Stream positions run to (epochs + 1) x N at most (the last step's fill).
   int64_t end = 0;

@@ -10,6 +10,8 @@
 
 #include "trainer_parts.hpp"
 #include "vexp/build_tag.hpp"
+#include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/log.hpp"
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/rundir/sha256.hpp"
@@ -63,11 +65,11 @@ rundir::HashedFile hashed(const std::string& path) {
 
 rundir::Invocation describe_invocation(const Run& r, const Session& s) {
   rundir::Invocation inv;
-  inv.start = rundir::utc_now();
+  inv.start = base::utc_now();
   inv.vexp_version = rundir::vexp_version();
   inv.vexp_commit = rundir::vexp_commit();
   inv.build_tag = host_build_tag();
-  inv.argv = r.opt.argv.empty() ? rundir::own_argv() : r.opt.argv;
+  inv.argv = r.opt.argv.empty() ? base::own_argv() : r.opt.argv;
   std::error_code ec;
   inv.cwd = fs::current_path(ec).string();
   inv.recipe = rundir::absolute_path(r.opt.recipe_path);

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "report/gnuplot.hpp"
-#include "report/sweep_grid.hpp"
+#include "vexp/report/gnuplot.hpp"
+#include "vexp/report/sweep_grid.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 
@@ -123,8 +123,8 @@ vexp::sweep::Row trial(int64_t id, int64_t batch, double lr, int seed, double to
   return r;
 }
 
-vexp::sweep::Opened sweep_of(const std::vector<double>& top1) {
-  vexp::sweep::Opened o;
+vexp::report::Opened sweep_of(const std::vector<double>& top1) {
+  vexp::report::Opened o;
   o.metric = "top1";
   o.direction = "max";
   o.name = "s";
@@ -161,7 +161,7 @@ TEST(SweepGrid, AClearWinnerIsNamed) {
 }
 
 TEST(SweepGrid, OneSeedPerCellNamesNoBest) {
-  vexp::sweep::Opened o;
+  vexp::report::Opened o;
   o.metric = "top1";
   o.direction = "max";
   o.rows = {trial(1, 8, 0.05, 0, 0.9), trial(2, 8, 0.1, 0, 0.3)};

@@ -19,6 +19,8 @@ include spelled "vexp/..." that resolves to no file of the tree is an error too 
 would hide an upward include).
 
 Usage: floors.py [ROOT]   (ROOT: the source tree, default: two folders above this file)
+       floors.py --self-test (a made-up tree with one upward include and one cycle must
+                              fail with exactly those; a clean one must pass)
 Prints one line per problem and a summary; exits 1 when there is a problem.
 """
 import os
@@ -26,7 +28,8 @@ import re
 import sys
 from collections import defaultdict
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--self-test"
+                       else os.path.join(os.path.dirname(__file__), "..", ".."))
 SOURCES = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".inc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
@@ -167,5 +170,40 @@ def main():
     return 1 if problems else 0
 
 
+def self_test():
+    import contextlib
+    import io
+    import tempfile
+    global ROOT
+    files = {
+        "docs/architecture.md": "x\n```floors\n0 libs/base\n1 runtime\n2 pkg\n```\n",
+        "libs/base/include/vexp/base/a.hpp": "#pragma once\n",
+        "runtime/include/vexp/runtime/r.hpp": '#include "vexp/base/a.hpp"\n',
+        "pkg/p/include/vexp/p/p.hpp": '#include "vexp/runtime/r.hpp"\n#include "vexp/q/q.hpp"\n',
+        "pkg/q/include/vexp/q/q.hpp": '#include <vector>\n',
+        "pkg/q/tests/test_q.cpp": '#include "vexp/p/p.hpp"\n',  # tests may use everything
+    }
+    bad = {
+        "libs/base/src/a.cpp": '#include "vexp/runtime/r.hpp"\n',  # up
+        "pkg/q/src/q.cpp": '#include "vexp/p/p.hpp"\n',  # p <-> q
+    }
+    results = []
+    for extra in ({}, bad):
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in {**files, **extra}.items():
+                os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+                open(os.path.join(d, name), "w").write(text)
+            ROOT = d
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = main()
+            results.append((rc, out.getvalue()))
+    (rc0, out0), (rc1, out1) = results
+    ok = (rc0 == 0 and rc1 == 1 and "libs/base/src/a.cpp:1: includes 'vexp/runtime/r.hpp'" in out1
+          and "1 up, 2 cycles, 0 other problems" in out1 and "pkg/p <-> pkg/q" in out1)
+    print(out0 + out1 + ("floors self-test: ok" if ok else "floors self-test: FAILED"))
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else main())

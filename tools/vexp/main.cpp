@@ -5,7 +5,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/schema/schema.hpp"

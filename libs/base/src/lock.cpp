@@ -44,14 +44,7 @@ std::string lock_file_problem(int fd) {
   return "";
 }
 
-std::string now_text() {
-  char b[64];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm {};
-  ::gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
+std::string now_text() { return utc_now(); }
 
 }  // namespace
 

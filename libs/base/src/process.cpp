@@ -1,4 +1,5 @@
 #include "vexp/base/process.hpp"
+#include "vexp/base/files.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -215,6 +216,27 @@ std::optional<std::string> find_program(const std::string& name) {
     start = end + 1;
   }
   return std::nullopt;
+}
+
+std::string exe_path() {
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  return len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string();
+}
+
+std::vector<std::string> own_argv() {
+  std::vector<std::string> argv;
+  std::string text;
+  try {
+    text = read_file_bounded("/proc/self/cmdline", 1 << 20);
+  } catch (const Error&) {
+    return argv;
+  }
+  size_t start = 0;
+  for (size_t nul; (nul = text.find('\0', start)) != std::string::npos; start = nul + 1)
+    argv.push_back(text.substr(start, nul - start));
+  if (start < text.size()) argv.push_back(text.substr(start));
+  return argv;
 }
 
 std::vector<std::string> mpirun_argv(int np, const std::vector<std::string>& program,

@@ -1,6 +1,7 @@
 #include "vexp/base/text.hpp"
 
 #include <cstdio>
+#include <ctime>
 
 namespace vexp::base {
 namespace {
@@ -96,6 +97,14 @@ std::string shell_quote(const std::string& s) {
   std::string o = "'";
   for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return o + "'";
+}
+
+std::string utc_now(const char* format) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char b[64];
+  return std::strftime(b, sizeof b, format, &tm) ? std::string(b) : std::string();
 }
 
 }  // namespace vexp::base

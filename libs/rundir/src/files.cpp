@@ -11,6 +11,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 
 namespace vexp::rundir {
@@ -131,6 +132,20 @@ std::string managed_file_problem(const fs::path& path) {
     if (d == d.parent_path()) break;
   }
   return "";
+}
+
+void refuse_output(const std::string& out, const std::string& option,
+                   const std::vector<std::pair<std::string, std::string>>& inputs) {
+  if (out.empty()) return;
+  const std::string shown = option + " '" + base::printable(out) + "'";
+  for (const auto& [input, what] : inputs)
+    if (!input.empty() && base::same_file(out, input))
+      throw base::invalid(shown + " is " + what + " '" + base::printable(input) +
+                                   "' that this command reads; write it elsewhere");
+  if (const std::string read = base::read_as_input(out); !read.empty())
+    throw base::invalid(shown + " is '" + base::printable(read) + "', which this command reads; write it elsewhere");
+  if (const std::string why = managed_file_problem(out); !why.empty())
+    throw base::invalid(shown + " " + why + "; write it elsewhere");
 }
 
 // ---- checkpoints ------------------------------------------------------------

@@ -1,4 +1,5 @@
 #include "vexp/rundir/provenance.hpp"
+#include "vexp/base/text.hpp"
 
 #include <unistd.h>
 
@@ -148,7 +149,7 @@ void finish_invocation(const fs::path& dir, int64_t number, const std::string& o
     if (!r) continue;
     const auto n = r->find("invocation");
     if (n == r->end() || !n->is_number_integer() || n->get<int64_t>() != number) continue;
-    (*r)["end"] = utc_now();
+    (*r)["end"] = base::utc_now();
     (*r)["outcome"] = outcome;
     *it = r->dump();
     write_lines(file, lines);
@@ -209,29 +210,7 @@ std::vector<Difference> differences(const json& a, const json& b) {
   return out;
 }
 
-std::string utc_now() {
-  char b[64];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
 
-std::vector<std::string> own_argv() {
-  std::vector<std::string> argv;
-  std::string text;
-  try {
-    text = base::read_file_bounded("/proc/self/cmdline", 1 << 20);
-  } catch (const std::exception&) {
-    return argv;
-  }
-  size_t start = 0;
-  for (size_t nul; (nul = text.find('\0', start)) != std::string::npos; start = nul + 1)
-    argv.push_back(text.substr(start, nul - start));
-  if (start < text.size()) argv.push_back(text.substr(start));
-  return argv;
-}
 
 std::string host_name() {
   char host[256] = {};

@@ -3,6 +3,8 @@
 #include <fstream>
 
 #include "vexp/base/files.hpp"
+#include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/rundir/provenance.hpp"
 
 using namespace vexp::rundir;
@@ -115,7 +117,7 @@ TEST(Provenance, LoadedLibrariesFromMaps) {
 }
 
 TEST(Provenance, ProcessFacts) {
-  const auto argv = own_argv();
+  const auto argv = vexp::base::own_argv();
   ASSERT_FALSE(argv.empty());
   EXPECT_NE(argv[0].find("vexp_rundir_tests"), std::string::npos);
   EXPECT_FALSE(host_name().empty());
@@ -123,7 +125,7 @@ TEST(Provenance, ProcessFacts) {
     return std::string(v) == "SLURM_JOB_ID" ? "123" : std::string(v) == "PBS_JOBID" ? "" : nullptr;
   });
   EXPECT_EQ(jobs, (std::map<std::string, std::string>{{"SLURM_JOB_ID", "123"}}));
-  EXPECT_EQ(utc_now().size(), 20u);
+  EXPECT_EQ(vexp::base::utc_now().size(), 20u);
   EXPECT_STRNE(vexp_version(), "");
   EXPECT_EQ(absolute_path("/a/b/../c"), "/a/c");
   EXPECT_EQ(absolute_path("x/./y"), (fs::current_path() / "x/y").string());

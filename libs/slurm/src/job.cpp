@@ -32,14 +32,6 @@ std::string run_dir_problem(const std::string& dir) {
 
 std::string jobs_file(const std::string& run_dir) { return rundir::RunDir(run_dir).jobs().string(); }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string job_spec_problem(const JobSpec& j) {
   std::vector<std::pair<std::string, const std::string*>> fields{
@@ -205,7 +197,7 @@ std::string job_event_line(const std::string& event, const std::string& state, i
                    {"exit", exit_code},
                    {"nodes", env("SLURM_JOB_NODELIST",
                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789,._[]-")},
-                   {"time", utc_now()}};
+                   {"time", base::utc_now()}};
   return j.dump();
 }
 

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <optional>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/plan/cluster.hpp"
 #include "vexp/runtime/dist_plan.hpp"
@@ -29,16 +29,11 @@ void check_global_batch(Session& s, const std::string& path) {
   } catch (const std::exception&) {
     return;  // vexp run reports why the data cannot be read
   }
-  const dsl::DistConfig& dist = plan.dist;
-  const std::optional<int64_t> global = global_batch_of(dist);  // nullopt: past 2^63 - 1
-  if (global && *global <= train) return;
-  const std::string global_text = global ? std::to_string(*global) : "more than 9e18";
-  dsl::Loc loc = dist.batch_per_gpu_loc;
+  const std::string why = batch_fit_problem(plan.dist, train);
+  if (why.empty()) return;
+  dsl::Loc loc = plan.dist.batch_per_gpu_loc;
   if (!loc.known()) loc = {path, 1, 1};
-  dsl::Diagnostic d{dsl::Severity::Error, loc,
-                    "the training split has " + std::to_string(train) + " clips, fewer than one global batch of " +
-                        global_text + " (dist.world_size " + std::to_string(dist.world_size) + " x batch_per_gpu " +
-                        std::to_string(dist.batch_per_gpu) + " x accum_steps " + std::to_string(dist.accum_steps) + ")"};
+  dsl::Diagnostic d{dsl::Severity::Error, loc, why};
   std::cerr << d.str() << "\n" << base::printable(path) << ": 1 error\n";
   throw base::invalid("");
 }

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"

@@ -1,5 +1,5 @@
 // vexp data check RECIPE | extract-frames VIDEO_LIST --out DIR | make-synthetic --out DIR [--layout kinetics400]
-// | prepare kinetics400 ...: the command line; the work is in tools/vexp/data/.
+// | prepare kinetics400 ...: the command line; the work is in pkg/data/.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common.hpp"
-#include "data/kinetics400.hpp"
-#include "data/parallel.hpp"
-#include "data/synthetic.hpp"
-#include "data/video_ops.hpp"
+#include "commands/common.hpp"
+#include "vexp/data/kinetics400.hpp"
+#include "vexp/data/parallel.hpp"
+#include "vexp/data/synthetic.hpp"
+#include "vexp/data/video_ops.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "vexp/runtime/checkpoint.hpp"
-#include "model_session.hpp"
+#include "commands/model_session.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
@@ -39,7 +39,7 @@ void add_export(CLI::App& app) {
     fs::path run_dir = fs::path(weights).parent_path().parent_path();
     if (from_dir) run_dir = fs::is_regular_file(rundir::RunDir(*source).resolved()) ? fs::path(*source) : run_dir;
     PyRef root;  // the file, read once
-    refuse_output(*to, "--to",
+    rundir::refuse_output(*to, "--to",
                   {{weights, "the checkpoint"},
                    {*source, "the source"},
                    {!recipe->empty() ? *recipe : rundir::RunDir(run_dir).resolved().string(), "the recipe"}});
@@ -69,7 +69,7 @@ void add_export(CLI::App& app) {
     // The official TSM code and mmaction2 read checkpoint['state_dict'] (their own
     // checkpoints nest it so); torchvision's load_state_dict takes the dict itself.
     const bool nested = *naming == "tsm" || *naming == "mmaction";
-    refuse_output(*to, "--to");  // and every file read since (the recipe's bases, a label map)
+    rundir::refuse_output(*to, "--to");  // and every file read since (the recipe's bases, a label map)
     save_tensor_dict(*to, out, nested ? "state_dict" : "");
     std::cout << "wrote " << out.size() << " tensors (" << *naming << " names" << (nested ? ", under 'state_dict'" : "")
               << ") from '" << weights << "' to '" << *to << "'\n";

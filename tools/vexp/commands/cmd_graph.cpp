@@ -2,7 +2,7 @@
 #include <iostream>
 #include <map>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 
 namespace vexp::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "model_session.hpp"
+#include "commands/model_session.hpp"
 
 namespace vexp::cli {
 namespace {

@@ -4,11 +4,12 @@
 #include <iostream>
 #include <memory>
 
-#include "cluster_file.hpp"
-#include "common.hpp"
+#include "commands/cluster_file.hpp"
+#include "commands/common.hpp"
+#include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
-#include "plan/measure_local.hpp"
-#include "plan/output.hpp"
+#include "commands/measure_local.hpp"
+#include "commands/plan_output.hpp"
 #include "vexp/runtime/dry_run.hpp"
 #include "vexp/plan/cluster.hpp"
 #include "vexp/plan/planner.hpp"
@@ -71,7 +72,7 @@ void open_for_planning(Session& s, const std::string& recipe, const std::vector<
 }
 
 void run_plan(const PlanArgs& a) {
-  // --measure-local (tools/vexp/plan/measure_local.hpp): the recipes are the
+  // --measure-local (tools/vexp/commands/measure_local.hpp): the recipes are the
   // profiles measured; no --cluster.
   if (a.measure.enabled) {
     if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty())
@@ -93,7 +94,7 @@ void run_plan(const PlanArgs& a) {
   // --tune R onto R would make R `extends = "R"`: a cycle, and the recipe lost.
   std::vector<std::pair<std::string, std::string>> inputs{{a.cluster, "the cluster file"}};
   for (const auto& r : a.recipes) inputs.emplace_back(r, "the recipe");
-  for (const auto& [out, option] : outputs) refuse_output(out, option, inputs);
+  for (const auto& [out, option] : outputs) rundir::refuse_output(out, option, inputs);
   const plan::Cluster cluster = open_cluster_file(a.cluster);
   plan::PlanOptions o;
   if (!a.gpus.empty()) o.gpus = parse_gpus(a.gpus);
@@ -112,7 +113,7 @@ void run_plan(const PlanArgs& a) {
   }
   // Every file planning read (the recipes' `extends` bases, the profiles the cluster
   // file names with `from`) is an input too: refused before anything is printed.
-  for (const auto& [out, option] : outputs) refuse_output(out, option);
+  for (const auto& [out, option] : outputs) rundir::refuse_output(out, option);
   if (a.json) std::cout << plan_json(cluster, results).dump(2) << "\n";
   else std::cout << plan_table(cluster, results);
   if (!a.plot.empty()) {

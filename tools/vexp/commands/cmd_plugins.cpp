@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 
 namespace vexp::cli {
 namespace {

@@ -18,7 +18,7 @@
 #include "vexp/kinetics/error.hpp"
 #include "vexp/kinetics/label_map.hpp"
 #include "vexp/runtime/checkpoint.hpp"
-#include "model_session.hpp"
+#include "commands/model_session.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/dataset.hpp"
@@ -239,7 +239,7 @@ void add_predict(CLI::App& app) {
       throw base::invalid("--logits '" + *logits_out + "': the name must end in .pt or .json");
     if (!fs::is_regular_file(*input)) throw base::failure("--input '" + *input + "': no such file");
     const std::string weights_path = weights_file(*weights, "--weights");
-    refuse_output(*logits_out, "--logits",
+    rundir::refuse_output(*logits_out, "--logits",
                   {{weights_path, "the checkpoint"}, {*input, "the input"}, {args->path, "the recipe"},
                    {*labels, "the label file"}});
     const bool tensor_input = has_ext(*input, {".pt", ".pth"});
@@ -264,7 +264,7 @@ void add_predict(CLI::App& app) {
     Session s;
     int64_t view_count = 1;
     if (!open_model_session(s, *args, m)) throw base::invalid("");
-    refuse_output(*logits_out, "--logits");  // the recipe's `extends` bases are read now
+    rundir::refuse_output(*logits_out, "--logits");  // the recipe's `extends` bases are read now
     dsl::Shape clip = clip_shape(s);
     if (!tensor_input) {
       if (clip.size() == 4 && clip[2] == clip[3] && s.plan->dataset == "kinetics" &&
@@ -329,7 +329,7 @@ void add_predict(CLI::App& app) {
       std::cout << "\n";
     }
     if (!logits_out->empty()) {
-      refuse_output(*logits_out, "--logits");  // and every file read since (the recipe's bases, the labels)
+      rundir::refuse_output(*logits_out, "--logits");  // and every file read since (the recipe's bases, the labels)
       if (has_ext(*logits_out, {".json"})) {
         nlohmann::json j;
         j["logits"] = nlohmann::json::array();

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <iostream>
 
-#include "common.hpp"
-#include "report/html_report.hpp"
-#include "report/sweep_results.hpp"
+#include "commands/common.hpp"
+#include "vexp/report/html_report.hpp"
+#include "vexp/report/sweep_results.hpp"
 
 namespace vexp::cli {
 
@@ -23,10 +23,10 @@ void add_results(CLI::App& app) {
   cmd->add_option("--sort", *sort, "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch");
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
-    if (!best->empty()) sweep::refuse_best_recipe_output(*dir, *best);  // before the table
-    std::cout << sweep::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
+    if (!best->empty()) report::refuse_best_recipe_output(*dir, *best);  // before the table
+    std::cout << report::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
     if (!best->empty()) {
-      int64_t id = sweep::write_best_recipe(*dir, *best);
+      int64_t id = report::write_best_recipe(*dir, *best);
       std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
     }
   });
@@ -57,7 +57,7 @@ void add_report(CLI::App& app) {
     std::cout << w.path << "\n";
     std::cerr << w.kind << " report: " << w.path << " (" << (w.bytes + 1023) / 1024 << " KiB)\n";
     if (!png->empty())
-      for (const auto& f : sweep::write_report((*dirs)[0], *png))
+      for (const auto& f : report::write_report((*dirs)[0], *png))
         std::cout << f << "\n";
   });
 }

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "common.hpp"
-#include "launch/run_dist.hpp"
+#include "commands/common.hpp"
+#include "commands/run_dist.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/trainer.hpp"

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster_file.hpp"
-#include "common.hpp"
+#include "commands/cluster_file.hpp"
+#include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/slurm/job.hpp"
 #include "vexp/slurm/scheduler.hpp"
@@ -113,7 +113,7 @@ void run_submit(const SubmitArgs& a) {
                                  ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted");
   std::error_code ec;
   const std::string recipe_abs = fs::absolute(a.recipe.path, ec).lexically_normal().string();
-  const std::string exe = exe_path();
+  const std::string exe = base::exe_path();
   if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
 
   slurm::JobSpec j;
@@ -184,7 +184,7 @@ void run_submit(const SubmitArgs& a) {
       undo();
       throw base::failure(std::string(e.what()) + "; nothing submitted");
     }
-    nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", slurm::utc_now()},
+    nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", base::utc_now()},
                        {"nodes", nodes},        {"tasks_per_node", tpn}, {"world_size", world},
                        {"time_limit", time},    {"partition", j.partition}, {"cluster", c.name},
                        {"max_requeues", sch.max_requeues}, {"script", "job.sbatch"}};

@@ -1,7 +1,7 @@
 // vexp sweep SWEEP.toml [--out DIR] [--jobs N] [--ranks-per-trial R] [--dry-run]
 // Runs every trial of a sweep as a child `vexp run` in DIR/trials/NNN/, records
 // them in DIR/sweep.db, and resumes when run again. The command line; the engine
-// is vexp::sweep (libs/sweep: definition, expansion, directory and store,
+// is vexp::sweep (pkg/sweep: definition, expansion, directory and store,
 // scheduler), whose errors map to exit codes here (commands/sweep_errors.hpp); the
 // results table, best recipe and plots are report/sweep_results.
 #include <unistd.h>
@@ -12,10 +12,10 @@
 #include <optional>
 #include <utility>
 
-#include "cluster_file.hpp"
-#include "common.hpp"
-#include "report/html_report.hpp"
-#include "report/sweep_results.hpp"
+#include "commands/cluster_file.hpp"
+#include "commands/common.hpp"
+#include "vexp/report/html_report.hpp"
+#include "vexp/report/sweep_results.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/sweep/definition.hpp"
 #include "vexp/sweep/directory.hpp"
@@ -122,7 +122,7 @@ void sweep_command(const SweepArgs& a) {
     if (cl) {
       const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
                                                                                : fs::path("runs/sweeps") / def.name;
-      cl->exe = exe_path();
+      cl->exe = base::exe_path();
       std::cout << cluster_dry_run(trials, s, def, dir, *cl);
       std::cerr << "vexp: dry run: " << trials.size() << " batch script(s); nothing written, nothing submitted\n";
     }
@@ -137,10 +137,8 @@ void sweep_command(const SweepArgs& a) {
     if (launch.mpirun.empty())
       throw base::invalid("--ranks-per-trial " + std::to_string(a.ranks) + " needs mpirun on PATH");
   }
-  char exe_buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", exe_buf, sizeof exe_buf - 1);
-  if (n <= 0) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
-  launch.exe.assign(exe_buf, static_cast<size_t>(n));
+  launch.exe = base::exe_path();
+  if (launch.exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
 
   // The store: new, or the same sweep resumed.
   const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
@@ -171,10 +169,10 @@ void sweep_command(const SweepArgs& a) {
     run_trials(store, s, def, dir, slots, launch);
   }
 
-  std::cout << "\n" << results_text(dir.string(), "table", "");
+  std::cout << "\n" << report::results_text(dir.string(), "table", "");
   if (!a.no_report) {
     try {
-      int64_t best = write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
+      int64_t best = report::write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
       std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
     } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
@@ -186,7 +184,7 @@ void sweep_command(const SweepArgs& a) {
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
     }
     try {
-      auto files = write_report(dir.string(), (dir / "report").string());
+      auto files = report::write_report(dir.string(), (dir / "report").string());
       std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
     } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
       std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";

@@ -9,7 +9,7 @@
 #include <functional>
 #include <iostream>
 
-#include "common.hpp"
+#include "commands/common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 

@@ -37,7 +37,7 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
 // Every file read through read_file_bounded / read_file_chunks (and the recipe
 // reader, the checkpoint reader: note_input) is noted by device and inode, so that
 // a command can refuse an output that would replace any file it read, whoever
-// named it and through whichever link (vexp::cli::refuse_output).
+// named it and through whichever link (vexp::rundir::refuse_output).
 
 // Notes `path` (as opened: `dev`, `ino`) as read by this process. Thread-safe.
 void note_input(const std::string& path, std::uint64_t dev, std::uint64_t ino);

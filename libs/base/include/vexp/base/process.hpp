@@ -57,6 +57,11 @@ Captured run_capture(const std::vector<std::string>& argv, bool merge_stderr = f
 // executable), or nullopt.
 std::optional<std::string> find_program(const std::string& name);
 
+// This process: its executable (/proc/self/exe; "" when unknown) and its argv
+// (/proc/self/cmdline; empty when unreadable).
+std::string exe_path();
+std::vector<std::string> own_argv();
+
 // The one place vexp builds an Open MPI `mpirun` command line for ranks on this
 // machine: `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np NP
 // PROGRAM...` (--allow-run-as-root only when running as root; oversubscribed and

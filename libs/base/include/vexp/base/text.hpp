@@ -26,4 +26,9 @@ bool strip_utf8_bom(std::string& s);
 // shell reads specially, else in single quotes (a quote inside written '\'').
 std::string shell_quote(const std::string& s);
 
+// Now in UTC, strftime-formatted: by default ISO 8601 with seconds
+// ("2026-12-03T14:05:09Z"), the one timestamp of vexp's records (provenance.jsonl,
+// jobs.jsonl, lock files).
+std::string utc_now(const char* format = "%Y-%m-%dT%H:%M:%SZ");
+
 }  // namespace vexp::base

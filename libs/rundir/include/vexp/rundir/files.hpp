@@ -101,6 +101,18 @@ struct RunDir {
 // existing part of the path are resolved first.
 std::string managed_file_problem(const fs::path& path);
 
+// The one rule for a command's outputs (docs/security.md, "An output never replaces
+// an input"): base::Error (invalid) with one line when `out`, given as `option`, is
+//  - one of `inputs` ({path, what}, what the command reads or will read; "" skipped):
+//    "OPTION 'OUT' is WHAT 'INPUT' that this command reads; write it elsewhere";
+//  - any file this process has read so far, by device and inode (recipes and their
+//    `extends` bases, cluster files and profiles, checkpoints, lists, ...):
+//    "OPTION 'OUT' is 'NAME', which this command reads; write it elsewhere";
+//  - a file vexp manages inside a run or sweep folder (rundir::managed_file_problem).
+// Hard and symbolic links are seen through. Call it after the inputs were read.
+void refuse_output(const std::string& out, const std::string& option,
+                   const std::vector<std::pair<std::string, std::string>>& inputs = {});
+
 // ---- checkpoints ------------------------------------------------------------
 
 // The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of

@@ -102,10 +102,6 @@ std::vector<Difference> differences(const nlohmann::json& a, const nlohmann::jso
 const char* vexp_version();
 const char* vexp_commit();
 
-// Now, "2026-01-31T12:00:00Z".
-std::string utc_now();
-// This process's argv, from /proc/self/cmdline (empty when unreadable).
-std::vector<std::string> own_argv();
 std::string host_name();
 // The job-id variables of the batch systems that are set: SLURM_JOB_ID,
 // SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_RESTART_COUNT, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID.

@@ -77,7 +77,5 @@ JobRecord read_jobs(const std::string& run_dir);
 // What a state means, in a few words ("stopped at the time limit and requeued").
 std::string state_text(const JobHistory& j);
 
-// UTC now, ISO 8601 with seconds ("2026-12-03T14:05:09Z").
-std::string utc_now();
 
 }  // namespace vexp::slurm

@@ -1,0 +1,22 @@
+# Turns the report's assets into C++ strings (run at build time by tools/vexp/CMakeLists.txt):
+#   cmake -DOUT=report_assets.cpp -DJS=assets/chart.js -DCSS=assets/report.css -P embed.cmake
+# Each file becomes a raw string literal; a file containing the delimiter is refused.
+foreach(_v OUT JS CSS)
+  if(NOT DEFINED ${_v})
+    message(FATAL_ERROR "embed.cmake: ${_v} is not set")
+  endif()
+endforeach()
+set(_delim "vexp_asset")
+set(_body "// Generated from pkg/report/assets by pkg/report/embed.cmake; do not edit.\n#include \"vexp/report/html_report.hpp\"\n\nnamespace vexp::report {\n")
+foreach(_pair "kChartJs;${JS}" "kReportCss;${CSS}")
+  list(GET _pair 0 _name)
+  list(GET _pair 1 _file)
+  file(READ "${_file}" _text)
+  string(FIND "${_text}" ")${_delim}\"" _clash)
+  if(NOT _clash EQUAL -1)
+    message(FATAL_ERROR "${_file} contains ')${_delim}\"', which ends the raw string it is embedded as")
+  endif()
+  string(APPEND _body "const char* const ${_name} = R\"${_delim}(${_text})${_delim}\";\n")
+endforeach()
+string(APPEND _body "\n}  // namespace vexp::report\n")
+file(WRITE "${OUT}" "${_body}")

@@ -1,0 +1,41 @@
+// What a sweep directory reports: the results table (text, JSON, CSV), the best
+// trial's recipe and gnuplot plots. Read from DIR/sweep.db (vexp::sweep's store)
+// and the trial folders (errors: vexp::base::Error).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vexp/sweep/store.hpp"
+
+namespace vexp::report {
+
+using sweep::Row;
+
+// One number printf-formatted ("%.4g"), for tables, labels and plot scripts.
+std::string fmt_number(const char* f, double v);
+
+// DIR/sweep.db opened for reading, with the sweep's metric and direction.
+struct Opened {
+  std::vector<Row> rows;
+  std::string metric, direction, name;
+  std::string sweep_file, base;  // as the store names them (labels: where the sweep came from)
+};
+Opened open_results(const std::string& dir);
+
+// The results table of DIR: "table" (aligned text), "json" or "csv"; sorted by
+// `sort` (a metric, "id", "lr" or "global_batch"; empty: the sweep's metric).
+std::string results_text(const std::string& dir, const std::string& format, const std::string& sort);
+// base::Error (invalid) when `out` may not be the best recipe's file: a file the sweep is made
+// of (its store, a trial's files, the sweep file, its base recipe and what that
+// extends, refuse_output's rule) or another file of the sweep folder than a previous
+// best recipe.
+void refuse_best_recipe_output(const std::string& dir, const std::string& out);
+// Copies the best finished trial's resolved recipe to `out` (refuse_best_recipe_output
+// first); returns the trial id.
+int64_t write_best_recipe(const std::string& dir, const std::string& out);
+// Writes REPORT_DIR/*.png with gnuplot; returns the files written.
+std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir);
+
+}  // namespace vexp::report

@@ -1,0 +1,220 @@
+#include "commands/bench_train.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include "vexp/runtime/checkpoint.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/loader.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/precision.hpp"
+#include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/train_step.hpp"
+#include "vexp/comm.hpp"
+#include "vexp/dataset.hpp"
+
+namespace vexp {
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+double PhaseTimes::median() const {
+  if (samples.empty()) return 0;
+  std::vector<double> v = samples;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Dataset* data, int64_t steps,
+                         int64_t grad_numel) {
+  int64_t train_size = 0;
+  if (data) {
+    train_size = data->size(Split::Train);
+  } else if (plan.data.train_size > 0) {
+    train_size = plan.data.train_size;
+  } else {
+    const std::optional<int64_t> gb = global_batch_of(plan.dist);
+    if (!gb || *gb > std::numeric_limits<int64_t>::max() / std::max<int64_t>(1, steps))
+      throw std::runtime_error("the global batch times the steps does not fit in 64 bits");
+    train_size = *gb * std::max<int64_t>(1, steps);
+  }
+  return make_dist_plan(plan, ranks, train_size, grad_numel);
+}
+
+BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
+  if (opt.steps < 1) throw std::invalid_argument("bench train: --steps must be >= 1");
+  if (opt.warmup < 0) throw std::invalid_argument("bench train: --warmup must be >= 0");
+  const dsl::RecipePlan& plan = *s.plan;
+  BenchTrainResult r;
+  r.threads = set_intra_op_threads(plan.run.threads);
+
+  const auto& clip = plan.data_facts.clip;
+  if (clip.size() != 4) throw std::runtime_error("bench train: the dataset does not give a clip shape [T, C, H, W]");
+  r.clip = clip;
+  r.frames_per_clip = clip[0];
+  const uint64_t seed = static_cast<uint64_t>(plan.run.seed);
+
+  auto comm = s.host.make<Comm>("comm", plan.comm, plan.comm_params);
+  r.ranks = comm->size();
+  const bool device_from_cli = !opt.device.empty(), precision_from_cli = !opt.precision.empty();
+  const c10::Device device = resolve_device(device_from_cli ? opt.device : plan.run.device,
+                                            device_from_cli ? "--device" : run_setting_where(plan.run, plan.run.device_loc, "device", ""));
+  Precision precision;
+  try {
+    precision = parse_precision(precision_from_cli ? opt.precision : plan.run.precision);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--precision: ") + e.what());
+  }
+  check_precision(precision, device,
+                  precision_from_cli ? "--precision" : run_setting_where(plan.run, plan.run.precision_loc, "precision", ""));
+  r.device = device.str();
+  r.precision = precision_name(precision);
+  MemoryFormat memory_format;
+  try {
+    memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.memory_format : opt.memory_format);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--memory-format: ") + e.what());
+  }
+  GradScaler scaler(precision == Precision::Fp16);
+  const int64_t total = opt.warmup + opt.steps;
+
+  // In the trainer's order (trainer.cpp, build), from the same seed: the dataset,
+  // the model (on its device, in its layout), the optimizer, then the plan.
+  at::manual_seed(seed);
+  std::shared_ptr<Dataset> data;
+  if (!opt.synthetic) data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  auto model = std::make_shared<ModelGraph>(plan, s.host);
+  model->train();
+  if (!device.is_cpu()) model->to(device);
+  r.memory_format = memory_format_name(apply_memory_format(model->parameters(true), memory_format));
+  r.params = model->parameter_count();
+  std::vector<at::Tensor> all;
+  Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.momentum, plan.optim.nesterov);
+  if (plan.optim.lars) sgd.set_lars(plan.optim.lars_eta);
+  int64_t grad_numel = 0;
+  for (const auto& p : all) grad_numel += p.numel();
+  if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
+  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, grad_numel);
+  r.micro = dp.micro;
+  r.clips_per_step = dp.per_gpu * dp.micro;
+  r.global_batch = dp.global_batch;
+  r.lr_first = dp.schedule.at(0);
+  r.lr_last = dp.schedule.at(total - 1);
+
+  std::unique_ptr<Reducer> reducer;
+  if (r.ranks > 1 && !dp.exact) {  // the exact reduction is TrainStep's own
+    ReducerOptions ro;
+    ro.bucket_mb = plan.dist.bucket_mb;
+    ro.compression = plan.dist.compression;
+    ro.prescaled = true;  // as in the trainer: the loss carries 1/ranks
+    reducer = std::make_unique<Reducer>(all, comm, ro);
+  }
+  StepOptions so;
+  so.rank = comm->rank();
+  so.seed = seed;
+  so.clip_grad_norm = plan.optim.clip_grad_norm;
+  so.device = device;
+  so.precision = precision;
+  so.sync_phases = true;  // each phase is charged its own GPU time
+  TrainStep step({model.get(), &sgd, &scaler, &all, reducer.get(), comm.get()}, TrainStep::options_of(dp, so));
+
+  // Data: random clips made up front (two, used in turn), or the batches `vexp run`
+  // takes in its first steps (its sample stream, through the loader).
+  const int64_t micro_batches = total * dp.micro;
+  std::unique_ptr<Loader> loader;
+  std::vector<Batch> fake;
+  if (opt.synthetic) {
+    const int64_t classes = std::max<int64_t>(2, plan.data_facts.classes);
+    const int64_t per_gpu = dp.per_gpu;
+    // Made on the host (pinned for a GPU) and copied every step, as real batches are.
+    for (int i = 0; i < 2; ++i) {
+      Batch b{at::randn({per_gpu, clip[0], clip[1], clip[2], clip[3]}), at::randint(0, classes, {per_gpu}, at::kLong)};
+      if (device.is_cuda()) b = {b.clips.pin_memory(), b.labels.pin_memory()};
+      fake.push_back(b);
+    }
+  } else {
+    LoaderOptions lo;
+    lo.workers = plan.data.workers;
+    lo.prefetch = plan.data.prefetch;
+    lo.pin_memory = device.is_cuda();
+    loader = stream_loader(*data, dp, comm->rank(), r.ranks, seed, 0, total, lo);
+  }
+
+  // As in the trainer: the next batch is put to the device (its copy in flight)
+  // before the current one computes.
+  DeviceFeeder feeder(device);
+  int64_t fetched = 0;
+  auto fetch_next = [&] {
+    if (fetched >= micro_batches) return;
+    Batch b;
+    if (opt.synthetic) {
+      b = fake[static_cast<size_t>(fetched % 2)];
+    } else if (!loader->next(b)) {
+      throw std::logic_error("bench train: the loader ran out of batches");
+    }
+    ++fetched;
+    feeder.put(std::move(b));
+  };
+  auto next = [&](int64_t) {
+    Batch b = feeder.take();
+    fetch_next();
+    return b;
+  };
+  auto check = [](int64_t, double lv) {
+    if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
+    return lv;
+  };
+  fetch_next();
+  for (int64_t i = 0; i < total; ++i) {
+    const auto t_step = Clock::now();
+    double loss_sum = step.forward_backward(i, next, check);
+    bool stop = false;
+    step.reduce(loss_sum, stop);
+    step.update(dp.schedule.at(i));
+    const double t_all = since(t_step);
+    r.final_loss = step.mean_loss();
+    if (i < opt.warmup) continue;
+    const StepTimes& t = step.times();
+    r.step.samples.push_back(t_all);
+    r.data.samples.push_back(t.data);
+    r.forward.samples.push_back(t.forward);
+    r.backward.samples.push_back(t.backward);
+    r.comm.samples.push_back(t.comm);
+    r.optimizer.samples.push_back(t.optimizer);
+  }
+  const double step_s = r.step.median();
+  r.clips_per_s = step_s > 0 ? static_cast<double>(r.clips_per_step * r.ranks) / step_s : 0;
+  r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
+  r.loss_scale = scaler.enabled() ? scaler.scale() : 0;
+  r.skipped_steps = scaler.skipped_steps();
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  r.peak_rss_kb = ru.ru_maxrss;
+  if (!opt.save_weights.empty() && comm->rank() == 0) {
+    Checkpoint c;
+    for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
+    for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
+    c.optimizer = sgd.state();
+    c.meta_json = nlohmann::json{{"written_by", "vexp bench train"}, {"global_step", total},
+                                 {"synthetic", opt.synthetic}}.dump();
+    save_checkpoint(opt.save_weights, c);
+  }
+  return r;
+}
+
+}  // namespace vexp

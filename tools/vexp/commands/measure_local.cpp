@@ -1,0 +1,533 @@
+#include "commands/measure_local.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "commands/common.hpp"
+#include "vexp/plan/link_fit.hpp"
+#include "vexp/plan/planner.hpp"
+#include "vexp/base/files.hpp"
+#include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
+#include "vexp/runtime/dry_run.hpp"
+
+namespace vexp::cli {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// A TOML basic string.
+std::string toml_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string fmt(double v, const char* f = "%.6g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  std::string s = b;
+  // A TOML float needs a '.' or an exponent.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string join_cmd(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
+  return s;
+}
+
+// `path` may be written: absent, or a regular file. Exit (invalid) otherwise.
+void check_writable_target(const fs::path& path) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(path, ec);
+  if (ec || st.type() == fs::file_type::not_found) return;
+  if (st.type() != fs::file_type::regular)
+    throw base::invalid("'" + path.string() + "' exists and is not a regular file; not overwriting it");
+}
+
+// Refuses a target that is not a regular file, then writes it atomically.
+void write_target_atomic(const fs::path& path, const std::string& text) {
+  check_writable_target(path);
+  base::write_file_atomic(path.string(), text);
+}
+
+struct Proc {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs argv[0] (searched on PATH) through vexp::base with the arguments, stdin from
+// /dev/null, its standard output and error in files of `scratch`; returns its exit
+// code (128 + N for signal N) and both outputs.
+Proc run_process(const std::vector<std::string>& argv, const fs::path& scratch) {
+  base::SpawnOptions o;
+  o.stdin_path = "/dev/null";
+  o.stdout_path = (scratch / "stdout").string();
+  o.stderr_path = (scratch / "stderr").string();
+  base::ProcessStatus st;
+  st = base::run_program(argv, o);
+  Proc p;
+  p.rc = st.signal ? 128 + st.signal : st.exit_code;
+  p.out = base::read_file_bounded(o.stdout_path, base::kMaxLogFileBytes);
+  p.err = base::read_file_bounded(o.stderr_path, base::kMaxLogFileBytes);
+  std::error_code ec;
+  fs::remove(o.stdout_path, ec);
+  fs::remove(o.stderr_path, ec);
+  return p;
+}
+
+// A failed measurement: what it printed last goes to stderr as its own lines (each
+// escaped), the error itself stays one line.
+base::Error measurement_error(const std::string& what, const std::string& output) {
+  std::string t = output.size() > 1500 ? "..." + output.substr(output.size() - 1500) : output;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  if (!t.empty()) {
+    std::cerr << "vexp: the measurement's last output:\n";
+    std::istringstream lines(t);
+    for (std::string line; std::getline(lines, line);) std::cerr << "  " << base::printable(line) << "\n";
+  }
+  return base::failure(what);
+}
+
+// Runs a measurement and parses its JSON output; Exit naming the command when it fails.
+json run_json(const std::vector<std::string>& argv, const fs::path& scratch) {
+  Proc p = run_process(argv, scratch);
+  if (p.rc != 0)
+    throw measurement_error("measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(argv), p.err);
+  // mpirun may print lines of its own; the JSON object is the last top-level `{`.
+  const size_t at = p.out.find("{\n");
+  try {
+    return json::parse(at == std::string::npos ? p.out : p.out.substr(at));
+  } catch (const std::exception& e) {
+    throw measurement_error("measurement printed no JSON: " + join_cmd(argv) + ": " + e.what(), p.out);
+  }
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string host_name() {
+  char b[256] = {0};
+  if (::gethostname(b, sizeof b - 1) != 0) return "localhost";
+  return b;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t c = line.find(':');
+      if (c != std::string::npos) {
+        std::string m = line.substr(c + 1);
+        m.erase(0, m.find_first_not_of(' '));
+        return m;
+      }
+    }
+  return "unknown CPU";
+}
+
+std::string utc_date() { return base::utc_now("%Y-%m-%d %H:%M UTC"); }
+
+struct Storage {
+  double read_GBps = 0;
+  json runs = json::array();
+};
+
+// Writes `mb` MiB of random bytes into `dir`, flushes them to disk, drops them
+// from the page cache and times reading them back (3 times; the median).
+Storage measure_storage(const fs::path& dir, double mb) {
+  const size_t chunk = 4u << 20;
+  const size_t total = std::max<size_t>(chunk, static_cast<size_t>(mb * 1048576.0) / chunk * chunk);
+  const fs::path file = dir / "read_test.bin";
+  std::vector<char> buf(chunk);
+  std::mt19937_64 rng(1);
+  for (size_t i = 0; i + 8 <= chunk; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(buf.data() + i, &v, 8);
+  }
+  {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) throw base::failure("cannot write '" + file.string() + "' for the storage measurement");
+    for (size_t done = 0; done < total; done += chunk) {
+      buf[0] = static_cast<char>(done >> 22);  // no two chunks alike
+      if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) {
+        ::close(fd);
+        throw base::failure("cannot write '" + file.string() + "' (disk full?)");
+      }
+    }
+    ::fsync(fd);
+    ::close(fd);
+  }
+  Storage s;
+  std::vector<double> rates;
+  for (int r = 0; r < 3; ++r) {
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd < 0) throw base::failure("cannot read '" + file.string() + "'");
+    const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const auto t0 = Clock::now();
+    size_t got = 0;
+    for (;;) {
+      const ssize_t n = ::read(fd, buf.data(), chunk);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    ::close(fd);
+    const double rate = static_cast<double>(got) / secs / 1e9;
+    rates.push_back(rate);
+    s.runs.push_back({{"bytes", got}, {"seconds", secs}, {"GBps", rate}, {"page_cache_dropped", dropped == 0}});
+  }
+  std::error_code ec;
+  fs::remove(file, ec);
+  std::sort(rates.begin(), rates.end());
+  s.read_GBps = rates[1];
+  return s;
+}
+
+// Total size of the regular files under `dir` with extension `ext`, and their count.
+std::pair<double, int64_t> file_bytes(const fs::path& dir, const std::string& ext) {
+  double bytes = 0;
+  int64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ext) {
+      bytes += static_cast<double>(e.file_size());
+      ++n;
+    }
+  return {bytes, n};
+}
+
+std::string stem_of(const std::string& recipe) { return fs::path(recipe).stem().string(); }
+
+// What [[gpu.profile]] model must say for `vexp plan` to match the recipe (plan::model_key).
+std::string recipe_model_key(const std::string& recipe, const std::vector<std::string>& plugin_paths) {
+  Session s;
+  load_session_plugins(s, plugin_paths);
+  bool ok = false;
+  ok = open_recipe(s, recipe, planning_options());
+  if (!ok) {
+    print_recipe_diagnostics(s, recipe, false);
+    throw base::invalid("");
+  }
+  return plan::model_key(*s.plan);
+}
+
+// `vexp bench train ... --json` (argv) run by `np` ranks at once with the local
+// backend: rank 0's JSON with each phase's samples pooled over all ranks and
+// their median, plus busy_ranks = np and every rank's JSON under "per_rank".
+json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch) {
+  argv.insert(argv.begin() + 4, {"--set", "dist.backend=\"local\""});
+  const fs::path out_dir = scratch / "busy";
+  std::error_code ec;
+  fs::remove_all(out_dir, ec);
+  fs::create_directories(out_dir, ec);
+  const std::vector<std::string> m = base::mpirun_argv(np, argv, out_dir.string());
+  Proc p = run_process(m, scratch);
+  if (p.rc != 0)
+    throw measurement_error("measurement failed (exit " + std::to_string(p.rc) + "): " + join_cmd(m), p.err);
+  json per_rank = json::array();
+  for (int r = 0; r < np; ++r) {
+    const fs::path f = out_dir / ("rank." + std::to_string(r) + ".out");
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      per_rank.push_back(json::parse(ss.str()));
+    } catch (const std::exception& e) {
+      throw base::failure("rank " + std::to_string(r) + " of " + join_cmd(m) + " printed no JSON (" +
+                                   f.string() + "): " + e.what());
+    }
+  }
+  json j = per_rank[0];
+  for (auto& [name, phase] : j.at("phases").items()) {
+    std::vector<double> all;
+    for (const auto& pr : per_rank)
+      for (const auto& v : pr.at("phases").at(name).at("samples_ms")) all.push_back(v.get<double>());
+    std::sort(all.begin(), all.end());
+    const size_t n = all.size();
+    phase["samples_ms"] = all;
+    phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
+  }
+  j["busy_ranks"] = np;
+  j["per_rank"] = per_rank;
+  j["command"] = join_cmd(m);
+  return j;
+}
+
+}  // namespace
+
+void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
+  auto* g = cmd->add_option_group("measure-local", "Measuring this machine (--measure-local)");
+  g->add_flag("--measure-local", a.enabled,
+              "Measure this machine and write a cluster file (--out); the recipes given are the compute "
+              "profiles measured (default: vexp's quickstart tsm_motion.toml and tsn_motion.toml)");
+  g->add_option("--out", a.out, "Cluster file --measure-local writes (default clusters/local.toml); its "
+                                "measurements go to the folder of its stem (clusters/local/)");
+  g->add_option("--ranks", a.ranks, "Ranks per node measured (default: this machine's cores, at least 2)")
+      ->check(CLI::Range(2, 4096));
+  g->add_option("--measure-threads", a.threads,
+                "Compute threads per rank of the measured profiles, e.g. 1,2 (default: cores / ranks)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  g->add_option("--measure-steps", a.steps, "Timed training steps per profile (median)")->check(CLI::Range(1, 100000));
+  g->add_option("--measure-warmup", a.warmup, "Untimed training steps first")->check(CLI::Range(0, 100000));
+  g->add_flag("--synthetic-input", a.synthetic,
+              "Profile compute on random clips instead of the recipe's dataset through its loader (for recipes "
+              "whose data is not on this machine; the loader's share of the cores is then not in the profile)");
+  g->add_option("--allreduce-mb", a.allreduce_mb, "Allreduce sizes in MiB the link is fitted to (two or more)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.001, 65536.0));
+  g->add_option("--storage-mb", a.storage_mb, "Size of the file read for the storage bandwidth (MiB)")
+      ->check(CLI::Range(4.0, 1048576.0));
+}
+
+void run_measure_local(const MeasureLocalArgs& a) {
+  const std::string exe = base::exe_path();
+  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
+  const int cores = available_cores();
+  const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
+  std::vector<int> threads = a.threads;
+  if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
+  std::vector<std::string> recipes = a.recipes;
+  if (recipes.empty())
+    recipes = {shipped_recipe("quickstart/tsm_motion.toml"), shipped_recipe("quickstart/tsn_motion.toml")};
+  for (const auto& r : recipes) {
+    std::error_code ec;
+    if (!fs::is_regular_file(r, ec)) throw base::invalid("'" + r + "': no such recipe file");
+  }
+  std::vector<double> sizes = a.allreduce_mb;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) throw base::invalid("--allreduce-mb: give two or more different sizes");
+
+  // Where things go: FILE, and FILE's stem as the folder of the measurements.
+  const fs::path out = fs::path(a.out);
+  check_writable_target(out);
+  const fs::path out_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path meas_rel = out.stem();
+  const fs::path meas = out_dir / meas_rel;
+  std::error_code ec;
+  fs::create_directories(meas, ec);
+  if (!fs::is_directory(meas, ec))
+    throw base::invalid("cannot make the folder '" + meas.string() + "' for the measurements");
+  std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
+  scratch.emplace("vexp-measure", meas.string());
+  const base::TempDir& tmp = *scratch;
+  std::vector<std::string> plugin_argv;
+  for (const auto& d : canonical_plugin_paths(a.plugin_paths)) plugin_argv.insert(plugin_argv.end(), {"--plugin-path", d});
+
+  const std::string host = host_name(), date = utc_date(), cpu = cpu_model();
+  std::string command = "vexp plan --measure-local";
+  for (const auto& r : a.recipes) command += " " + shell_quote(r);
+  command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
+  for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
+  const auto t_start = Clock::now();
+  auto say = [&](const std::string& what) {
+    std::cerr << "vexp: measure-local [" << static_cast<int>(std::chrono::duration<double>(Clock::now() - t_start).count())
+              << " s] " << what << "\n";
+  };
+  auto save = [&](const std::string& name, const json& j) {
+    write_target_atomic(meas / name, j.dump(2) + "\n");
+    return (meas_rel / name).generic_string();
+  };
+
+  // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
+  // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
+  // ranks share the cores and the memory bandwidth). The mpirun copies train
+  // with the local backend (no gradient exchange: the model charges the
+  // allreduce separately) and each writes its own JSON; the phases are the
+  // medians of all ranks' timed steps together.
+  struct Profile {
+    std::string recipe, key, from;
+    int threads, busy;
+    json j;
+  };
+  std::vector<Profile> profiles;
+  for (const auto& r : recipes) {
+    const std::string key = recipe_model_key(r, a.plugin_paths);
+    for (int t : threads) {
+      // The recipe's own loader feeds the steps (unless --synthetic-input): on a CPU
+      // node its decode threads share the cores with compute, as in `vexp run`, and
+      // the profile's forward / backward times carry that contention.
+      std::vector<std::string> argv{exe, "bench", "train", r, "--steps", std::to_string(a.steps),
+                                    "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(t),
+                                    "--json"};
+      if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
+      argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
+      say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
+      json j = run_json(argv, tmp.path());
+      j["command"] = join_cmd(argv);
+      j["busy_ranks"] = 1;
+      const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
+      profiles.push_back({r, key, save(name + ".json", j), t, 1, j});
+
+      say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
+          " ranks at once under mpirun)");
+      json busy = bench_train_busy(argv, ranks, tmp.path());
+      profiles.push_back({r, key, save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
+    }
+  }
+
+  // 2. Decode rates on a synthetic dataset: videos, and the same clips as frame folders.
+  say("vexp data make-synthetic, extract-frames");
+  const fs::path vids = tmp.path() / "videos", frames = tmp.path() / "frames";
+  auto run_checked = [&](const std::vector<std::string>& argv) {
+    Proc p = run_process(argv, tmp.path());
+    if (p.rc != 0) throw measurement_error("measurement step failed: " + join_cmd(argv), p.err);
+  };
+  run_checked({exe, "data", "make-synthetic", "--out", vids.string(), "--train-clips", "64", "--val-clips", "8", "--seed",
+               "1"});
+  const std::string data_recipe = shipped_recipe("quickstart/tsm_motion_video.toml");
+  auto bench_data = [&](const std::vector<std::string>& sets, const std::string& layout) {
+    say("bench data (" + layout + ")");
+    std::vector<std::string> argv{exe, "bench", "data", data_recipe, "--split", "train", "--threads", "1", "--repeat", "2",
+                                  "--json"};
+    for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
+    argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
+    json j = run_json(argv, tmp.path());
+    j["command"] = join_cmd(argv);
+    j["layout"] = layout;
+    return j;
+  };
+  json dv = bench_data({"data.params.root=\"" + vids.string() + "\""}, "videos");
+  run_checked({exe, "data", "extract-frames", (vids / "train_list.txt").string(), "--out", frames.string(), "--workers",
+               "1"});
+  json df = bench_data({"data.params.root=\"" + frames.string() + "\"", "data.params.train_list=\"train_list_frames.txt\"",
+                        "data.params.val_list=\"train_list_frames.txt\"", "data.params.layout=\"frames\""},
+                       "frames");
+  const auto [jpg_bytes, jpgs] = file_bytes(frames, ".jpg");
+  const auto [mp4_bytes, mp4s] = file_bytes(vids, ".mp4");
+  const int64_t clip_frames = df.at("clip").at(0).get<int64_t>();
+  if (jpgs == 0 || mp4s == 0) throw base::failure("the synthetic dataset has no frames or videos");
+  const double frames_clip_bytes = jpg_bytes / static_cast<double>(jpgs) * static_cast<double>(clip_frames);
+  const double videos_clip_bytes = mp4_bytes / static_cast<double>(mp4s);
+  df["bytes_per_frame"] = jpg_bytes / static_cast<double>(jpgs);
+  df["bytes_per_clip"] = frames_clip_bytes;
+  dv["bytes_per_video"] = videos_clip_bytes;
+  const std::string from_frames = save("data_frames.json", df), from_videos = save("data_videos.json", dv);
+
+  // 3. The intra-node link: the MPI allreduce over `ranks` ranks at each size.
+  std::vector<std::pair<double, double>> points;
+  json ar = json::array();
+  for (double mb : sizes) {
+    say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
+    const std::vector<std::string> argv = base::mpirun_argv(
+        ranks, {exe, "bench", "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"},
+        {});
+    json j = run_json(argv, tmp.path());
+    j["command"] = join_cmd(argv);
+    const double bytes = j.at("mb").get<double>() * 1048576.0, secs = j.at("median_ms").get<double>() / 1e3;
+    points.push_back({bytes, secs});
+    ar.push_back(j);
+  }
+  vexp::plan::LinkFit link;
+  try {
+    link = vexp::plan::fit_ring(points, ranks);
+  } catch (const std::invalid_argument& e) {
+    throw base::invalid(std::string("--allreduce-mb: ") + e.what());
+  }
+  if (!link.fitted) std::fprintf(stderr, "vexp: warning: the intra-node link: %s\n", link.how.c_str());
+  const std::string from_allreduce =
+      save("allreduce.json", json{{"ranks", ranks},
+                                  {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how},
+                                  {"latency_us", link.latency_us},
+                                  {"bandwidth_GBps", link.bandwidth_GBps},
+                                  {"results", ar}});
+
+  // 4. Storage.
+  say("storage read bandwidth (" + fmt(a.storage_mb) + " MiB file)");
+  Storage st = measure_storage(tmp.path(), a.storage_mb);
+  const std::string from_storage =
+      save("storage.json", json{{"file_system_of", fs::absolute(meas).string()}, {"read_GBps", st.read_GBps},
+                                {"runs", st.runs}, {"frames_clip_bytes", frames_clip_bytes},
+                                {"videos_clip_bytes", videos_clip_bytes}});
+
+  // 5. The cluster file.
+  const std::string where = "measured by vexp plan --measure-local on " + host + ", " + date + ": " + command;
+  std::ostringstream o;
+  o << "# This machine, " << where << "\n"
+    << "# Every number is a measurement of that command; the JSON files it wrote to " << meas_rel.generic_string()
+    << "/ hold\n# them (`from` names them; each has the command that made it). Remake with the command above.\n\n";
+  o << "[cluster]\nname = " << toml_str("local (" + host + ")") << "\nnodes = 1\ngpus_per_node = " << ranks
+    << "   # ranks, " << cores << " core(s)\nsource = " << toml_str(where) << "\n\n";
+  o << "[gpu]\nname = " << toml_str("CPU rank on " + cpu) << "\n\n";
+  for (const auto& p : profiles) {
+    const json& ph = p.j.at("phases");
+    o << "[[gpu.profile]]   # " << fs::path(p.recipe).filename().string() << ", " << p.threads << " thread(s), "
+      << (p.busy == 1 ? std::string("alone") : std::to_string(p.busy) + " ranks at once") << ": forward "
+      << fmt(ph.at("forward").at("median_ms").get<double>(), "%.1f") << " ms, backward "
+      << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
+      << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
+      << p.j.at("clips_per_step").get<int64_t>() << " clips\n"
+      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nbusy_ranks = " << p.busy
+      << "\nsource = "
+      << toml_str(std::string(a.synthetic ? "vexp bench train --synthetic" : "vexp bench train (the recipe's loader)") +
+                  ", median of " + std::to_string(a.steps) + " steps" +
+                  (p.busy == 1 ? std::string()
+                               : " of each of " + std::to_string(p.busy) + " copies run at once by mpirun") +
+                  " (" + where + ")")
+      << "\n\n";
+  }
+  o << "[links.intra]   # " << from_allreduce << "\nbandwidth_GBps = " << fmt(link.bandwidth_GBps, "%.4g")
+    << "\nlatency_us = " << fmt(link.latency_us, "%.4g") << "\nsource = "
+    << toml_str("fitted to vexp bench allreduce --backend mpi over " + std::to_string(ranks) + " ranks at " + [&] {
+         std::string s;
+         for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + fmt(sizes[i]);
+         return s;
+       }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how + "; " + where)
+    << "\n\n";
+  o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
+    << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
+    << toml_str("vexp bench data --threads 1 on synthetic 32x32 motion clips (vexp data make-synthetic) as mp4 "
+                "files and as JPEG frame folders (vexp data extract-frames); " + where)
+    << "\n\n";
+  o << "[storage]   # " << from_storage << "\nread_GBps = " << fmt(st.read_GBps, "%.4g")
+    << "\nnode_read_GBps = " << fmt(st.read_GBps, "%.4g") << "\nframes_clip_bytes = " << fmt(frames_clip_bytes, "%.1f")
+    << "\nvideos_clip_bytes = " << fmt(videos_clip_bytes, "%.1f") << "\nsource = "
+    << toml_str("read back a " + fmt(a.storage_mb) + " MiB file of the output's file system after fsync and "
+                "posix_fadvise(DONTNEED) (median of 3); bytes per clip: mean JPEG frame x " +
+                std::to_string(clip_frames) + " frames, mean mp4 file (a clip reads its whole video); " + where)
+    << "\n";
+  write_target_atomic(out, o.str());
+  say("wrote " + out.string() + " and " + meas.string() + "/*.json");
+  std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",
+              out.string().c_str(), ranks, link.bandwidth_GBps, link.latency_us, st.read_GBps, profiles.size());
+}
+
+}  // namespace vexp::cli

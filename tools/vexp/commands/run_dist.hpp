@@ -1,0 +1,34 @@
+// The distributed side of `vexp run`: --dry-run (the plan) and --nproc N (local ranks).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "commands/common.hpp"
+
+namespace vexp::cli {
+
+// Prints the plan of the run; throws Exit on an invalid recipe.
+void print_dry_run(const RecipeArgs& args, int nproc);
+
+// Throws Exit (2, one line naming dist.backend, the launcher and its task count)
+// when a launcher started more than one task and `backend` is "local", which
+// cannot span processes: each task would otherwise train alone in the same run
+// directory. Tasks after the first exit 2 silently.
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend);
+
+// Runs `mpirun -np N ... vexp run ...` with the same arguments minus --nproc
+// (adding --set dist.backend=mpi when the recipe's backend is "local") and waits
+// for it. Returns false at once when already running under a launcher (this
+// process is a rank), true when the ranks succeeded; otherwise throws Exit with
+// mpirun's exit code, or 130 when interrupted: the first SIGINT / SIGTERM is
+// forwarded to every rank as SIGUSR1 (each stops after the same step and rank 0
+// writes a checkpoint), a second one ends the job at once.
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough);
+
+// The command line that continues this invocation's run: its own arguments
+// without --resume [auto] / --resume-from / --stop-after, plus --resume (shell-quoted;
+// prefixed with mpirun -np N, or srun -n N, when this process is a rank of such a job).
+std::string resume_command();
+
+}  // namespace vexp::cli
