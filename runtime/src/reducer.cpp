@@ -38,7 +38,7 @@ struct ReadyHook final : torch::autograd::FunctionPostHook {
 }  // namespace
 
 Reducer::Reducer(std::vector<at::Tensor> params, std::shared_ptr<Comm> comm, ReducerOptions options)
-    : params_(std::move(params)), comm_(std::move(comm)), prescaled_(options.prescaled) {
+    : params_(std::move(params)), comm_(std::move(comm)), options_(options) {
   if (!comm_) throw std::invalid_argument("reducer: no communicator");
   at::ScalarType wire = at::kFloat;
   if (options.compression == "fp16") wire = at::kHalf;
@@ -186,14 +186,14 @@ void Reducer::finish() {
   const double inv = 1.0 / static_cast<double>(comm_->size());
   for (auto& b : buckets_) {
     if (b.views) {
-      if (!prescaled_) b.buffer.mul_(inv);
+      if (!options_.prescaled) b.buffer.mul_(inv);
       continue;
     }
     for (size_t s = 0; s < b.members.size(); ++s) {
       const size_t k = b.members[s];
       at::Tensor& p = params_[k];
       if (!p.grad().defined()) p.mutable_grad() = at::empty_like(p);
-      if (prescaled_) p.mutable_grad().copy_(views_[k]);
+      if (options_.prescaled) p.mutable_grad().copy_(views_[k]);
       else at::mul_out(p.mutable_grad(), views_[k].to(at::kFloat), inv);
     }
   }

@@ -111,8 +111,8 @@ Execution set_up_execution(const dsl::RunConfig& run, const std::string& recipe_
 }
 
 // The dataset, the model (on its device, in its layout), the optimizer and the
-// batch geometry (global batch, learning rate after scaling, schedule in steps:
-// see dist_plan.hpp).
+// scaler (the rig's first stage), and the batch geometry (global batch, learning
+// rate after scaling, schedule in steps: see dist_plan.hpp).
 void build(Run& r, Session& s) {
   const dsl::RecipePlan& plan = r.plan;
   at::manual_seed(static_cast<uint64_t>(plan.run.seed));
@@ -122,19 +122,16 @@ void build(Run& r, Session& s) {
   r.model->train();
   r.params_count = r.model->parameter_count();
   r.macs = plan.data_facts.clip.empty() ? 0.0 : r.model->macs_per_clip(plan.data_facts.clip);
-  // Parameters and buffers move in place (set_data), so tensors taken from the
-  // model below are the device's; checkpoints hold CPU copies.
-  if (!r.exec.device.is_cpu()) r.model->to(r.exec.device);
-  r.exec.memory_format = apply_memory_format(r.model->parameters(true), r.exec.memory_format);
+  // The model on its device and in its layout, the optimizer and the scaler (rig.hpp);
+  // the reducer and the step once the weights are final (train_run).
+  RigOptions ro;
+  ro.device = r.exec.device;
+  ro.precision = r.exec.precision;
+  ro.memory_format = r.exec.memory_format;
+  r.rig = std::make_unique<Rig>(plan, r.model, r.comm, ro);
+  r.exec.memory_format = r.rig->memory_format();
 
-  // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
-  const dsl::OptimConfig& o = plan.optim;
-  r.sgd = std::make_unique<Sgd>(param_groups(*r.model, o, r.all_params), o.momentum, o.nesterov);
-  if (o.lars) r.sgd->set_lars(o.lars_eta);
-
-  int64_t grad_numel = 0;
-  for (const auto& p : r.all_params) grad_numel += p.numel();
-  r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), grad_numel);
+  r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numel());
   if (r.dp.world > r.ranks && r.rank == 0) {  // one line for the run, not one per rank
     log_info("emulating " + std::to_string(r.dp.world) + " GPUs on " + std::to_string(r.ranks) + " rank(s): " +
              std::to_string(r.dp.micro) + " micro-batches of " + std::to_string(r.dp.per_gpu) + " clips per step");
@@ -164,7 +161,6 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume);
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   Run r(*s.plan, opt, comm);
   r.exec = set_up_execution(r.plan.run, opt.recipe_path, r.writer);
-  r.scaler = std::make_unique<GradScaler>(r.exec.precision == Precision::Fp16);
   r.out = run_dir_of(r.plan, opt);
   r.ckpt_dir = rundir::RunDir(r.out).checkpoints();
   r.recipe_hash = dsl::recipe_hash(r.plan.resolved);
@@ -215,7 +211,9 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
              std::to_string(st.global_step) + ")");
     resume.checkpoint.reset();
   }
-  if (r.ranks > 1) r.reducer = set_up_ddp(r);
+  if (r.ranks > 1) set_up_ddp(r);
+  // The reducer (more than one rank, dist.reduction = "fast") and the step.
+  r.rig->start(r.dp);
   log_start(r);
   r.progress = std::make_unique<Progress>(r.writer ? r.plan.run.progress : "none", r.plan.run.log_every);
   if (const int64_t ms = r.faults.start_sleep_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));

@@ -102,16 +102,6 @@ class MetricsLog {
   bool tb_failed_ = false;
 };
 
-StepOptions step_options(const Run& r) {
-  StepOptions o;
-  o.rank = r.rank;
-  o.seed = static_cast<uint64_t>(r.plan.run.seed);
-  o.clip_grad_norm = r.plan.optim.clip_grad_norm;
-  o.device = r.exec.device;
-  o.precision = r.exec.precision;
-  return o;
-}
-
 class EpochLoop {
  public:
   explicit EpochLoop(Run& r)
@@ -119,8 +109,7 @@ class EpochLoop {
         dp_(r.dp),
         st_(r.state),
         seed_(static_cast<uint64_t>(r.plan.run.seed)),
-        step_(StepParts{r.model.get(), r.sgd.get(), r.scaler.get(), &r.all_params, r.reducer.get(), r.comm.get()},
-              TrainStep::options_of(dp_, step_options(r))),
+        step_(r.rig->step()),
         metrics_(r.out, r.writer, r.metrics_lines_lost),
         // The growth rule: a logged training-loss window mean above divergence_factor
         // times max(the first step's loss, ln(classes)) is divergence.
@@ -226,10 +215,11 @@ class EpochLoop {
     // The gradients' exchange (the reducer's, or the exact sum's, also on one rank);
     // the logged loss becomes the mean over all GPUs; the stop flag rides along.
     step_.reduce(loss_sum, stop);
-    if (r_.reducer || dp_.exact) comm_s = step_.times().comm;
-    if (r_.reducer) {
-      buckets = r_.reducer->last_step().buckets;
-      overlapped = r_.reducer->last_step().launched_in_backward;
+    const Reducer* reducer = r_.rig->reducer();
+    if (reducer || dp_.exact) comm_s = step_.times().comm;
+    if (reducer) {
+      buckets = reducer->last_step().buckets;
+      overlapped = reducer->last_step().launched_in_backward;
     }
     const double lr = dp_.schedule.at(st_.global_step);
     step_.update(lr);
@@ -260,9 +250,9 @@ class EpochLoop {
                 {"loss", st_.window_sum / static_cast<double>(st_.window_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
                 {"step_s", step_s}, {"data_s", data_s}, {"compute_s", compute_s}, {"comm_s", comm_s},
                 {"ranks", r_.ranks}, {"buckets", buckets}, {"buckets_in_backward", overlapped}};
-      if (r_.scaler->enabled()) {
-        line["loss_scale"] = r_.scaler->scale();
-        line["skipped_steps"] = r_.scaler->skipped_steps();
+      if (const GradScaler& scaler = r_.rig->scaler(); scaler.enabled()) {
+        line["loss_scale"] = scaler.scale();
+        line["skipped_steps"] = scaler.skipped_steps();
       }
       metrics_.emit(line);
       close_window(epoch);
@@ -334,7 +324,7 @@ class EpochLoop {
   const DistPlan& dp_;
   TrainState& st_;
   const uint64_t seed_;
-  TrainStep step_;  // the one training step (train_step.hpp)
+  TrainStep& step_;  // the one training step (train_step.hpp), the rig's
   MetricsLog metrics_;
   const double chance_loss_;
   int64_t end_epoch_ = 0;

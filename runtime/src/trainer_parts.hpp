@@ -4,7 +4,7 @@
 //   trainer_run_dir.cpp  the run directory: its path, the checkpoint to resume
 //                        from, resolved.toml, metrics truncation, failure records
 //   trainer_ranks.cpp    what every rank must agree on (resume point, stop, bad
-//                        items) and the DDP setup (same model, rank 0's weights, reducer)
+//                        items) and the DDP setup (same model, rank 0's weights)
 //   trainer_state.cpp    a checkpoint's contents: the state saved and restored
 //   trainer_loop.cpp     the epochs: steps, divergence checks, evaluation, checkpoints
 //   trainer_eval.cpp     evaluation on the validation split
@@ -36,6 +36,7 @@
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/rig.hpp"
 #include "vexp/runtime/session.hpp"
 #include "vexp/runtime/trainer.hpp"
 #include "vexp/rundir/files.hpp"
@@ -141,10 +142,8 @@ struct Run {
   std::shared_ptr<ModelGraph> model;
   int64_t params_count = 0;
   double macs = 0;              // multiply-adds per clip
-  std::vector<at::Tensor> all_params;
-  std::unique_ptr<Sgd> sgd;
-  std::unique_ptr<GradScaler> scaler;
-  std::unique_ptr<Reducer> reducer;
+  // The model's optimizer, scaler, reducer and step (rig.hpp), as the benchmarks build them.
+  std::unique_ptr<Rig> rig;
   DistPlan dp;
   LoaderOptions loader_opts;
   TrainState state;
@@ -194,9 +193,9 @@ void agree_on_resume_point(Comm& comm, const std::string& resume_from);
 bool agree_stop(Comm& comm, bool mine);
 // The distinct bad items every rank has met, plus `saved`. A collective.
 std::set<std::string> all_bad_items(const Dataset& data, Comm& comm, const std::set<std::string>& saved);
-// Same recipe and model on every rank, rank 0's weights and momentum everywhere,
-// and the reducer that averages the gradients.
-std::unique_ptr<Reducer> set_up_ddp(Run& r);
+// Same recipe and model on every rank, rank 0's weights and momentum everywhere
+// (before the rig's reducer is made: Rig::start).
+void set_up_ddp(Run& r);
 
 // ---- trainer_state.cpp ----
 

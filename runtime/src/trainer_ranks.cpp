@@ -54,7 +54,7 @@ std::set<std::string> all_bad_items(const Dataset& data, Comm& comm, const std::
 }
 
 
-std::unique_ptr<Reducer> set_up_ddp(Run& r) {
+void set_up_ddp(Run& r) {
   std::vector<std::pair<std::string, at::Tensor>> named;
   std::vector<at::Tensor> state;
   for (const auto& p : r.model->named_parameters(true)) {
@@ -63,14 +63,8 @@ std::unique_ptr<Reducer> set_up_ddp(Run& r) {
   }
   check_same_model(*r.comm, r.recipe_hash, named);
   for (const auto& b : r.model->named_buffers(true)) state.push_back(b.value());
-  for (auto& [k, v] : r.sgd->state()) state.push_back(v);
+  for (auto& [k, v] : r.rig->sgd().state()) state.push_back(v);
   broadcast_from_rank0(*r.comm, state);
-  if (r.dp.exact) return nullptr;  // the exact reduction is TrainStep's own (exact_sum.hpp)
-  ReducerOptions ro;
-  ro.bucket_mb = r.plan.dist.bucket_mb;
-  ro.compression = r.plan.dist.compression;
-  ro.prescaled = true;  // the loss carries 1/ranks (trainer_loop.cpp)
-  return std::make_unique<Reducer>(r.all_params, r.comm, ro);
 }
 
 }  // namespace vexp::trainer

@@ -154,7 +154,7 @@ TrainResult finish(Run& r, LoopResult loop) {
       {"flops_per_clip", res.flops_per_clip}, {"frames", plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0]},
       {"global_batch", dp.global_batch}, {"threads", x.threads}, {"recipe_hash", r.recipe_hash},
       {"device", x.device.str()}, {"precision", precision_name(x.precision)},
-      {"memory_format", memory_format_name(x.memory_format)}, {"skipped_steps", r.scaler->skipped_steps()},
+      {"memory_format", memory_format_name(x.memory_format)}, {"skipped_steps", r.rig->scaler().skipped_steps()},
       {"skipped_samples", static_cast<int64_t>(bad.size())}};
   if (r.metrics_lines_lost > 0) {
     summary["metrics_lines_lost"] = r.metrics_lines_lost;

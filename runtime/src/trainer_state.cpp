@@ -116,11 +116,11 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   const auto params = r.model->named_parameters(true);
   for (auto& [k, v] : c.optimizer) {
     const at::Tensor* p = params.find(k);
-    r.sgd->state()[k] = p && p->sizes() == v.sizes() ? at::empty_like(*p).copy_(v)
+    r.rig->sgd().state()[k] = p && p->sizes() == v.sizes() ? at::empty_like(*p).copy_(v)
                                                      : v.to(v.options().device(r.exec.device), false, /*copy=*/true);
   }
   if (meta.contains("grad_scale"))
-    r.scaler->restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
+    r.rig->scaler().restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
                       meta.value("skipped_steps", int64_t(0)));
   s.train_time = meta.value("train_time_s", 0.0);
   s.prior_wall = meta.value("wall_time_s", s.train_time);
@@ -141,7 +141,7 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   Checkpoint c;
   for (const auto& p : r.model->named_parameters(true)) c.model[p.key()] = p.value();
   for (const auto& b : r.model->named_buffers(true)) c.model[b.key()] = b.value();
-  c.optimizer = r.sgd->state();
+  c.optimizer = r.rig->sgd().state();
   json meta{{"epoch", done_epochs},            {"epoch_step", epoch_step},
             {"sampling", kSampling},           {"epoch_clips", r.dp.stream.clips},
             {"global_step", s.global_step},    {"recipe_hash", r.recipe_hash},
@@ -149,10 +149,10 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
             {"train_clips", s.train_clips},    {"reference_loss", s.reference_loss},
             {"window_loss_sum", s.window_sum}, {"window_steps", s.window_n},
             {"bad_items", std::vector<std::string>(bad.begin(), bad.end())}};
-  if (r.scaler->enabled()) {
-    meta["grad_scale"] = r.scaler->scale();
-    meta["grad_scale_good_steps"] = r.scaler->good_steps();
-    meta["skipped_steps"] = r.scaler->skipped_steps();
+  if (r.rig->scaler().enabled()) {
+    meta["grad_scale"] = r.rig->scaler().scale();
+    meta["grad_scale_good_steps"] = r.rig->scaler().good_steps();
+    meta["skipped_steps"] = r.rig->scaler().skipped_steps();
   }
   c.meta_json = meta.dump();
   save_checkpoint(path, c);

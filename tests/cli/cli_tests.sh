@@ -197,6 +197,25 @@ bench_comm_recipe)
   (cd / && "$vexp" bench comm --recipe nowhere.toml) > "$tmp/out" 2>&1
   expect_out "nowhere.toml"
   ;;
+bench_comm_step_reducer)
+  # The step `vexp bench comm` times is built by the runtime's rig from the step
+  # recipe: its reducer has that recipe's dist.bucket_mb and dist.compression, not
+  # those of --recipe (whose gradients part 1 reduces), and the exact reduction has
+  # none. Tiny recipes, two ranks, one repetition and one step each.
+  printf '%s\n' "extends = \"$here/data/tiny.toml\"" "[dist]" "bucket_mb = 0.0625" 'compression = "fp16"' > "$tmp/step.toml"
+  "$vexp" bench comm --nproc 2 --recipe data/tiny.toml --step-recipe "$tmp/step.toml" --reps 1 --steps 1 \
+    > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench comm with a compressed step recipe"; }
+  expect_out "weak-scaling efficiency"
+  expect_out "buckets of 25 MiB"  # part 1: --recipe's gradients, in its (default) buckets
+  grep -Eq "^  step's reducer: [0-9]+ buckets of 0.0625 MiB, fp16 wire " "$tmp/out" ||
+    { cat "$tmp/out"; fail "the step's reducer is not the step recipe's (0.0625 MiB buckets, fp16 wire)"; }
+  printf '%s\n' "extends = \"$here/data/tiny.toml\"" "[dist]" 'reduction = "exact"' > "$tmp/exact.toml"
+  "$vexp" bench comm --nproc 2 --recipe data/tiny.toml --step-recipe "$tmp/exact.toml" --reps 1 --steps 1 \
+    > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "bench comm with an exact step recipe"; }
+  expect_out "step's gradients: dist.reduction = \"exact\" (the exact sum, no bucketed reducer)"
+  expect_no_out "step's reducer"
+  no_crash
+  ;;
 predict_names)
   # Class names: --labels, else the recipe's label_map (relative to the data root),
   # else the dataset's own names, else classes.txt in the data root.

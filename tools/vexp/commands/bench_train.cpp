@@ -20,7 +20,7 @@
 #include "vexp/runtime/loader.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
-#include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/rig.hpp"
 #include "vexp/runtime/train_step.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
@@ -90,48 +90,32 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
-  GradScaler scaler(precision == Precision::Fp16);
   const int64_t total = opt.warmup + opt.steps;
 
   // In the trainer's order (trainer.cpp, build), from the same seed: the dataset,
-  // the model (on its device, in its layout), the optimizer, then the plan.
+  // the model, the rig (the model on its device and in its layout, the optimizer,
+  // the scaler), then the plan, and the rig's reducer and step (rig.hpp).
   at::manual_seed(seed);
   std::shared_ptr<Dataset> data;
   if (!opt.synthetic) data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
   auto model = std::make_shared<ModelGraph>(plan, s.host);
-  model->train();
-  if (!device.is_cpu()) model->to(device);
-  r.memory_format = memory_format_name(apply_memory_format(model->parameters(true), memory_format));
+  RigOptions ro;
+  ro.device = device;
+  ro.precision = precision;
+  ro.memory_format = memory_format;
+  ro.sync_phases = true;  // each phase is charged its own GPU time
+  Rig rig(plan, model, comm, ro);
+  r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
-  std::vector<at::Tensor> all;
-  Sgd sgd(param_groups(*model, plan.optim, all), plan.optim.momentum, plan.optim.nesterov);
-  if (plan.optim.lars) sgd.set_lars(plan.optim.lars_eta);
-  int64_t grad_numel = 0;
-  for (const auto& p : all) grad_numel += p.numel();
   if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
-  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, grad_numel);
+  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, rig.grad_numel());
   r.micro = dp.micro;
   r.clips_per_step = dp.per_gpu * dp.micro;
   r.global_batch = dp.global_batch;
   r.lr_first = dp.schedule.at(0);
   r.lr_last = dp.schedule.at(total - 1);
-
-  std::unique_ptr<Reducer> reducer;
-  if (r.ranks > 1 && !dp.exact) {  // the exact reduction is TrainStep's own
-    ReducerOptions ro;
-    ro.bucket_mb = plan.dist.bucket_mb;
-    ro.compression = plan.dist.compression;
-    ro.prescaled = true;  // as in the trainer: the loss carries 1/ranks
-    reducer = std::make_unique<Reducer>(all, comm, ro);
-  }
-  StepOptions so;
-  so.rank = comm->rank();
-  so.seed = seed;
-  so.clip_grad_norm = plan.optim.clip_grad_norm;
-  so.device = device;
-  so.precision = precision;
-  so.sync_phases = true;  // each phase is charged its own GPU time
-  TrainStep step({model.get(), &sgd, &scaler, &all, reducer.get(), comm.get()}, TrainStep::options_of(dp, so));
+  TrainStep& step = rig.start(dp);
+  const GradScaler& scaler = rig.scaler();
 
   // Data: random clips made up front (two, used in turn), or the batches `vexp run`
   // takes in its first steps (its sample stream, through the loader).
@@ -209,7 +193,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     Checkpoint c;
     for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
     for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
-    c.optimizer = sgd.state();
+    c.optimizer = rig.sgd().state();
     c.meta_json = nlohmann::json{{"written_by", "vexp bench train"}, {"global_step", total},
                                  {"synthetic", opt.synthetic}}.dump();
     save_checkpoint(opt.save_weights, c);

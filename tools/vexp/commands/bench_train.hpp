@@ -3,9 +3,9 @@
 // runtime's TrainStep (train_step.hpp), the one `vexp run` takes: the recipe's
 // micro-batches (accum_steps, emulated GPUs), clip_grad_norm, the scheduled lr after
 // scaling, on the batches `vexp run` draws (its sample stream and augmentation
-// seeds); the model, optimizer and data are built in the trainer's order from the
-// same seed. Without the trainer's bookkeeping: no run directory, checkpoints or
-// evaluation.
+// seeds); the model, its rig (rig.hpp: optimizer, scaler, reducer and step, as the
+// trainer's) and the data are built in the trainer's order from the same seed.
+// Without the trainer's bookkeeping: no run directory, checkpoints or evaluation.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,9 @@
 //  2. Weak scaling of `vexp run`'s training step (the runtime's TrainStep) of the
 //     quickstart model with 1 thread per rank, dist.world_size = the ranks: N ranks
 //     (reducer) against rank 0 alone (no communication) on the same per-rank
-//     batch; efficiency = t(1 rank) / t(N ranks) (goal >= 0.85).
+//     batch; efficiency = t(1 rank) / t(N ranks) (goal >= 0.85). The step's rig
+//     (rig.hpp) is the step recipe's: its reducer has that recipe's dist.bucket_mb
+//     and dist.compression (printed), or none with dist.reduction = "exact".
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/reducer.hpp"
+#include "vexp/runtime/rig.hpp"
 #include "vexp/runtime/train_step.hpp"
 #include "commands/bench_train.hpp"
 #include "commands/run_dist.hpp"
@@ -106,7 +109,7 @@ void add_bench_comm(CLI::App& app) {
     at::Tensor flat = at::randn({numel});
     comm->allreduce(flat, ReduceOp::Sum);  // warm-up
     std::vector<double> t_flat, t_bucket, t_local;
-    ReducerOptions ro;
+    ReducerOptions ro;  // the fp32 wire of the flat allreduce it is compared with
     ro.bucket_mb = s.plan->dist.bucket_mb;
     ro.prescaled = true;
     Reducer reducer(params, comm, ro);
@@ -161,40 +164,23 @@ void add_bench_comm(CLI::App& app) {
                    {*dsl::parse_override("dist.backend=\"mpi\""),
                     *dsl::parse_override("dist.world_size=" + std::to_string(comm->size()))});
     const dsl::RecipePlan& qp = *q.plan;
-    StepOptions so;
-    so.rank = comm->rank();
-    so.seed = static_cast<uint64_t>(qp.run.seed);
-    so.clip_grad_norm = qp.optim.clip_grad_norm;
-    so.precision = parse_precision(qp.run.precision);
-    check_precision(so.precision, so.device, run_setting_where(qp.run, qp.run.precision_loc, "precision", *step_recipe));
-    // The plan of the timed steps (the warm-up step included): micro-batches and the lr schedule.
+    const uint64_t seed = static_cast<uint64_t>(qp.run.seed);
+    RigOptions rig_options;  // the CPU, the step recipe's precision
+    rig_options.precision = parse_precision(qp.run.precision);
+    check_precision(rig_options.precision, rig_options.device,
+                    run_setting_where(qp.run, qp.run.precision_loc, "precision", *step_recipe));
+    // The plan of the timed steps (the warm-up step included): micro-batches, the lr
+    // schedule and the reducer's settings (the step recipe's dist.bucket_mb and
+    // dist.compression); rank 0 alone computes the same per-rank batch and exchanges nothing.
     const DistPlan dp = bench_dist_plan(qp, comm->size(), nullptr, *steps + 1, 0);
-    // One model, optimizer and scaler per measurement, built alike.
-    struct Rig {
-      std::shared_ptr<ModelGraph> model;
-      std::vector<at::Tensor> params;
-      std::unique_ptr<Sgd> sgd;
-      GradScaler scaler{false};
-      std::unique_ptr<Reducer> reducer;
-      std::unique_ptr<TrainStep> step;
-    };
-    auto rig = [&](bool distributed) {
-      auto g = std::make_unique<Rig>();
-      at::manual_seed(so.seed);
-      g->model = std::make_shared<ModelGraph>(qp, q.host);
-      g->model->train();
-      g->sgd = std::make_unique<Sgd>(param_groups(*g->model, qp.optim, g->params), qp.optim.momentum, qp.optim.nesterov);
-      if (qp.optim.lars) g->sgd->set_lars(qp.optim.lars_eta);
-      StepOptions o = TrainStep::options_of(dp, so);
-      if (!distributed) {
-        o.ranks = 1;  // rank 0 alone: the same per-rank batch, nothing to exchange
-        o.world = 1;
-      } else if (!dp.exact) {
-        g->reducer = std::make_unique<Reducer>(g->params, comm, ro);
-      }
-      g->step = std::make_unique<TrainStep>(StepParts{g->model.get(), g->sgd.get(), &g->scaler, &g->params,
-                                                      g->reducer.get(), comm.get()},
-                                            o);
+    DistPlan alone_dp = dp;
+    alone_dp.ranks = 1;
+    alone_dp.world = 1;
+    // One rig (rig.hpp: model, optimizer, scaler, reducer, step) per measurement, built alike.
+    auto rig = [&](const DistPlan& plan) {
+      at::manual_seed(seed);
+      auto g = std::make_unique<Rig>(qp, std::make_shared<ModelGraph>(qp, q.host), comm, rig_options);
+      g->start(plan);
       return g;
     };
     const auto& clip = qp.data_facts.clip;
@@ -206,14 +192,14 @@ void add_bench_comm(CLI::App& app) {
     auto step_of = [&](Rig& g) {
       int64_t i = 0;
       return [&g, &next, &dp, i]() mutable {
-        g.step->run(i, dp.schedule.at(i), next);
+        g.step().run(i, dp.schedule.at(i), next);
         ++i;
       };
     };
     std::vector<double> t1, tn;
     comm->barrier();
     if (root) {
-      auto alone = rig(false);
+      auto alone = rig(alone_dp);
       auto step = step_of(*alone);
       step();
       for (int i = 0; i < *steps; ++i) {
@@ -223,7 +209,7 @@ void add_bench_comm(CLI::App& app) {
       }
     }
     comm->barrier();  // the other ranks idle while rank 0 measures the baseline
-    auto together = rig(true);
+    auto together = rig(dp);
     auto step = step_of(*together);
     step();
     for (int i = 0; i < *steps; ++i) {
@@ -238,6 +224,15 @@ void add_bench_comm(CLI::App& app) {
                   (long long)(per_gpu * dp.micro), *steps);
       std::printf("  1 rank:   %8.2f ms\n  %d ranks: %8.2f ms\n  weak-scaling efficiency: %.3f (goal >= 0.85)\n",
                   a * 1e3, comm->size(), b * 1e3, a / b);
+      // What the timed step exchanged its gradients with: the step recipe's settings.
+      if (const Reducer* red = together->reducer()) {
+        const ReducerOptions& o = red->options();
+        std::printf("  step's reducer: %zu buckets of %g MiB, %s wire (the step recipe's dist.bucket_mb, "
+                    "dist.compression)\n",
+                    red->bucket_members().size(), o.bucket_mb, o.compression == "none" ? "fp32" : o.compression.c_str());
+      } else {
+        std::printf("  step's gradients: dist.reduction = \"exact\" (the exact sum, no bucketed reducer)\n");
+      }
     }
     comm->barrier();
   });

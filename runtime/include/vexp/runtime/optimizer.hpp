@@ -24,6 +24,7 @@ class Sgd {
   void step(double lr);
   // LARS (You et al.): each weight tensor (dim > 1) gets lr x eta |w| / (|g| + wd |w|).
   void set_lars(double eta) { lars_eta_ = eta; }
+  double lars_eta() const { return lars_eta_; }  // 0: no LARS
   void zero_grad();
   const std::vector<ParamGroup>& groups() const { return groups_; }
   // Momentum buffers by parameter name (for checkpoints).

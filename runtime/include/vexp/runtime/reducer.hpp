@@ -70,6 +70,8 @@ class Reducer {
   void prepare(bool sync);
   void finish();
   const StepStats& last_step() const { return stats_; }
+  // The settings it was built with (bucket size, wire format, prescaled).
+  const ReducerOptions& options() const { return options_; }
   // Parameter indices (registration order) of each bucket.
   std::vector<std::vector<size_t>> bucket_members() const;
   // True when parameter k's .grad is a view into its bucket (fp32 wire).
@@ -97,7 +99,7 @@ class Reducer {
   std::vector<bool> seen_;
   std::vector<Bucket> buckets_;
   std::shared_ptr<Comm> comm_;
-  bool prescaled_ = false;
+  ReducerOptions options_;
   size_t next_launch_ = 0;
   bool sync_ = false;
   std::mutex mu_;

@@ -47,7 +47,8 @@ class Reducer;
 class Sgd;
 struct DistPlan;
 
-// What a step works on (not owned; each must outlive the TrainStep).
+// What a step works on (not owned; each must outlive the TrainStep): the rig's
+// (rig.hpp), which builds them one way for the trainer and the benchmarks.
 struct StepParts {
   ModelGraph* model = nullptr;
   Sgd* sgd = nullptr;

@@ -1,0 +1,77 @@
+// The training rig (rig.hpp): the trainer's and the benchmarks' only copy.
+#include "vexp/runtime/rig.hpp"
+
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#include "vexp/comm.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/optimizer.hpp"
+
+namespace vexp {
+
+Rig::Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::shared_ptr<Comm> comm,
+         RigOptions options)
+    : seed_(static_cast<uint64_t>(plan.run.seed)),
+      clip_grad_norm_(plan.optim.clip_grad_norm),
+      model_(std::move(model)),
+      comm_(std::move(comm)),
+      opt_(options) {
+  if (!model_ || !comm_) throw std::logic_error("Rig: a model and a communicator are required");
+  model_->train();
+  // Parameters and buffers move in place (set_data), so the tensors taken from the
+  // model below are the device's; checkpoints hold CPU copies.
+  if (!opt_.device.is_cpu()) model_->to(opt_.device);
+  memory_format_ = apply_memory_format(model_->parameters(true), opt_.memory_format);
+  // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
+  const dsl::OptimConfig& o = plan.optim;
+  sgd_ = std::make_unique<Sgd>(param_groups(*model_, o, params_), o.momentum, o.nesterov);
+  if (o.lars) sgd_->set_lars(o.lars_eta);
+  scaler_ = std::make_unique<GradScaler>(opt_.precision == Precision::Fp16);
+}
+
+Rig::~Rig() = default;
+
+bool Rig::uses_reducer(const DistPlan& dp) { return dp.ranks > 1 && !dp.exact; }
+
+ReducerOptions Rig::reducer_options(const DistPlan& dp) {
+  ReducerOptions ro;
+  ro.bucket_mb = dp.bucket_mb;
+  ro.compression = dp.compression;
+  ro.prescaled = true;  // TrainStep's loss carries 1/ranks: the reducer sums
+  return ro;
+}
+
+StepOptions Rig::step_options(const DistPlan& dp) const {
+  StepOptions so;
+  so.rank = comm_->rank();
+  so.seed = seed_;
+  so.clip_grad_norm = clip_grad_norm_;
+  so.device = opt_.device;
+  so.precision = opt_.precision;
+  so.sync_phases = opt_.sync_phases;
+  return TrainStep::options_of(dp, so);
+}
+
+TrainStep& Rig::start(const DistPlan& dp) {
+  if (step_) throw std::logic_error("Rig::start: already started");
+  if (uses_reducer(dp)) reducer_ = std::make_unique<Reducer>(params_, comm_, reducer_options(dp));
+  step_ = std::make_unique<TrainStep>(
+      StepParts{model_.get(), sgd_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get()}, step_options(dp));
+  return *step_;
+}
+
+int64_t Rig::grad_numel() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += p.numel();
+  return n;
+}
+
+TrainStep& Rig::step() const {
+  if (!step_) throw std::logic_error("Rig::step: start() was not called");
+  return *step_;
+}
+
+}  // namespace vexp

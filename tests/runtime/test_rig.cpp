@@ -1,0 +1,161 @@
+// The training rig (rig.hpp): what the trainer and both benchmarks build around the
+// step, from the recipe's plan. One process with the local comm; the plans say how
+// many ranks they are for (the reducer is made, never run, for two).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "vexp/comm.hpp"
+#include "vexp/runtime/dist_plan.hpp"
+#include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/optimizer.hpp"
+#include "vexp/runtime/rig.hpp"
+#include "vexp/runtime/session.hpp"
+
+namespace {
+
+const std::string kRecipe = std::string(VEXP_SOURCE_DIR) + "/recipes/quickstart/tsm_motion.toml";
+
+// The quickstart recipe shrunk (as test_trainer.cpp's), with `more` overrides.
+void open(vexp::Session& s, const std::vector<std::string>& more) {
+  std::vector<vexp::dsl::Override> o;
+  for (const char* t : {"data.params.train_clips=48", "data.params.val_clips=16", "data.params.size=16",
+                        "data.params.frames=4", "data.params.classes=4", "dist.batch_per_gpu=8", "run.epochs=2",
+                        "run.progress=\"none\"", "run.threads=1"})
+    o.push_back(*vexp::dsl::parse_override(t));
+  for (const auto& t : more) o.push_back(*vexp::dsl::parse_override(t));
+  std::vector<std::string> problems;
+  s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
+  if (!problems.empty()) throw std::runtime_error(problems.front());
+  vexp::OpenOptions options;
+  options.load_plugins = false;
+  options.overrides = std::move(o);
+  if (!vexp::open_recipe(s, kRecipe, options)) throw std::runtime_error(s.diags.str());
+}
+
+struct Built {
+  vexp::Session s;
+  std::shared_ptr<vexp::Comm> comm;
+  std::unique_ptr<vexp::Rig> rig;
+  vexp::DistPlan dp;
+};
+
+// The recipe with `more`, its rig, and the plan of `ranks` ranks (not started).
+std::unique_ptr<Built> build(const std::vector<std::string>& more, int64_t ranks, vexp::RigOptions ro = {}) {
+  auto b = std::make_unique<Built>();
+  open(b->s, more);
+  const vexp::dsl::RecipePlan& plan = *b->s.plan;
+  b->comm = b->s.host.make<vexp::Comm>("comm", plan.comm, plan.comm_params);
+  at::manual_seed(0);
+  b->rig = std::make_unique<vexp::Rig>(plan, std::make_shared<vexp::ModelGraph>(plan, b->s.host), b->comm, ro);
+  b->dp = vexp::make_dist_plan(plan, ranks, 48, b->rig->grad_numel());
+  return b;
+}
+
+TEST(Rig, ReducerHasTheStepRecipesBucketSizeAndCompression) {
+  auto b = build({"dist.world_size=2", "dist.bucket_mb=0.0625", "dist.compression=\"fp16\""}, 2);
+  EXPECT_TRUE(vexp::Rig::uses_reducer(b->dp));
+  vexp::TrainStep& step = b->rig->start(b->dp);
+  const vexp::Reducer* red = b->rig->reducer();
+  ASSERT_NE(red, nullptr);
+  EXPECT_DOUBLE_EQ(red->options().bucket_mb, 0.0625);
+  EXPECT_EQ(red->options().compression, "fp16");
+  EXPECT_TRUE(red->options().prescaled);  // the step's loss carries 1/ranks
+  // 176 K parameters of 2 bytes on the wire in buckets of 64 KiB: more than one.
+  EXPECT_GT(red->bucket_members().size(), 1u);
+  EXPECT_EQ(step.options().ranks, 2);
+  EXPECT_EQ(step.options().world, 2);
+  EXPECT_FALSE(step.options().exact);
+  EXPECT_EQ(&b->rig->step(), &step);
+  EXPECT_THROW(b->rig->start(b->dp), std::logic_error);  // once
+}
+
+TEST(Rig, DefaultReducerSettings) {
+  auto b = build({"dist.world_size=2"}, 2);
+  b->rig->start(b->dp);
+  ASSERT_NE(b->rig->reducer(), nullptr);
+  EXPECT_DOUBLE_EQ(b->rig->reducer()->options().bucket_mb, 25);
+  EXPECT_EQ(b->rig->reducer()->options().compression, "none");
+}
+
+TEST(Rig, ExactReductionTakesNoReducer) {
+  // Two ranks: the exact sum is TrainStep's own, no bucketed reducer.
+  auto two = build({"dist.world_size=2", "dist.reduction=\"exact\"", "dist.bucket_mb=0.5"}, 2);
+  EXPECT_FALSE(vexp::Rig::uses_reducer(two->dp));
+  // One rank emulating both GPUs (a Comm of one rank can run it): no reducer, the
+  // exact sum with the recipe's message size.
+  auto one = build({"dist.world_size=2", "dist.reduction=\"exact\"", "dist.bucket_mb=0.5"}, 1);
+  vexp::TrainStep& step = one->rig->start(one->dp);
+  EXPECT_EQ(one->rig->reducer(), nullptr);
+  EXPECT_TRUE(step.options().exact);
+  EXPECT_DOUBLE_EQ(step.options().bucket_mb, 0.5);
+  EXPECT_EQ(step.options().micro, 2);
+  EXPECT_EQ(step.options().world, 2);
+}
+
+TEST(Rig, OneRankTakesNoReducer) {
+  auto b = build({}, 1);
+  EXPECT_FALSE(vexp::Rig::uses_reducer(b->dp));
+  b->rig->start(b->dp);
+  EXPECT_EQ(b->rig->reducer(), nullptr);
+  EXPECT_THROW(vexp::Rig(*b->s.plan, nullptr, b->comm, {}), std::logic_error);
+}
+
+TEST(Rig, OptimizerScalerAndStepOptionsAreTheRecipes) {
+  vexp::RigOptions ro;
+  ro.precision = vexp::Precision::Fp16;  // the scaler only: no step is run
+  ro.sync_phases = true;
+  auto b = build({"optim.lars=true", "optim.lars_eta=0.002", "optim.clip_grad_norm=5", "run.seed=7",
+                  "optim.no_decay_bn_bias=true"},
+                 1, ro);
+  vexp::Rig& rig = *b->rig;
+  EXPECT_DOUBLE_EQ(rig.sgd().lars_eta(), 0.002);
+  EXPECT_TRUE(rig.scaler().enabled());
+  size_t in_groups = 0;
+  for (const auto& g : rig.sgd().groups()) in_groups += g.params.size();
+  EXPECT_EQ(in_groups, rig.params().size());
+  int64_t numel = 0;
+  for (const auto& p : rig.params()) numel += p.numel();
+  EXPECT_EQ(rig.grad_numel(), numel);
+  EXPECT_TRUE(rig.model().is_training());
+  const vexp::StepOptions so = rig.step_options(b->dp);
+  EXPECT_EQ(so.seed, 7u);
+  EXPECT_DOUBLE_EQ(so.clip_grad_norm, 5);
+  EXPECT_EQ(so.precision, vexp::Precision::Fp16);
+  EXPECT_TRUE(so.sync_phases);
+  EXPECT_EQ(so.rank, 0);
+
+  auto plain = build({}, 1);
+  EXPECT_DOUBLE_EQ(plain->rig->sgd().lars_eta(), 0);
+  EXPECT_FALSE(plain->rig->scaler().enabled());
+}
+
+TEST(Rig, LaysOutTheModel) {
+  vexp::RigOptions ro;
+  ro.memory_format = vexp::MemoryFormat::ChannelsLast;
+  auto b = build({}, 1, ro);
+  EXPECT_EQ(b->rig->memory_format(), vexp::MemoryFormat::ChannelsLast);
+  bool any = false;
+  for (const auto& p : b->rig->params())
+    if (p.dim() == 4) any = any || p.is_contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(any);
+}
+
+TEST(Rig, StepsTrain) {
+  auto b = build({}, 1);
+  vexp::TrainStep& step = b->rig->start(b->dp);
+  const at::Tensor before = b->rig->params().front().clone();
+  at::manual_seed(1);
+  const vexp::Batch batch{at::randn({8, 4, 1, 16, 16}), at::randint(0, 4, {8}, at::kLong)};
+  const double loss = step.run(0, 0.1, [&](int64_t) { return batch; });
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_FALSE(at::equal(before, b->rig->params().front()));
+}
+
+}  // namespace
