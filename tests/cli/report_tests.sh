@@ -364,6 +364,21 @@ compare_provenance)
   expect_rc 0 -- "$vexp" compare --json "$tmp/a" "$tmp/b"
   $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[1]["provenance"]["overrides"]==["run.log_every=1","optim.lr=0.1"], r' "$tmp/out" \
     || fail "compare --json lacks the provenance"
+  # --no-provenance: the table alone, its rows the last lines (tools/demo.sh ends with it)
+  expect_rc 0 -- "$vexp" compare --no-provenance "$tmp/a" "$tmp/b"
+  expect_no_out "provenance"
+  [ "$(wc -l <"$tmp/out")" -eq 3 ] && grep -q '^run ' "$tmp/out" && tail -n 1 "$tmp/out" | grep -q '^tiny (b) ' \
+    || { cat "$tmp/out"; fail "compare --no-provenance printed more than its table"; }
+  expect_rc 0 -- "$vexp" compare --no-provenance --json "$tmp/a" "$tmp/b"
+  $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r)==2 and all("provenance" not in x and x["top1"] is not None for x in r), r' \
+    "$tmp/out" || fail "compare --no-provenance --json still has the provenance"
+  # ... and does not read provenance.jsonl (a FIFO there would stop the plain compare)
+  mkdir "$tmp/fifo" && cp "$tmp/a/summary.json" "$tmp/fifo/" && mkfifo "$tmp/fifo/provenance.jsonl"
+  expect_rc 1 -- timeout 20 "$vexp" compare "$tmp/fifo" "$tmp/b"
+  expect_out "provenance.jsonl' is a FIFO, not a regular file"
+  expect_rc 0 -- timeout 20 "$vexp" compare --no-provenance "$tmp/fifo" "$tmp/b"
+  expect_rc 0 -- "$vexp" compare --help
+  expect_out "--no-provenance"
   # a run of an earlier vexp (no provenance.jsonl) against a new one
   cp -r "$tmp/a" "$tmp/old" && rm "$tmp/old/provenance.jsonl"
   expect_rc 0 -- "$vexp" compare "$tmp/old" "$tmp/b"

@@ -1,6 +1,7 @@
 // vexp compare RUN_DIR...: finished runs side by side (a repeated run name gets the
 // shortest tail of its directory that tells the runs apart), then where their
-// provenance (the last invocation of each, provenance.jsonl) differs.
+// provenance (the last invocation of each, provenance.jsonl) differs; --no-provenance:
+// the table alone (the demo's last word, tools/demo.sh).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -103,19 +104,25 @@ void add_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, FLOPs, params)");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
+  auto no_provenance = std::make_shared<bool>(false);
   cmd->add_option("runs", *dirs, "Run directories")->required();
   cmd->add_flag("--json", *as_json, "Machine-readable output");
-  cmd->callback([dirs, as_json] {
+  cmd->add_flag("--no-provenance", *no_provenance,
+                "Only the table: leave out where the runs' provenance differs (with --json: each run's "
+                "\"provenance\" key)");
+  cmd->callback([dirs, as_json, no_provenance] {
     auto rows = nlohmann::json::array();
     std::vector<nlohmann::json> provenance;  // each run's last record (null: none)
     for (const auto& d : *dirs) {
       const rundir::RunDir dir(d);
       nlohmann::json j = rundir::read_summary(dir.summary());
       if (j.is_null()) throw base::failure("'" + d + "' has no summary.json: it is not a finished run directory");
-      const rundir::Provenance p = rundir::read_provenance(dir.dir);
-      provenance.push_back(p.records.empty() ? nlohmann::json() : p.records.back());
       j["run_dir"] = d;
-      j["provenance"] = provenance.back();
+      if (!*no_provenance) {  // not even read: an unreadable provenance.jsonl does not stop the table
+        const rundir::Provenance p = rundir::read_provenance(dir.dir);
+        provenance.push_back(p.records.empty() ? nlohmann::json() : p.records.back());
+        j["provenance"] = provenance.back();
+      }
       rows.push_back(j);
     }
     if (*as_json) {
@@ -146,7 +153,7 @@ void add_compare(CLI::App& app) {
                   num("top5", 0), num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
                   static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
     }
-    if (rows.size() > 1) print_provenance_differences(provenance, labels);
+    if (rows.size() > 1 && !*no_provenance) print_provenance_differences(provenance, labels);
   });
 }
 
