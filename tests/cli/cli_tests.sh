@@ -635,6 +635,12 @@ compare_repeated_names)
   expect_out "tsm_motion (a/tsm_motion) "; expect_out "tsm_motion (b/tsm_motion) "
   expect_out "tsm (one) "; expect_out "tsm (two) "
   grep -q '^tsn_motion ' "$tmp/out" || { cat "$tmp/out"; fail "a unique name got a suffix"; }
+  # The comparison report names the same runs the same way (rundir::run_labels).
+  (cd "$tmp" && "$vexp" report a/tsm_motion/ "$tmp/b/tsm_motion" runs/one ./runs/two --out "$tmp/cmp.html") \
+    > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "report failed"; }
+  for l in "tsm_motion (a/tsm_motion)" "tsm_motion (b/tsm_motion)" "tsm (one)" "tsm (two)"; do
+    grep -qF "$l" "$tmp/cmp.html" || fail "the comparison report does not name a run '$l' as vexp compare does"
+  done
   ;;
 docs_links)
   # No doc links a file outside the repository or one that does not exist.

@@ -352,6 +352,11 @@ compare_provenance)
   tiny_run "$tmp/a" --set optim.lr=0.05
   tiny_run "$tmp/b" --set optim.lr=0.1
   expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/b"
+  # the recipe keys that differ first (resolved.toml), one value per run
+  expect_out "recipe keys that differ (1 of "
+  expect_out "  optim.lr"
+  expect_out "    tiny (a): 0.05"
+  expect_out "    tiny (b): 0.1"
   expect_out "provenance that differs"
   expect_out "  overrides"
   expect_out "    tiny (a): run.log_every=1 optim.lr=0.05"
@@ -361,12 +366,14 @@ compare_provenance)
   expect_no_out "  start"             # times always differ: left out
   expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/a"
   expect_out "provenance: the same in every run"
+  expect_out "recipe: the same in every run"
   expect_rc 0 -- "$vexp" compare --json "$tmp/a" "$tmp/b"
   $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[1]["provenance"]["overrides"]==["run.log_every=1","optim.lr=0.1"], r' "$tmp/out" \
     || fail "compare --json lacks the provenance"
   # --no-provenance: the table alone, its rows the last lines (tools/demo.sh ends with it)
   expect_rc 0 -- "$vexp" compare --no-provenance "$tmp/a" "$tmp/b"
   expect_no_out "provenance"
+  expect_no_out "recipe keys"
   [ "$(wc -l <"$tmp/out")" -eq 3 ] && grep -q '^run ' "$tmp/out" && tail -n 1 "$tmp/out" | grep -q '^tiny (b) ' \
     || { cat "$tmp/out"; fail "compare --no-provenance printed more than its table"; }
   expect_rc 0 -- "$vexp" compare --no-provenance --json "$tmp/a" "$tmp/b"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -190,6 +191,66 @@ std::vector<std::pair<std::string, std::string>> flatten_record(const json& reco
   for (const auto& [k, v] : record.items())
     if (!done.count(k)) flatten(v, k, out);
   return out;
+}
+
+RunsDifferences differences_between(const std::vector<json>& last) {
+  RunsDifferences out;
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  std::vector<std::map<std::string, std::string>> rows(last.size());
+  for (size_t i = 0; i < last.size(); ++i) {
+    if (last[i].is_null()) continue;
+    ++out.recorded;
+    for (const auto& [k, v] : flatten_record(last[i])) {
+      if (k == "invocation" || k == "start" || k == "end") continue;
+      rows[i][k] = v;
+      if (seen.insert(k).second) keys.push_back(k);
+    }
+  }
+  out.keys = keys.size();
+  for (const auto& k : keys) {
+    RunsDifference d{k, {}};
+    for (size_t i = 0; i < last.size(); ++i) {
+      const auto it = rows[i].find(k);
+      d.values.push_back(last[i].is_null() ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
+    }
+    if (!std::all_of(d.values.begin(), d.values.end(), [&](const std::string& v) { return v == d.values[0]; }))
+      out.rows.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<std::string> run_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs) {
+  std::vector<std::vector<std::string>> parts;  // each path's components, last first
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(d, ec), ec);
+    if (ec) p = fs::path(d).lexically_normal();
+    std::vector<std::string> c;
+    for (const auto& part : p)
+      if (!part.empty() && part != "/" && part != ".") c.insert(c.begin(), part.string());
+    parts.push_back(c);
+  }
+  auto tail = [&](size_t i, size_t k) {
+    std::string t;
+    for (size_t j = std::min(k, parts[i].size()); j-- > 0;) t += parts[i][j] + (j ? "/" : "");
+    return t;
+  };
+  std::vector<std::string> labels(names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<size_t> same;
+    for (size_t j = 0; j < names.size(); ++j)
+      if (j != i && names[j] == names[i]) same.push_back(j);
+    if (same.empty()) continue;
+    size_t k = 1;
+    for (; k < parts[i].size(); ++k) {
+      bool unique = true;
+      for (size_t j : same) unique = unique && tail(j, k) != tail(i, k);
+      if (unique) break;
+    }
+    labels[i] += " (" + tail(i, k) + ")";
+  }
+  return labels;
 }
 
 std::vector<Difference> differences(const json& a, const json& b) {

@@ -1,7 +1,8 @@
 // vexp compare RUN_DIR...: finished runs side by side (a repeated run name gets the
-// shortest tail of its directory that tells the runs apart), then where their
-// provenance (the last invocation of each, provenance.jsonl) differs; --no-provenance:
-// the table alone (the demo's last word, tools/demo.sh).
+// shortest tail of its directory that tells the runs apart), then the recipe keys that
+// differ (each run's resolved.toml) and where their provenance (the last invocation of
+// each, provenance.jsonl) differs; --no-provenance: the table alone (the demo's last
+// word, tools/demo.sh).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,86 +17,89 @@
 #include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
-#include "vexp/rundir/files.hpp"
+#include "vexp/dsl/recipe.hpp"
 #include "vexp/rundir/provenance.hpp"
 
 namespace vexp::cli {
 namespace {
 
-// The labels of the rows: the run's name, and where names repeat, also the shortest
-// tail of its directory's path that tells it from the others of that name
-// ("tsm_motion (a/tsm_motion)", "tsm_motion (b/tsm_motion)").
-std::vector<std::string> row_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs) {
-  namespace fs = std::filesystem;
-  std::vector<std::vector<std::string>> parts;  // each path's components, last first
+// Each leaf of a recipe tree as "section.key" -> its TOML text.
+void flatten(const dsl::Value& v, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (v.is_table()) {
+    for (const auto& [k, c] : v.as_table()) flatten(c, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  out[prefix] = v.to_toml_inline();
+}
+
+// The recipe keys whose values are not the same in every run's resolved.toml (what
+// was trained, after `extends` and --set), before the provenance: what a reader of
+// the table wants to know first. A run without a readable resolved.toml reads
+// "(not recorded)"; a key a recipe lacks, "(absent)".
+void print_recipe_differences(const std::vector<std::string>& dirs, const std::vector<std::string>& labels) {
+  std::vector<std::optional<std::map<std::string, std::string>>> leaves;
+  std::vector<std::string> keys;
   for (const auto& d : dirs) {
-    std::error_code ec;
-    fs::path p = fs::weakly_canonical(fs::absolute(d, ec), ec);
-    if (ec) p = fs::path(d).lexically_normal();
-    std::vector<std::string> c;
-    for (const auto& part : p)
-      if (!part.empty() && part != "/" && part != ".") c.insert(c.begin(), part.string());
-    parts.push_back(c);
-  }
-  auto tail = [&](size_t i, size_t k) {
-    std::string t;
-    for (size_t j = std::min(k, parts[i].size()); j-- > 0;) t += parts[i][j] + (j ? "/" : "");
-    return t;
-  };
-  std::vector<std::string> labels(names);
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::vector<size_t> same;
-    for (size_t j = 0; j < names.size(); ++j)
-      if (j != i && names[j] == names[i]) same.push_back(j);
-    if (same.empty()) continue;
-    size_t k = 1;
-    for (; k < parts[i].size(); ++k) {
-      bool unique = true;
-      for (size_t j : same) unique = unique && tail(j, k) != tail(i, k);
-      if (unique) break;
+    const std::string text = rundir::read_text(rundir::RunDir(d).resolved());
+    dsl::Diagnostics diags;
+    dsl::LoadOptions literal;  // resolved.toml is written out: no ${VAR} left to interpolate
+    literal.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
+    std::optional<dsl::Recipe> r;
+    if (!text.empty()) r = dsl::load_recipe_text(text, rundir::RunDir(d).resolved().string(), literal, diags);
+    if (!r || diags.error_count() > 0) {
+      leaves.emplace_back();
+      continue;
     }
-    labels[i] += " (" + tail(i, k) + ")";
+    std::map<std::string, std::string> m;
+    flatten(r->root, "", m);
+    for (const auto& kv : m)
+      if (std::find(keys.begin(), keys.end(), kv.first) == keys.end()) keys.push_back(kv.first);
+    leaves.emplace_back(std::move(m));
   }
-  return labels;
+  std::sort(keys.begin(), keys.end());
+  std::string out;
+  size_t n = 0;
+  for (const auto& k : keys) {
+    std::vector<std::string> vals;
+    for (const auto& l : leaves) {
+      if (!l) {
+        vals.push_back("(not recorded)");
+        continue;
+      }
+      const auto it = l->find(k);
+      vals.push_back(it == l->end() ? "(absent)" : it->second);
+    }
+    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
+    ++n;
+    out += "  " + base::printable(k, 200) + "\n";
+    for (size_t i = 0; i < vals.size(); ++i) out += "    " + labels[i] + ": " + base::printable(vals[i], 300) + "\n";
+  }
+  if (n == 0)
+    std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", keys.size());
+  else
+    std::printf("\nrecipe keys that differ (%zu of %zu, each run's resolved.toml):\n%s", n, keys.size(), out.c_str());
 }
 
 // The rows of the runs' last provenance records that are not the same in all
 // (times left out); a run without provenance.jsonl reads "(not recorded)".
 void print_provenance_differences(const std::vector<nlohmann::json>& records, const std::vector<std::string>& labels) {
-  std::vector<std::string> keys;
-  std::vector<std::map<std::string, std::string>> rows(records.size());
-  size_t recorded = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].is_null()) continue;
-    ++recorded;
-    for (const auto& [k, v] : rundir::flatten_record(records[i])) {
-      if (k == "invocation" || k == "start" || k == "end") continue;
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-      rows[i][k] = v;
-    }
-  }
-  if (recorded == 0) {
+  const rundir::RunsDifferences d = rundir::differences_between(records);
+  if (d.recorded == 0) {
     std::printf("\nprovenance: not recorded (no run directory has a provenance.jsonl)\n");
     return;
   }
-  std::string out;
-  size_t n = 0;
-  for (const auto& k : keys) {
-    std::vector<std::string> vals;
-    for (size_t i = 0; i < records.size(); ++i) {
-      const auto it = rows[i].find(k);
-      vals.push_back(records[i].is_null() ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
-    }
-    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
-    ++n;
-    out += "  " + base::printable(k, 200) + "\n";
-    for (size_t i = 0; i < vals.size(); ++i) out += "    " + labels[i] + ": " + base::printable(vals[i], 2000) + "\n";
+  if (d.rows.empty()) {
+    std::printf("\nprovenance: the same in every run (%zu rows of the last invocation's record)\n", d.keys);
+    return;
   }
-  if (n == 0)
-    std::printf("\nprovenance: the same in every run (%zu rows of the last invocation's record)\n", keys.size());
-  else
-    std::printf("\nprovenance that differs (%zu of %zu rows of each run's last invocation, provenance.jsonl):\n%s", n,
-                keys.size(), out.c_str());
+  std::string out;
+  for (const auto& row : d.rows) {
+    out += "  " + base::printable(row.key, 200) + "\n";
+    for (size_t i = 0; i < row.values.size(); ++i)
+      out += "    " + labels[i] + ": " + base::printable(row.values[i], 2000) + "\n";
+  }
+  std::printf("\nprovenance that differs (%zu of %zu rows of each run's last invocation, provenance.jsonl):\n%s",
+              d.rows.size(), d.keys, out.c_str());
 }
 
 }  // namespace
@@ -108,8 +112,8 @@ void add_compare(CLI::App& app) {
   cmd->add_option("runs", *dirs, "Run directories")->required();
   cmd->add_flag("--json", *as_json, "Machine-readable output");
   cmd->add_flag("--no-provenance", *no_provenance,
-                "Only the table: leave out where the runs' provenance differs (with --json: each run's "
-                "\"provenance\" key)");
+                "Only the table: leave out the recipe keys and the provenance that differ (with --json: "
+                "each run's \"provenance\" key)");
   cmd->callback([dirs, as_json, no_provenance] {
     auto rows = nlohmann::json::array();
     std::vector<nlohmann::json> provenance;  // each run's last record (null: none)
@@ -136,7 +140,7 @@ void add_compare(CLI::App& app) {
     }
     // Names and folders come from the run directories: shown with their control
     // characters escaped (an ESC in a name must not drive the terminal).
-    std::vector<std::string> labels = row_labels(names, *dirs);
+    std::vector<std::string> labels = rundir::run_labels(names, *dirs);
     for (auto& l : labels) l = base::printable(l, 120);
     int width = 24;
     for (const auto& l : labels) width = std::max(width, static_cast<int>(l.size()) + 2);
@@ -153,7 +157,10 @@ void add_compare(CLI::App& app) {
                   num("top5", 0), num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
                   static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
     }
-    if (rows.size() > 1 && !*no_provenance) print_provenance_differences(provenance, labels);
+    if (rows.size() > 1 && !*no_provenance) {
+      print_recipe_differences(*dirs, labels);
+      print_provenance_differences(provenance, labels);
+    }
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <utility>
@@ -171,23 +172,28 @@ void sweep_command(const SweepArgs& a) {
 
   std::cout << "\n" << report::results_text(dir.string(), "table", "");
   if (!a.no_report) {
-    try {
-      int64_t best = report::write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
-      std::cout << "best trial " << trial_name(best) << ": recipe written to " << (dir / "best_recipe.toml").string() << "\n";
-    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
-      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
-    }
-    try {
-      auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
-      std::cout << "report: " << w.path << "\n";
-    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
-      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
-    }
-    try {
-      auto files = report::write_report(dir.string(), (dir / "report").string());
-      std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
-    } catch (const base::Error& e) {  // e.g. a trial's run file the report could not read
-      std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
+    // The three outputs of a finished sweep; one that cannot be written (a trial's run
+    // file the report cannot read, no gnuplot) is a warning, the others still come.
+    const std::vector<std::function<void()>> outputs = {
+        [&] {
+          int64_t best = report::write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
+          std::cout << "best trial " << trial_name(best) << ": recipe written to "
+                    << (dir / "best_recipe.toml").string() << "\n";
+        },
+        [&] {
+          auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());
+          std::cout << "report: " << w.path << "\n";
+        },
+        [&] {
+          auto files = report::write_report(dir.string(), (dir / "report").string());
+          std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
+        }};
+    for (const auto& write : outputs) {
+      try {
+        write();
+      } catch (const base::Error& e) {
+        std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
+      }
     }
   }
   int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)

@@ -95,6 +95,27 @@ struct Difference {
 };
 std::vector<Difference> differences(const nlohmann::json& a, const nlohmann::json& b);
 
+// The rows in which several runs' last records are not all the same (invocation,
+// start and end left out), for `vexp compare` and the comparison report: `last` holds
+// each run's last record, null for a run without provenance.jsonl ("(not recorded)";
+// a key one record lacks reads "(absent)"). Rows keep the order they first appear in.
+struct RunsDifference {
+  std::string key;
+  std::vector<std::string> values;  // one per run
+};
+struct RunsDifferences {
+  size_t recorded = 0;  // runs with a record
+  size_t keys = 0;      // rows seen over all records
+  std::vector<RunsDifference> rows;
+};
+RunsDifferences differences_between(const std::vector<nlohmann::json>& last);
+
+// Labels that tell runs apart, one per run: its name, and where names repeat also the
+// shortest tail of its folder's path that tells it from the others of that name
+// ("tsm_motion (a/tsm_motion)", "tsm_motion (b/tsm_motion)"). `vexp compare` and the
+// comparison report name runs the same way.
+std::vector<std::string> run_labels(const std::vector<std::string>& names, const std::vector<std::string>& dirs);
+
 // ---- what a process knows of itself (torch-free) --------------------------------
 
 // vexp's version and the git commit it was built from ("unknown" outside git),
