@@ -83,6 +83,23 @@ rundir::Invocation describe_invocation(const Run& r, const Session& s) {
   inv.overrides = r.opt.overrides;
   inv.dataset = r.plan.dataset;
   inv.data_roots = data_roots(r.plan);
+  // Dataset parameters that name regular files (video lists, label maps such as
+  // classes.txt), as given or relative to a data root, hashed: the same root with
+  // another list trains something else.
+  for (const auto& [k, v] : r.plan.dataset_params.values()) {
+    if (!v.is_string() || v.as_string().empty()) continue;
+    std::vector<fs::path> candidates{fs::path(v.as_string())};
+    if (fs::path(v.as_string()).is_relative())
+      for (const auto& [rk, root] : inv.data_roots) candidates.push_back(fs::path(root) / v.as_string());
+    for (const auto& c : candidates) {
+      std::error_code fe;
+      if (fs::is_regular_file(c, fe)) {
+        inv.data_files.push_back(hashed(c.string()));
+        break;
+      }
+    }
+  }
+  inv.environment = rundir::run_environment(rundir::environ_lines());
   inv.ranks = r.ranks;
   const Launcher l = detect_launcher();
   inv.launcher = l.present() ? l.name : "none";

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -102,6 +103,12 @@ json Invocation::to_json() const {
   json vars = json::array();
   for (const auto& v : variables)
     vars.push_back({{"name", v.name}, {"value", v.value}, {"environment", v.environment ? json(*v.environment) : json()}});
+  json data_hashed = json::array();
+  for (const auto& f : data_files) {
+    json e{{"path", f.path}, {"sha256", f.sha256}};
+    if (!f.error.empty()) e["error"] = f.error;
+    data_hashed.push_back(e);
+  }
   json plugs = json::array();
   for (const auto& p : plugins)
     plugs.push_back({{"name", p.name}, {"version", p.version}, {"file", p.file}, {"sha256", p.sha256},
@@ -117,7 +124,8 @@ json Invocation::to_json() const {
               {"recipe", {{"path", recipe}, {"hash", recipe_hash}, {"files", files}}},
               {"overrides", overrides},
               {"variables", vars},
-              {"data", {{"dataset", dataset}, {"roots", data_roots}}},
+              {"data", {{"dataset", dataset}, {"roots", data_roots}, {"files", data_hashed}}},
+              {"environment", environment},
               {"hosts", hosts},
               {"ranks", ranks},
               {"launcher", launcher},
@@ -180,8 +188,8 @@ std::vector<std::pair<std::string, std::string>> flatten_record(const json& reco
   if (!record.is_object()) return out;
   // The record's own order (nlohmann::json sorts keys): the keys of to_json first.
   static const char* const order[] = {"invocation", "start", "end", "outcome", "vexp", "argv", "cwd",
-                                      "recipe", "overrides", "variables", "data", "hosts", "ranks",
-                                      "launcher", "job", "comm", "libraries", "plugins"};
+                                      "recipe", "overrides", "variables", "data", "environment", "hosts",
+                                      "ranks", "launcher", "job", "comm", "libraries", "plugins"};
   std::set<std::string> done{"format"};
   for (const char* k : order) {
     done.insert(k);
@@ -284,6 +292,35 @@ std::map<std::string, std::string> job_ids(const EnvLookup& env) {
   for (const char* v : {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT", "PBS_JOBID",
                         "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID"})
     if (const char* x = env(v); x && *x) out[v] = x;
+  return out;
+}
+
+std::map<std::string, std::string> run_environment(const std::vector<std::string>& environ_lines) {
+  static const char* const prefixes[] = {"VEXP_",  "OMP_",  "GOMP_",  "KMP_",  "MKL_",     "OPENBLAS_", "CUDA_",
+                                         "CUBLAS_", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "MALLOC_"};
+  static const char* const names[] = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_LIBRARY_PATH"};
+  static const char* const secret[] = {"TOKEN",   "SECRET", "PASSWORD", "PASSWD",     "CREDENTIAL",
+                                       "PRIVATE", "API_KEY", "APIKEY",  "ACCESS_KEY", "AUTH"};
+  std::map<std::string, std::string> out;
+  for (const auto& line : environ_lines) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string name = line.substr(0, eq);
+    bool wanted = std::find(std::begin(names), std::end(names), name) != std::end(names);
+    for (const char* p : prefixes) wanted = wanted || name.rfind(p, 0) == 0;
+    if (!wanted) continue;
+    std::string upper = name;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    bool hidden = false;
+    for (const char* s : secret) hidden = hidden || upper.find(s) != std::string::npos;
+    out[name] = hidden ? "(set; not recorded: the name looks secret)" : line.substr(eq + 1);
+  }
+  return out;
+}
+
+std::vector<std::string> environ_lines() {
+  std::vector<std::string> out;
+  for (char** e = ::environ; e && *e; ++e) out.emplace_back(*e);
   return out;
 }
 

@@ -130,3 +130,42 @@ TEST(Provenance, ProcessFacts) {
   EXPECT_EQ(absolute_path("/a/b/../c"), "/a/c");
   EXPECT_EQ(absolute_path("x/./y"), (fs::current_path() / "x/y").string());
 }
+
+TEST(Provenance, RunEnvironmentKeepsWhatChangesARunAndNoSecret) {
+  const auto env = vexp::rundir::run_environment(
+      {"OMP_NUM_THREADS=4", "CUDA_VISIBLE_DEVICES=0,1", "VEXP_PLUGIN_PATH=/p", "HOME=/root", "PATH=/bin",
+       "NCCL_IB_DISABLE=1", "VEXP_API_TOKEN=abc123", "TORCH_AUTH_KEY=zzz", "LD_PRELOAD=/x.so", "EMPTY=", "=junk",
+       "noequals"});
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "4");
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(env.at("VEXP_PLUGIN_PATH"), "/p");
+  EXPECT_EQ(env.at("NCCL_IB_DISABLE"), "1");
+  EXPECT_EQ(env.at("LD_PRELOAD"), "/x.so");
+  EXPECT_EQ(env.count("HOME"), 0u);
+  EXPECT_EQ(env.count("PATH"), 0u);
+  EXPECT_EQ(env.count("EMPTY"), 0u);
+  for (const char* secret : {"VEXP_API_TOKEN", "TORCH_AUTH_KEY"}) {
+    EXPECT_EQ(env.at(secret), "(set; not recorded: the name looks secret)") << secret;
+    for (const auto& [k, v] : env) EXPECT_EQ(v.find("abc123"), std::string::npos) << k;
+  }
+}
+
+TEST(Provenance, DifferencesBetweenRunsAndTheirLabels) {
+  const nlohmann::json a{{"format", "vexp-provenance-1"}, {"invocation", 1}, {"start", "s1"}, {"argv", {"vexp", "run", "a"}},
+                         {"comm", "local"}};
+  nlohmann::json b = a;
+  b["invocation"] = 2;
+  b["start"] = "s2";
+  b["argv"] = {"vexp", "run", "b"};
+  const auto d = vexp::rundir::differences_between({a, b, nlohmann::json()});
+  EXPECT_EQ(d.recorded, 2u);
+  ASSERT_EQ(d.rows.size(), 2u);  // argv and comm: the third run has no record
+  for (const auto& row : d.rows) {
+    EXPECT_NE(row.key, "start");
+    EXPECT_NE(row.key, "invocation");
+    EXPECT_EQ(row.values[2], "(not recorded)");
+  }
+  EXPECT_TRUE(vexp::rundir::differences_between({a, a}).rows.empty());
+  const auto labels = vexp::rundir::run_labels({"tsm", "tsm", "tsn"}, {"/x/a/tsm", "/x/b/tsm", "/x/c/run"});
+  EXPECT_EQ(labels, (std::vector<std::string>{"tsm (a/tsm)", "tsm (b/tsm)", "tsn"}));
+}

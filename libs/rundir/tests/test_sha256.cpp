@@ -30,7 +30,7 @@ TEST(Sha256, FileAndRefusals) {
   const auto f = tmp.path() / "f.txt";
   std::ofstream(f) << "abc";
   EXPECT_EQ(sha256_file(f.string(), 1 << 20), sha256_hex("abc"));
-  EXPECT_THROW(sha256_file(f.string(), 2), Error);                   // larger than allowed
-  EXPECT_THROW(sha256_file(tmp.path().string(), 1 << 20), Error);   // a folder
-  EXPECT_THROW(sha256_file((tmp.path() / "nope").string(), 1 << 20), Error);
+  EXPECT_THROW(sha256_file(f.string(), 2), vexp::base::Error);                   // larger than allowed
+  EXPECT_THROW(sha256_file(tmp.path().string(), 1 << 20), vexp::base::Error);   // a folder
+  EXPECT_THROW(sha256_file((tmp.path() / "nope").string(), 1 << 20), vexp::base::Error);
 }

@@ -57,6 +57,8 @@ struct Invocation {
   std::vector<Variable> variables;
   std::string dataset;
   std::map<std::string, std::string> data_roots;  // data.params KEY -> absolute path
+  std::vector<HashedFile> data_files;             // data.params naming regular files (lists, classes.txt), hashed
+  std::map<std::string, std::string> environment;  // run_environment(): the variables that change a run
   std::vector<std::string> hosts;                 // one per rank
   int64_t ranks = 1;
   std::string launcher;                           // "none" when started directly
@@ -128,6 +130,15 @@ std::string host_name();
 // SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_RESTART_COUNT, PBS_JOBID, LSB_JOBID, JOB_ID, FLUX_JOB_ID.
 using EnvLookup = std::function<const char*(const char*)>;
 std::map<std::string, std::string> job_ids(const EnvLookup& env);
+// The environment variables that change what a run does or how fast, from `environ`
+// (NAME=VALUE lines): VEXP_*, OMP_*, GOMP_*, KMP_*, MKL_*, OPENBLAS_*, CUDA_* (with
+// CUDA_VISIBLE_DEVICES), CUBLAS_*, CUDNN_*, NCCL_*, TORCH_*, PYTORCH_*, MALLOC_*,
+// GLIBC_TUNABLES, LD_PRELOAD and LD_LIBRARY_PATH. A name that looks secret (holding
+// TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATE, API_KEY, APIKEY, ACCESS_KEY or
+// AUTH) is recorded without its value: "(set; not recorded: the name looks secret)".
+std::map<std::string, std::string> run_environment(const std::vector<std::string>& environ_lines);
+// This process's environ as NAME=VALUE lines.
+std::vector<std::string> environ_lines();
 
 // The files mapped into this process (/proc/self/maps), real paths, each once.
 std::vector<std::string> mapped_files();
