@@ -60,6 +60,9 @@ assert [s["name"] for s in d["charts"]["split"]["series"]][:3] == ["data wait", 
 for k in ("threads, ranks", "device, precision, memory format", "skipped samples", "vexp version, build tag", "resolved.toml"):
     assert k in html, k
 assert "status-done" in html
+# counts read as counts ("71.59 M"), never a raw "7.1594e+07"
+row = html[html.index("parameters, MACs per clip"):].split("</tr>")[0]
+assert "e+" not in row and re.search(r"\d( [kMGT])?, \d", row), row
 '
   browser "$tmp/run/report.html" "$shots/run.png" 6 10000
   # a run whose validation loss turned NaN (divergence): reported, its charts still drawn

@@ -146,7 +146,7 @@ void run_report(Page& p, const RunData& r) {
   row("threads, ranks", esc(summary_text(s, "threads") + ", " + std::to_string(ranks_of(r))));
   row("device, precision, memory format", esc(summary_text(s, "device") + ", " + summary_text(s, "precision") + ", " +
                                               summary_text(s, "memory_format")));
-  row("parameters, MACs per clip", esc(summary_text(s, "params") + ", " + summary_text(s, "flops_per_clip")));
+  row("parameters, MACs per clip", esc(count_text(s, "params") + ", " + count_text(s, "flops_per_clip")));
   row("skipped samples (bad files)", esc(summary_text(s, "skipped_samples")));
   row("skipped fp16 steps", esc(summary_text(s, "skipped_steps")));
   row("recipe hash", esc(summary_text(s, "recipe_hash")));

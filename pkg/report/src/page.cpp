@@ -202,6 +202,17 @@ std::string status_span(const std::string& status) {
   return "<span class=\"status-" + esc(status) + "\">" + esc(status) + "</span>";
 }
 
+std::string count_text(const json& s, const char* key) {
+  if (!s.is_object() || !s.contains(key) || !s[key].is_number()) return summary_text(s, key);
+  const double v = s[key].get<double>();
+  const double a = std::fabs(v);
+  if (!std::isfinite(v) || a < 1e4) return summary_text(s, key);
+  // 71,594,000 -> "71.59 M"; the exact count stays in summary.json.
+  const char* unit = a >= 1e12 ? "T" : a >= 1e9 ? "G" : a >= 1e6 ? "M" : "k";
+  const double scale = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
+  return fmt("%.4g", v / scale) + " " + unit;
+}
+
 std::string summary_text(const json& s, const char* key) {
   if (!s.is_object() || !s.contains(key)) return "-";
   const json& v = s[key];

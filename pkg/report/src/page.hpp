@@ -56,6 +56,9 @@ double get_other(const StepLine& s);
 void run_charts(Page& p, const std::vector<const RunData*>& runs, const std::vector<std::string>& names,
                 const std::string& prefix);
 std::string status_span(const std::string& status);
+// A count (parameters, MACs) in k / M / G / T with 4 digits ("71.59 M"); below 10,000
+// or not a number: summary_text.
+std::string count_text(const json& s, const char* key);
 std::string summary_text(const json& s, const char* key);
 
 // The sweep page (sweep_page.cpp): its title is set from the sweep's name.
