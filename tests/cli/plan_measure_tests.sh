@@ -57,6 +57,11 @@ measure_local_refuses)
   expect_out "for the measurements"
   expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/y.toml" --allreduce-mb 1
   expect_out "two or more different sizes"
+  expect_no_out "this machine is busy"
+  # A loaded machine is measured with a warning (the load average against its cores).
+  expect_rc 2 -- env VEXP_TEST_LOADAVG="4096.5 1 1 1/1 1" "$vexp" plan --measure-local "$quick" --out "$tmp/y.toml" \
+    --allreduce-mb 1
+  expect_out "vexp: warning: this machine is busy (load average 4096.5 over "
   expect_rc 2 -- "$vexp" plan --measure-local "$tmp/none.toml" --out "$tmp/y.toml"
   expect_out "none.toml"
   [ ! -e "$tmp/y.toml" ] || fail "a refused measurement wrote its cluster file"

@@ -80,7 +80,7 @@ options)
   expect_out "not a multiple of the 3 ranks"
   # More GPUs than the cluster has.
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 16
-  expect_out "16 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8"
+  expect_out "16 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8; plan at fewer with --gpus (e.g. --gpus 1,8), keeping the recipe's global batch with --fixed-batch"
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,x
   expect_out "--gpus '1,x'"
   expect_rc 2 -- "$vexp" plan "$quick"
@@ -155,6 +155,7 @@ bad_cluster)
   sed '/^\[gpu.derive\]/,/^$/d' "$cluster" > "$tmp/noderive.toml"
   expect_rc 2 -- "$vexp" plan "$tsn" --cluster "$tmp/noderive.toml"
   expect_out "has no [[gpu.profile]] for model 'resnet18' at 8 frames, size 32, fp32"
+  expect_out 'measure one on this machine with `vexp plan RECIPE --measure-local OUT.toml`'
   ;;
 busy_ranks)
   # A second TSM profile measured with 2 ranks busy on the node (a CPU node) and one at

@@ -96,7 +96,8 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
   }
   throw PlanError("cluster '" + c.name + "' has no [[gpu.profile]] for model '" + w.model + "' at " +
                   std::to_string(w.frames) + " frames, size " + std::to_string(w.size) + ", " + w.precision +
-                  " and no [gpu.derive] to derive one from the model's MACs");
+                  " and no [gpu.derive] to derive one from the model's MACs; measure one on this machine with "
+                  "`vexp plan RECIPE --measure-local OUT.toml`, or add a [[gpu.profile]] (docs/planning.md)");
 }
 
 int64_t nodes_for(const Cluster& c, int64_t gpus) { return (gpus + c.gpus_per_node - 1) / c.gpus_per_node; }
@@ -174,7 +175,9 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   const int64_t max_gpus = c.nodes * c.gpus_per_node;
   if (s.gpus > max_gpus)
     throw PlanError(std::to_string(s.gpus) + " GPUs: cluster '" + c.name + "' has " + std::to_string(c.nodes) +
-                    " nodes x " + std::to_string(c.gpus_per_node) + " = " + std::to_string(max_gpus));
+                    " nodes x " + std::to_string(c.gpus_per_node) + " = " + std::to_string(max_gpus) +
+                    "; plan at fewer with --gpus (e.g. --gpus 1," + std::to_string(max_gpus) +
+                    "), keeping the recipe's global batch with --fixed-batch");
   Row r;
   r.gpus = s.gpus;
   r.ranks = s.gpus;

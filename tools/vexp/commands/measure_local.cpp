@@ -142,6 +142,16 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The 1-minute load average (/proc/loadavg; the tests set VEXP_TEST_LOADAVG), or a
+// negative number when unknown.
+double load_average() {
+  const char* given = std::getenv("VEXP_TEST_LOADAVG");
+  const std::string text = given ? std::string(given) : base::read_file_or_empty("/proc/loadavg", 4096);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() ? v : -1.0;
+}
+
 std::string host_name() {
   char b[256] = {0};
   if (::gethostname(b, sizeof b - 1) != 0) return "localhost";
@@ -321,6 +331,11 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const std::string exe = base::exe_path();
   if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
   const int cores = available_cores();
+  // A busy machine measures slow: the cluster file would plan with its leftovers.
+  if (const double load = load_average(); load > 0.5 * cores)
+    std::cerr << "vexp: warning: this machine is busy (load average " << load << " over " << cores
+              << " cores): the measurements will be slower than an idle machine's; measure it idle for a "
+              << "cluster file to plan with\n";
   const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
   std::vector<int> threads = a.threads;
   if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
