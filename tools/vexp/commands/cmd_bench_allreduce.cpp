@@ -97,8 +97,6 @@ void run_bench_allreduce(const BenchAllreduceArgs& a) {
   } catch (const c10::Error& e) {
     const std::string why = e.what_without_backtrace();
     throw base::failure("--mb " + std::to_string(a.mb) + " on " + a.device + ": " + why.substr(0, why.find('\n')));
-  } catch (const std::runtime_error& e) {
-    throw base::failure(e.what());
   }
   const double bytes = static_cast<double>(x.numel()) * 4;
   const int n = comm->size();
