@@ -8,6 +8,7 @@
 #include "vexp/build_tag.hpp"
 #include "vexp/report/html_report.hpp"
 #include "vexp/report/palette.hpp"
+#include "vexp/report/sweep_grid.hpp"
 #include "vexp/report/sweep_results.hpp"
 #include "vexp/rundir/provenance.hpp"
 
