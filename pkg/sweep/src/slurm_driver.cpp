@@ -1,4 +1,4 @@
-#include "vexp/sweep/cluster.hpp"
+#include "vexp/sweep/slurm_driver.hpp"
 
 #include <signal.h>
 #include <time.h>
@@ -73,7 +73,7 @@ std::optional<JobNeeds> needs_of(const json& figures) {
 }
 
 TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64_t id,
-                   const std::vector<dsl::Override>& ov, std::optional<JobNeeds> needs, const ClusterLaunch& l) {
+                   const std::vector<dsl::Override>& ov, std::optional<JobNeeds> needs, const SlurmLaunch& l) {
   const fs::path tdir = fs::absolute(dir / "trials" / trial_name(id)).lexically_normal();
   if (!needs) {
     if (!open_trial_recipe(s, def.base, ov, false) || !s.plan)
@@ -207,8 +207,8 @@ void sleep_s(double s) {
 
 }  // namespace
 
-std::string cluster_dry_run(const std::vector<Trial>& trials, Session& s, const Definition& def, const fs::path& dir,
-                            const ClusterLaunch& l) {
+std::string slurm_dry_run(const std::vector<Trial>& trials, Session& s, const Definition& def, const fs::path& dir,
+                            const SlurmLaunch& l) {
   std::string out;
   for (const auto& tr : trials) {
     const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, needs_of(tr.figures), l);
@@ -217,8 +217,8 @@ std::string cluster_dry_run(const std::vector<Trial>& trials, Session& s, const 
   return out;
 }
 
-void run_trials_on_cluster(Store& store, Session& s, const Definition& def, const fs::path& dir,
-                           const ClusterLaunch& l) {
+void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const fs::path& dir,
+                           const SlurmLaunch& l) {
   std::map<int64_t, Row> by_id;
   std::vector<int64_t> pending;
   std::map<int64_t, Active> active;  // by trial
