@@ -82,7 +82,7 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
   }
   const int64_t world = needs->world;
   const std::string& backend = needs->backend;
-  const plan::ClusterScheduler& sch = l.cluster.scheduler;
+  const slurm::Settings& sch = l.cluster.scheduler.settings;
   TrialJob t;
   try {
     t.shape = slurm::job_shape({world, backend, l.cluster.nodes, l.cluster.gpus_per_node,

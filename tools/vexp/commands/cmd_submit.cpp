@@ -22,6 +22,7 @@
 #include "vexp/rundir/files.hpp"
 #include "vexp/slurm/job.hpp"
 #include "vexp/slurm/scheduler.hpp"
+#include "vexp/slurm/settings.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/lock.hpp"
 #include "vexp/base/process.hpp"
@@ -58,20 +59,27 @@ std::string submit_line(const SubmitArgs& a) {
 
 void run_submit(const SubmitArgs& a) {
   if (a.cluster.empty()) throw base::invalid("vexp submit needs --cluster FILE (a cluster file with [scheduler])");
-  for (const auto& [name, v] : {std::pair<const char*, const std::string*>{"--partition", &a.partition},
-                                {"--account", &a.account}})
-    if (!v->empty())
-      if (auto why = plan::slurm_name_problem(*v); !why.empty())
-        throw base::invalid(std::string(name) + " '" + printable(*v, 60) + "' " + why);
-  if (!a.time.empty())
-    if (auto why = plan::slurm_time_problem(a.time); !why.empty())
-      throw base::invalid("--time '" + printable(a.time, 60) + "' " + why);
   for (const auto& x : a.recipe.sets)
     if (base::has_control(x))
       throw base::invalid("--set '" + printable(x, 60) + "' holds a newline or control character");
 
   const plan::Cluster c = open_scheduler_cluster(a.cluster, "vexp submit");
-  const plan::ClusterScheduler& sch = c.scheduler;
+  // The cluster's settings with this command line's choices, checked as the cluster
+  // file's are (the time limit longer than signal_lead_s included).
+  slurm::Settings sch = c.scheduler.settings;
+  struct Choice {
+    const char* key;
+    const std::string& given;
+    std::string& setting;
+  };
+  const Choice choices[] = {{"partition", a.partition, sch.partition}, {"account", a.account, sch.account},
+                            {"time", a.time, sch.time}};
+  for (const auto& ch : choices)
+    if (!ch.given.empty()) ch.setting = ch.given;
+  for (const auto& p : slurm::settings_problems(sch, a.cluster))
+    for (const auto& ch : choices)
+      if (p.key == ch.key && !ch.given.empty())
+        throw base::invalid("--" + p.key + " '" + printable(ch.given, 60) + "' " + p.why + "; nothing submitted");
 
   // sbatch first: without it nothing else is worth doing.
   if (!a.dry_run && !base::find_program("sbatch"))
@@ -91,14 +99,7 @@ void run_submit(const SubmitArgs& a) {
   const int64_t world = shape.world, nodes = shape.nodes, tpn = shape.tasks_per_node;
   const std::string& backend_set = shape.backend_set;
 
-  const std::string time = a.time.empty() ? sch.time : a.time;
-  if (!time.empty()) {
-    const int64_t limit = *plan::slurm_time_seconds(time);
-    if (sch.signal_lead_s >= limit)
-      throw base::invalid("the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
-                                   cf + "'s signal_lead_s = " + std::to_string(sch.signal_lead_s) +
-                                   " (the run is told to stop that long before the limit); nothing submitted");
-  }
+  const std::string& time = sch.time;
 
   // The run directory: as vexp run would choose it, made absolute (every start of
   // the job, on any node, continues the same one).
@@ -124,8 +125,8 @@ void run_submit(const SubmitArgs& a) {
   if (sch.cpus_per_node > 0) j.cpus_per_task = std::max<int64_t>(sch.cpus_per_node / tpn, 1);
   j.gpus_per_node = sch.gpus_per_node;
   j.time = time;
-  j.partition = a.partition.empty() ? sch.partition : a.partition;
-  j.account = a.account.empty() ? sch.account : a.account;
+  j.partition = sch.partition;
+  j.account = sch.account;
   j.signal_lead_s = sch.signal_lead_s;
   j.max_requeues = sch.max_requeues;
   j.sbatch_extra = sch.sbatch;
