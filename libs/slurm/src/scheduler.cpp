@@ -92,7 +92,7 @@ std::string sbatch(const std::string& script_path) {
   try {
     r = base::run_capture({"sbatch", "--parsable", script_path}, true, 1 << 16);
   } catch (const base::Error& e) {
-    throw Error(std::string("cannot run sbatch: ") + e.what());
+    throw Error(std::string("cannot run sbatch: ") + e.what() + "; nothing submitted");
   }
   std::string out = r.out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
@@ -102,7 +102,7 @@ std::string sbatch(const std::string& script_path) {
   const std::string job = last.substr(0, last.find(';'));
   const bool numeric = !job.empty() && job.find_first_not_of("0123456789") == std::string::npos;
   if (!r.status.ok() || !numeric)
-    throw Error("sbatch refused the job (" + r.status.describe() + "): " + sbatch_error(r.out));
+    throw Error("sbatch refused the job (" + r.status.describe() + "): " + sbatch_error(r.out) + "; nothing submitted");
   return job;
 }
 

@@ -14,6 +14,7 @@
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/schema/schema.hpp"
 #include "vexp/dsl/table_check.hpp"
+#include "vexp/slurm/settings.hpp"
 
 namespace vexp::plan {
 using namespace vexp::dsl;  // the recipe language reads and checks the file
@@ -146,20 +147,14 @@ void load_scheduler(const Value& root, Cluster& c, Diagnostics& d) {
     d.error(at(key), "'" + key + "' in [scheduler] " + why);
     ok = false;
   };
-  ClusterScheduler& s = c.scheduler;
-  s.kind = q.str("kind");
-  for (auto [key, out] : {std::pair<const char*, std::string*>{"partition", &s.partition}, {"account", &s.account}}) {
+  ClusterScheduler& sch = c.scheduler;
+  slurm::Settings& s = sch.settings;
+  sch.kind = q.str("kind");
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"partition", &s.partition}, {"account", &s.account},
+                          {"backend", &s.backend}, {"time", &s.time}}) {
     if (!t->find(key)) continue;
     *out = q.str(key);
-    if (auto why = slurm_name_problem(*out); !why.empty()) bad(key, why);
-  }
-  if (t->find("backend")) {
-    s.backend = q.str("backend");
-    if (auto why = slurm_name_problem(s.backend); !why.empty()) bad("backend", why);
-  }
-  if (t->find("time")) {
-    s.time = q.str("time");
-    if (auto why = slurm_time_problem(s.time); !why.empty()) bad("time", why);
+    if (out->empty()) bad(key, "is empty");  // written: not the cluster's default
   }
   s.gpus_per_node = q.i64("gpus_per_node");
   s.cpus_per_node = q.i64("cpus_per_node");
@@ -169,27 +164,12 @@ void load_scheduler(const Value& root, Cluster& c, Diagnostics& d) {
   s.launcher = q.str_list("launcher");
   s.sbatch = q.str_list("sbatch");
   s.setup = q.str_list("setup");
-  // These become lines of a shell script: one value, one line.
-  for (auto [key, list] : {std::pair<const char*, const std::vector<std::string>*>{"launcher", &s.launcher},
-                           {"sbatch", &s.sbatch},
-                           {"setup", &s.setup}})
-    for (const auto& v : *list)
-      if (base::has_control(v)) {
-        bad(key, "holds a newline or control character (\"" + base::printable(v, 60) + "\")");
-        break;
-      }
-  if (s.launcher.empty()) bad("launcher", "is empty (default: [\"srun\", \"--mpi=pmix\"])");
-  for (const auto& w : s.launcher)
-    if (w.empty()) bad("launcher", "has an empty word");
-  for (const auto& o : s.sbatch)
-    if (o.size() < 2 || o[0] != '-') {
-      bad("sbatch", "holds \"" + base::printable(o, 60) + "\", not an sbatch option (\"--qos=high\")");
-      break;
-    }
   s.signal_lead_s = q.i64("signal_lead_s");
   s.max_requeues = q.i64("max_requeues");
-  s.loc = t->loc();
-  s.given = ok;
+  // Slurm's syntax, lines a batch script can hold, a time limit longer than the lead.
+  for (const auto& p : slurm::settings_problems(s)) bad(p.key, p.why);
+  sch.loc = t->loc();
+  sch.given = ok;
 }
 
 const Value* table_of(const Value& t, const std::string& key) {
@@ -499,54 +479,6 @@ LoadOptions literal_options() {
 }
 
 }  // namespace
-
-// Why `v` cannot be a Slurm name (partition, account), or "".
-std::string slurm_name_problem(const std::string& v) {
-  if (v.empty()) return "is empty";
-  for (unsigned char ch : v)
-    if (!std::isalnum(ch) && ch != '_' && ch != '-' && ch != '.')
-      return "holds '" + base::printable(std::string(1, static_cast<char>(ch))) +
-             "' (a name has only letters, digits and ._-)";
-  return "";
-}
-
-std::string slurm_time_problem(const std::string& v) {
-  return slurm_time_seconds(v) ? "" : "is not a Slurm time limit (MINUTES, MINUTES:SECONDS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)";
-}
-
-std::optional<int64_t> slurm_time_seconds(const std::string& v) {
-  // sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
-  std::vector<int64_t> parts;
-  int64_t days = -1;
-  std::string cur;
-  auto take = [&](std::string& t) -> bool {
-    if (t.empty() || t.size() > 9) return false;
-    for (char ch : t)
-      if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
-    parts.push_back(std::stoll(t));
-    t.clear();
-    return true;
-  };
-  for (char ch : v) {
-    if (ch == '-') {
-      if (days >= 0 || !parts.empty() || !take(cur)) return std::nullopt;
-      days = parts.back();
-      parts.clear();
-    } else if (ch == ':') {
-      if (!take(cur)) return std::nullopt;
-    } else {
-      cur += ch;
-    }
-  }
-  if (!take(cur) || parts.size() > 3) return std::nullopt;
-  if (days >= 0) {
-    int64_t h = parts[0], m = parts.size() > 1 ? parts[1] : 0, s = parts.size() > 2 ? parts[2] : 0;
-    return ((days * 24 + h) * 60 + m) * 60 + s;
-  }
-  if (parts.size() == 1) return parts[0] * 60;
-  if (parts.size() == 2) return parts[0] * 60 + parts[1];
-  return (parts[0] * 60 + parts[1]) * 60 + parts[2];
-}
 
 bool is_cluster_file(const std::string& path) {
   std::error_code ec;

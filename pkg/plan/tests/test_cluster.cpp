@@ -315,9 +315,9 @@ TEST(ClusterScheduler, ValuesAndDefaults) {
   Diagnostics d;
   auto c = vexp::plan::load_cluster_text(text, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
-  const auto& s = c->scheduler;
-  EXPECT_TRUE(s.given);
-  EXPECT_EQ(s.kind, "slurm");
+  EXPECT_TRUE(c->scheduler.given);
+  EXPECT_EQ(c->scheduler.kind, "slurm");
+  const auto& s = c->scheduler.settings;
   EXPECT_EQ(s.partition, "gpu-a100");
   EXPECT_EQ(s.account, "proj.42");
   EXPECT_EQ(s.time, "1-02:00:00");
@@ -355,21 +355,20 @@ TEST(ClusterScheduler, ProblemsAtTheirValues) {
   EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'signal_lead_s' in [scheduler]"), std::string::npos) << e;
   e = with("cpus_per_node = 2\n");  // 4 tasks per node
   EXPECT_NE(e.find("'cpus_per_node' in [scheduler] is 2, fewer than the 4 tasks per node"), std::string::npos) << e;
+  e = with("account = \"\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'account' in [scheduler] is empty"), std::string::npos) << e;
+  // The stop signal comes signal_lead_s before the limit: the limit must be longer.
+  e = with("time = \"2\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'time' in [scheduler] is 120 s, not longer than signal_lead_s = 120 "
+                   "(the run is told to stop that long before the limit)"),
+            std::string::npos) << e;
+  e = with("signal_lead_s = 45\ntime = \"0:45\"\n");
+  EXPECT_NE(e.find("/virtual/c.toml:50:1: error: 'time' in [scheduler] is 45 s, not longer than signal_lead_s = 45"),
+            std::string::npos) << e;
+  Diagnostics ok;
+  EXPECT_TRUE(vexp::plan::load_cluster_text(base + "signal_lead_s = 45\ntime = \"0:46\"\n", "/virtual/c.toml", ok))
+      << ok.str();
   e = errors_of(std::string(kValid) + "\n[scheduler]\npartition = \"debug\"\n");
   EXPECT_NE(e.find("/virtual/c.toml:47:1: error: [scheduler] needs 'kind'"), std::string::npos) << e;
 }
 
-TEST(ClusterScheduler, SlurmTimes) {
-  using vexp::plan::slurm_time_seconds;
-  EXPECT_EQ(slurm_time_seconds("1"), 60);
-  EXPECT_EQ(slurm_time_seconds("2:30"), 150);
-  EXPECT_EQ(slurm_time_seconds("01:00:05"), 3605);
-  EXPECT_EQ(slurm_time_seconds("1-2"), 26 * 3600);
-  EXPECT_EQ(slurm_time_seconds("1-0:30"), 24 * 3600 + 1800);
-  EXPECT_EQ(slurm_time_seconds("1-0:0:1"), 24 * 3600 + 1);
-  for (const char* bad : {"", "1:", ":1", "1-", "a", "1:2:3:4", "1-2-3", "-1", "1 h", "1-1:1:1:1"})
-    EXPECT_FALSE(slurm_time_seconds(bad).has_value()) << bad;
-  EXPECT_EQ(vexp::plan::slurm_name_problem("debug"), "");
-  EXPECT_NE(vexp::plan::slurm_name_problem("a b"), "");
-  EXPECT_NE(vexp::plan::slurm_name_problem(""), "");
-}

@@ -1,5 +1,5 @@
-// The stop request both sweep schedulers poll: SIGINT and SIGTERM (and, for the
-// cluster driver, SIGHUP: a logout) set it; the loop then ends its pass and stops.
+// The stop request both sweep drivers poll: SIGINT and SIGTERM (and, for the
+// Slurm driver, SIGHUP: a logout) set it; the loop then ends its pass and stops.
 #pragma once
 
 #include <signal.h>

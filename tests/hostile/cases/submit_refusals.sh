@@ -37,7 +37,7 @@ expect_out "vexp: error: --partition 'debug;reboot' holds ';'"; one_line; nothin
 expect_rc 2 -- "$vexp" submit tiny.toml "${TWO[@]}" --cluster "$C" --time '1 && reboot' --out job
 expect_out "vexp: error: --time '1 && reboot' is not a Slurm time limit"; one_line; nothing
 expect_rc 2 -- "$vexp" submit tiny.toml "${TWO[@]}" --cluster "$C" --time 0:45 --out job
-expect_out "the time limit 0:45 (45 s) is not longer than $C's signal_lead_s = 45"; one_line; nothing
+expect_out "vexp: error: --time '0:45' is 45 s, not longer than $C's signal_lead_s = 45"; one_line; nothing
 expect_rc 2 -- "$vexp" submit tiny.toml "${TWO[@]}" --set $'run.name=a\nb' --cluster "$C" --out job
 expect_out "holds a newline or control character"; one_line; nothing
 expect_rc 2 -- "$vexp" submit tiny.toml "${TWO[@]}" --cluster "$C" --out 'my job'

@@ -2,32 +2,22 @@
 //   [--account A] [--out DIR] [--dry-run]
 // vexp status RUN_DIR
 // Slurm is driven through its commands with argv (sbatch, scontrol), never a shell
-// string; the batch script is a file written here with every value quoted.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cctype>
-#include <cstdio>
+// string; the job (its batch script, every value quoted, sbatch, the record) is
+// vexp::slurm's one job of a run (run_job.hpp): this command makes its own choices.
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "commands/cluster_file.hpp"
 #include "commands/common.hpp"
-#include "vexp/rundir/files.hpp"
-#include "vexp/slurm/job.hpp"
-#include "vexp/slurm/scheduler.hpp"
-#include "vexp/base/files.hpp"
-#include "vexp/base/lock.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/plan/cluster.hpp"
-#include "vexp/runtime/dry_run.hpp"
+#include "vexp/rundir/files.hpp"
+#include "vexp/slurm/job.hpp"
+#include "vexp/slurm/run_job.hpp"
 
 namespace vexp::cli {
 
@@ -58,20 +48,27 @@ std::string submit_line(const SubmitArgs& a) {
 
 void run_submit(const SubmitArgs& a) {
   if (a.cluster.empty()) throw base::invalid("vexp submit needs --cluster FILE (a cluster file with [scheduler])");
-  for (const auto& [name, v] : {std::pair<const char*, const std::string*>{"--partition", &a.partition},
-                                {"--account", &a.account}})
-    if (!v->empty())
-      if (auto why = plan::slurm_name_problem(*v); !why.empty())
-        throw base::invalid(std::string(name) + " '" + printable(*v, 60) + "' " + why);
-  if (!a.time.empty())
-    if (auto why = plan::slurm_time_problem(a.time); !why.empty())
-      throw base::invalid("--time '" + printable(a.time, 60) + "' " + why);
   for (const auto& x : a.recipe.sets)
     if (base::has_control(x))
       throw base::invalid("--set '" + printable(x, 60) + "' holds a newline or control character");
 
   const plan::Cluster c = open_scheduler_cluster(a.cluster, "vexp submit");
-  const plan::ClusterScheduler& sch = c.scheduler;
+  // The cluster's settings with this command line's choices, checked as the cluster
+  // file's are (the time limit longer than signal_lead_s included).
+  slurm::Settings sch = c.scheduler.settings;
+  struct Choice {
+    const char* key;
+    const std::string& given;
+    std::string& setting;
+  };
+  const Choice choices[] = {{"partition", a.partition, sch.partition}, {"account", a.account, sch.account},
+                            {"time", a.time, sch.time}};
+  for (const auto& ch : choices)
+    if (!ch.given.empty()) ch.setting = ch.given;
+  for (const auto& p : slurm::settings_problems(sch, a.cluster))
+    for (const auto& ch : choices)
+      if (p.key == ch.key && !ch.given.empty())
+        throw base::invalid("--" + p.key + " '" + printable(ch.given, 60) + "' " + p.why + "; nothing submitted");
 
   // sbatch first: without it nothing else is worth doing.
   if (!a.dry_run && !base::find_program("sbatch"))
@@ -84,21 +81,8 @@ void run_submit(const SubmitArgs& a) {
 
   // Nodes and tasks: one task per GPU of the recipe's world, [cluster] gpus_per_node
   // to a node; fewer nodes emulate the world exactly.
-  const std::string cf = a.cluster;
-  slurm::Shape shape;
-  shape = slurm::job_shape({plan.dist.world_size, plan.comm, c.nodes, c.gpus_per_node, sch.backend, a.nodes, cf,
-                            a.recipe.path});
-  const int64_t world = shape.world, nodes = shape.nodes, tpn = shape.tasks_per_node;
-  const std::string& backend_set = shape.backend_set;
-
-  const std::string time = a.time.empty() ? sch.time : a.time;
-  if (!time.empty()) {
-    const int64_t limit = *plan::slurm_time_seconds(time);
-    if (sch.signal_lead_s >= limit)
-      throw base::invalid("the time limit " + time + " (" + std::to_string(limit) + " s) is not longer than " +
-                                   cf + "'s signal_lead_s = " + std::to_string(sch.signal_lead_s) +
-                                   " (the run is told to stop that long before the limit); nothing submitted");
-  }
+  const slurm::Shape shape = slurm::job_shape(
+      {plan.dist.world_size, plan.comm, c.nodes, c.gpus_per_node, sch.backend, a.nodes, a.cluster, a.recipe.path});
 
   // The run directory: as vexp run would choose it, made absolute (every start of
   // the job, on any node, continues the same one).
@@ -111,94 +95,33 @@ void run_submit(const SubmitArgs& a) {
   if (auto why = slurm::run_dir_problem(dir); !why.empty())
     throw base::invalid("run directory '" + printable(dir) + "' " + why +
                                  ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted");
+  slurm::RunToSubmit run;
+  run.run_dir = dir;
+  run.job_name = slurm::job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
+  run.exe = base::exe_path();
+  if (run.exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
   std::error_code ec;
-  const std::string recipe_abs = fs::absolute(a.recipe.path, ec).lexically_normal().string();
-  const std::string exe = base::exe_path();
-  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
-
-  slurm::JobSpec j;
-  j.run_dir = dir;
-  j.job_name = slurm::job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
-  j.nodes = nodes;
-  j.tasks_per_node = tpn;
-  if (sch.cpus_per_node > 0) j.cpus_per_task = std::max<int64_t>(sch.cpus_per_node / tpn, 1);
-  j.gpus_per_node = sch.gpus_per_node;
-  j.time = time;
-  j.partition = a.partition.empty() ? sch.partition : a.partition;
-  j.account = a.account.empty() ? sch.account : a.account;
-  j.signal_lead_s = sch.signal_lead_s;
-  j.max_requeues = sch.max_requeues;
-  j.sbatch_extra = sch.sbatch;
-  j.setup = sch.setup;
-  j.launcher = sch.launcher;
-  j.vexp_argv = {exe, "run", recipe_abs};
-  for (const auto& x : a.recipe.sets) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", x});
-  if (!backend_set.empty()) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", backend_set});
-  for (const auto& x : a.recipe.plugin_path_argv()) j.vexp_argv.push_back(x);
-  j.vexp_argv.insert(j.vexp_argv.end(), {"--out", dir, "--resume", "auto"});
-  for (const auto& w : j.vexp_argv)
-    if (base::has_control(w)) throw base::invalid("'" + printable(w, 60) + "' holds a control character");
-  j.cluster_file = a.cluster;
-  j.submit_command = submit_line(a);
-  std::string script;
-  try {
-    script = slurm::batch_script(j);
-  } catch (const slurm::Refused& e) {
-    throw base::invalid(std::string(e.what()) + "; nothing submitted");
-  }
+  run.recipe = fs::absolute(a.recipe.path, ec).lexically_normal().string();
+  run.sets = a.recipe.sets;
+  run.plugin_dirs = canonical_plugin_paths(a.recipe.plugin_paths);
+  run.cluster_file = a.cluster;
+  run.submit_command = submit_line(a);
+  const slurm::JobSpec j = slurm::run_job_spec(sch, shape, run);
 
   const std::string& emulation = shape.emulation;
   if (a.dry_run) {
-    std::cout << script;
+    std::cout << slurm::batch_script(j);
     std::cerr << "vexp: dry run: " << shape.text << emulation << "; it would be written to " << printable(dir)
               << "/job.sbatch and submitted with sbatch; nothing written, nothing submitted\n";
     return;
   }
-
-  // The run's lock only while these files are written: the job's vexp run takes it.
-  const bool existed = fs::exists(dir, ec);
-  fs::create_directories(dir, ec);
-  if (ec) throw base::failure("cannot create the run directory '" + printable(dir) + "': " + ec.message());
-  const std::string script_path = dir + "/job.sbatch";
-  std::string job;
-  {
-    std::unique_ptr<base::DirLock> lock;
-    try {
-      lock = std::make_unique<base::DirLock>(dir, "vexp submit");
-    } catch (const base::Error& e) {
-      throw base::failure(std::string(e.what()) + "; nothing submitted");
-    }
-    auto undo = [&] {
-      std::error_code ig;
-      fs::remove(script_path, ig);
-      lock.reset();
-      if (!existed) {
-        fs::remove(dir + "/.vexp.lock", ig);
-        fs::remove(dir, ig);  // only when empty
-      }
-    };
-    try {
-      base::write_file_atomic(script_path, script, 0755);
-      job = slurm::sbatch(script_path);
-    } catch (const base::Error& e) {
-      undo();
-      throw base::failure(std::string(e.what()) + "; nothing submitted");
-    }
-    nlohmann::json rec{{"event", "submitted"}, {"job", job},        {"time", base::utc_now()},
-                       {"nodes", nodes},        {"tasks_per_node", tpn}, {"world_size", world},
-                       {"time_limit", time},    {"partition", j.partition}, {"cluster", c.name},
-                       {"max_requeues", sch.max_requeues}, {"script", "job.sbatch"}};
-    try {
-      slurm::append_event(dir, rec.dump());
-    } catch (const base::Error& e) {
-      // The job is queued: a record that cannot be written is not a failed submit.
-      std::cerr << "vexp: warning: " << e.what() << "; the job is submitted all the same (vexp status cannot "
-                << "show it until the record can be written)\n";
-    }
-  }
-  std::cout << "submitted Slurm job " << job << ": " << printable(dir) << " (" << shape.text << emulation << ")\n";
+  const slurm::Submitted sub = slurm::submit_run(j, {shape.world, c.name}, "vexp submit");
+  if (!sub.record_problem.empty())
+    std::cerr << "vexp: warning: " << sub.record_problem << "; the job is submitted all the same (vexp status "
+              << "cannot show it until the record can be written)\n";
+  std::cout << "submitted Slurm job " << sub.job << ": " << printable(dir) << " (" << shape.text << emulation << ")\n";
   std::cerr << "vexp: follow it with: vexp status " << shell_quote(dir) << "   (log: " << printable(dir) << "/slurm-"
-            << job << ".out)\n";
+            << sub.job << ".out)\n";
 }
 
 // scontrol's one-line answer as KEY=VALUE pairs (values without spaces are enough here).

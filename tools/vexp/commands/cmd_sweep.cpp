@@ -1,8 +1,8 @@
 // vexp sweep SWEEP.toml [--out DIR] [--jobs N] [--ranks-per-trial R] [--dry-run]
 // Runs every trial of a sweep as a child `vexp run` in DIR/trials/NNN/, records
 // them in DIR/sweep.db, and resumes when run again. The command line; the engine
-// is vexp::sweep (pkg/sweep: definition, expansion, directory and store,
-// scheduler), whose errors map to exit codes here (commands/sweep_errors.hpp); the
+// is vexp::sweep (pkg/sweep: definition, expansion, directory and store, the
+// local and Slurm drivers), whose errors map to exit codes here (commands/sweep_errors.hpp); the
 // results table, best recipe and plots are report/sweep_results.
 #include <unistd.h>
 
@@ -21,10 +21,10 @@
 #include "vexp/sweep/definition.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "vexp/sweep/expansion.hpp"
-#include "vexp/sweep/scheduler.hpp"
+#include "vexp/sweep/local_driver.hpp"
 #include "vexp/sweep/store.hpp"
 #include "vexp/base/lock.hpp"
-#include "vexp/sweep/cluster.hpp"
+#include "vexp/sweep/slurm_driver.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 
@@ -40,7 +40,7 @@ struct SweepArgs {
   std::vector<std::string> sets;          // --set, applied to every trial before the sweep's own values
   int jobs = 1, ranks = 1, gpus = -1;
   bool dry_run = false, retry_failed = false, no_report = false;
-  // --cluster: every trial a Slurm job (vexp::sweep's cluster driver).
+  // --cluster: every trial a Slurm job (vexp::sweep's Slurm driver).
   std::string cluster;
   int max_running = 0;
   double poll_s = 30;
@@ -93,7 +93,7 @@ void sweep_command(const SweepArgs& a) {
   load_session_plugins(s, a.plugin_paths);
   // --cluster: the cluster file and Slurm first (nothing is expanded, written or
   // submitted when they are wrong).
-  std::optional<ClusterLaunch> cl;
+  std::optional<SlurmLaunch> cl;
   if (!a.cluster.empty()) {
     for (const auto& [given, name] : {std::pair<bool, const char*>{a.jobs_given, "--jobs"},
                                       {a.ranks_given, "--ranks-per-trial"}, {a.gpus_given, "--gpus"}})
@@ -124,7 +124,7 @@ void sweep_command(const SweepArgs& a) {
       const fs::path dir = !a.out.empty() ? fs::path(a.out) : !def.out.empty() ? fs::path(def.out)
                                                                                : fs::path("runs/sweeps") / def.name;
       cl->exe = base::exe_path();
-      std::cout << cluster_dry_run(trials, s, def, dir, *cl);
+      std::cout << slurm_dry_run(trials, s, def, dir, *cl);
       std::cerr << "vexp: dry run: " << trials.size() << " batch script(s); nothing written, nothing submitted\n";
     }
     return;
@@ -165,7 +165,7 @@ void sweep_command(const SweepArgs& a) {
   open_sweep_store(store, dir, def, trials, how, s);
   if (cl) {
     cl->exe = launch.exe;
-    run_trials_on_cluster(store, s, def, dir, *cl);
+    run_trials_on_slurm(store, s, def, dir, *cl);
   } else {
     run_trials(store, s, def, dir, slots, launch);
   }

@@ -1,7 +1,7 @@
 // Talking to Slurm: how many nodes and tasks a recipe's world needs, sbatch, one
 // squeue call for any number of jobs, scancel. Every command is started by argv
 // (vexp::base::run_capture), never through a shell. Used by `vexp submit` and by the
-// cluster driver of `vexp sweep --cluster` (docs/clusters.md).
+// Slurm driver of `vexp sweep --cluster` (docs/clusters.md).
 #pragma once
 
 #include "vexp/base/error.hpp"
@@ -47,7 +47,8 @@ Shape job_shape(const ShapeRequest& r);
 std::string job_name_of(const std::string& name);
 
 // `sbatch --parsable SCRIPT`: the job id. Throws Error ("sbatch refused the job (exit
-// code 1): sbatch: error: invalid partition ...") when sbatch fails or answers no id.
+// code 1): sbatch: error: invalid partition ...; nothing submitted") when sbatch fails
+// or answers no id.
 std::string sbatch(const std::string& script_path);
 
 // The first line of sbatch's answer that says what is wrong.

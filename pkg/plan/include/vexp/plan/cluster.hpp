@@ -12,6 +12,7 @@
 
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/plan/error.hpp"
+#include "vexp/slurm/settings.hpp"
 
 namespace vexp::plan {
 
@@ -68,22 +69,15 @@ struct ClusterStorage {
   std::string source;
 };
 
-// [scheduler] (`vexp submit`; optional: `vexp plan` does not read it). Every value
-// that goes into the batch script is checked here: names hold only letters, digits
-// and ._-, lines hold no control character. docs/clusters.md has the format.
+// [scheduler] (`vexp submit`, `vexp sweep --cluster`; optional: `vexp plan` does not
+// read it). Its values are the cluster's Slurm settings, every one checked here with
+// slurm::settings_problems (names, time limits, lines a batch script can hold, a time
+// limit longer than signal_lead_s) and reported at its value. docs/clusters.md has
+// the format.
 struct ClusterScheduler {
   bool given = false;
-  std::string kind;                  // "slurm"
-  std::string partition, account;    // "" : the cluster's default
-  std::string time;                  // default time limit (Slurm syntax), "" : none
-  int64_t gpus_per_node = 0;         // GPUs asked for per node (--gpus-per-node); 0: none (CPU ranks)
-  int64_t cpus_per_node = 0;         // CPUs per node shared by its tasks (--cpus-per-task); 0: Slurm's default
-  std::vector<std::string> launcher;  // argv words before `vexp run` (default srun --mpi=pmix)
-  std::string backend;               // dist.backend for a recipe whose is "local" ("" : refuse such a recipe)
-  std::vector<std::string> sbatch;   // extra #SBATCH options, one each
-  std::vector<std::string> setup;    // shell lines run before vexp (module load ...)
-  int64_t signal_lead_s = 120;       // the stop signal comes this long before the time limit
-  int64_t max_requeues = 3;          // requeues at the time limit before the run ends
+  std::string kind;          // "slurm"
+  slurm::Settings settings;
   dsl::Loc loc;
 };
 
@@ -115,15 +109,6 @@ bool is_cluster_file(const std::string& path);
 std::optional<Cluster> load_cluster(const std::string& path, dsl::Diagnostics& diags);
 // The same from text (tests); `from` paths resolve against `virtual_path`'s folder.
 std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, dsl::Diagnostics& diags);
-
-// Why `v` cannot be a Slurm partition or account name (letters, digits, ._-), or "".
-// The message follows the value's name: "'partition' ... " + message.
-std::string slurm_name_problem(const std::string& v);
-// Why `v` is not a Slurm time limit (sbatch --time), or "".
-std::string slurm_time_problem(const std::string& v);
-// A Slurm time limit in seconds (MINUTES, MINUTES:SECONDS, HH:MM:SS, D-HH, D-HH:MM,
-// D-HH:MM:SS), or nullopt when it is none of these.
-std::optional<int64_t> slurm_time_seconds(const std::string& v);
 
 // "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s",
 // for a terminal: the file's names with their control characters escaped (base::printable).

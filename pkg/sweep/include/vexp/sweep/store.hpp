@@ -70,7 +70,7 @@ class Store {
   void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
               const nlohmann::json& metrics, double attempt_s, const std::string& message);
   void reset(int64_t id);  // back to pending (interrupted)
-  // The cluster driver's steps (status stays 'running' from the submit to the end):
+  // The Slurm driver's steps (status stays 'running' from the submit to the end):
   // before sbatch (a new attempt, no job id yet), the job id sbatch answered, and
   // Slurm's state (started: the job was first seen running, started_at = now).
   void mark_submitting(int64_t id, const std::string& run_dir);

@@ -1,4 +1,4 @@
-#include "vexp/sweep/cluster.hpp"
+#include "vexp/sweep/slurm_driver.hpp"
 
 #include <signal.h>
 #include <time.h>
@@ -19,6 +19,7 @@
 #include "vexp/base/text.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/slurm/job.hpp"
+#include "vexp/slurm/run_job.hpp"
 #include "vexp/slurm/scheduler.hpp"
 #include "vexp/sweep/directory.hpp"
 #include "stop_signal.hpp"
@@ -47,11 +48,10 @@ std::string job_name(const Definition& def, const fs::path& dir, int64_t id) {
   return base + "-" + trial_name(id) + "-" + dir_tag(dir);
 }
 
-// The script and shape of one trial's job. Throws Error.
+// The spec and shape of one trial's job.
 struct TrialJob {
   slurm::JobSpec spec;
   slurm::Shape shape;
-  std::string script;
 };
 
 // The world and backend a trial's job is shaped from: those of the recipe `vexp run`
@@ -73,7 +73,7 @@ std::optional<JobNeeds> needs_of(const json& figures) {
 }
 
 TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64_t id,
-                   const std::vector<dsl::Override>& ov, std::optional<JobNeeds> needs, const ClusterLaunch& l) {
+                   const std::vector<dsl::Override>& ov, std::optional<JobNeeds> needs, const SlurmLaunch& l) {
   const fs::path tdir = fs::absolute(dir / "trials" / trial_name(id)).lexically_normal();
   if (!needs) {
     if (!open_trial_recipe(s, def.base, ov, false) || !s.plan)
@@ -82,48 +82,31 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
   }
   const int64_t world = needs->world;
   const std::string& backend = needs->backend;
-  const plan::ClusterScheduler& sch = l.cluster.scheduler;
   TrialJob t;
   try {
     t.shape = slurm::job_shape({world, backend, l.cluster.nodes, l.cluster.gpus_per_node,
-                                sch.backend, 0, l.cluster_file, def.base});
+                                l.cluster.scheduler.settings.backend, 0, l.cluster_file, def.base});
   } catch (const slurm::Refused& e) {
     throw InvalidUse("trial " + trial_name(id) + ": " + e.what());
   }
   if (auto why = slurm::run_dir_problem(tdir.string()); !why.empty())
     throw InvalidUse("trial folder '" + base::printable(tdir.string()) + "' " + why +
                      ", which an #SBATCH line cannot hold: choose another --out");
-  slurm::JobSpec& j = t.spec;
-  j.run_dir = tdir.string();
-  j.job_name = job_name(def, dir, id);
-  j.nodes = t.shape.nodes;
-  j.tasks_per_node = t.shape.tasks_per_node;
-  if (sch.cpus_per_node > 0) j.cpus_per_task = std::max<int64_t>(sch.cpus_per_node / t.shape.tasks_per_node, 1);
-  j.gpus_per_node = sch.gpus_per_node;
-  j.time = sch.time;
-  j.partition = sch.partition;
-  j.account = sch.account;
-  j.signal_lead_s = sch.signal_lead_s;
-  j.max_requeues = sch.max_requeues;
-  j.sbatch_extra = sch.sbatch;
-  j.setup = sch.setup;
-  j.launcher = sch.launcher;
-  j.vexp_argv = {l.exe, "run", fs::absolute(def.base).lexically_normal().string()};
-  for (const auto& o : ov) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", o.path + "=" + o.text});
-  if (!t.shape.backend_set.empty()) j.vexp_argv.insert(j.vexp_argv.end(), {"--set", t.shape.backend_set});
-  for (const auto& d : l.plugin_dirs) j.vexp_argv.insert(j.vexp_argv.end(), {"--plugin-path", d});
-  j.vexp_argv.insert(j.vexp_argv.end(), {"--out", j.run_dir, "--resume", "auto"});
-  for (const auto& w : j.vexp_argv)
-    if (base::has_control(w))
-      throw InvalidUse("trial " + trial_name(id) + ": '" + base::printable(w, 60) + "' holds a control character");
-  j.cluster_file = l.cluster_file;
-  j.submit_command = "vexp sweep (trial " + trial_name(id) + " of " + base::shell_quote(fs::absolute(dir).string()) +
-                     ", --cluster " + base::shell_quote(l.cluster_file) + ")";
-  try {
-    t.script = slurm::batch_script(j);
-  } catch (const slurm::Refused& e) {
-    throw InvalidUse("trial " + trial_name(id) + ": " + e.what());
-  }
+  slurm::RunToSubmit run;
+  run.run_dir = tdir.string();
+  run.job_name = job_name(def, dir, id);
+  run.exe = l.exe;
+  run.recipe = fs::absolute(def.base).lexically_normal().string();
+  for (const auto& o : ov) run.sets.push_back(o.path + "=" + o.text);
+  run.plugin_dirs = l.plugin_dirs;
+  run.cluster_file = l.cluster_file;
+  run.submit_command = "vexp sweep (trial " + trial_name(id) + " of " +
+                       base::shell_quote(fs::absolute(dir).string()) + ", --cluster " +
+                       base::shell_quote(l.cluster_file) + ")";
+  t.spec = slurm::run_job_spec(l.cluster.scheduler.settings, t.shape, run);
+  // Checked before anything is submitted (the job's own words say which trial).
+  if (const std::string why = slurm::job_spec_problem(t.spec); !why.empty())
+    throw InvalidUse("trial " + trial_name(id) + ": " + why + ", which a batch script cannot hold");
   return t;
 }
 
@@ -207,18 +190,19 @@ void sleep_s(double s) {
 
 }  // namespace
 
-std::string cluster_dry_run(const std::vector<Trial>& trials, Session& s, const Definition& def, const fs::path& dir,
-                            const ClusterLaunch& l) {
+std::string slurm_dry_run(const std::vector<Trial>& trials, Session& s, const Definition& def, const fs::path& dir,
+                            const SlurmLaunch& l) {
   std::string out;
   for (const auto& tr : trials) {
     const TrialJob t = trial_job(s, def, dir, tr.id, tr.overrides, needs_of(tr.figures), l);
-    out += "# ---- trial " + trial_name(tr.id) + ": " + t.shape.text + t.shape.emulation + "\n" + t.script;
+    out += "# ---- trial " + trial_name(tr.id) + ": " + t.shape.text + t.shape.emulation + "\n" +
+           slurm::batch_script(t.spec);
   }
   return out;
 }
 
-void run_trials_on_cluster(Store& store, Session& s, const Definition& def, const fs::path& dir,
-                           const ClusterLaunch& l) {
+void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const fs::path& dir,
+                           const SlurmLaunch& l) {
   std::map<int64_t, Row> by_id;
   std::vector<int64_t> pending;
   std::map<int64_t, Active> active;  // by trial
@@ -313,40 +297,24 @@ void run_trials_on_cluster(Store& store, Session& s, const Definition& def, cons
     if (fs::exists(tdir, ec) && !fs::is_empty(tdir, ec) && !fs::exists(rundir::RunDir(tdir).jobs(), ec)) {
       move_attempt_aside(tdir);  // a local run's folder, or a failed trial run again
     }
-    fs::create_directories(tdir);
-    const std::string script_path = (tdir / "job.sbatch").string();
-    base::write_file_atomic(script_path, t.script, 0755);
-    log_attempt(rundir::RunDir(tdir).trial_log(), id, row.attempts + 1, false, t.spec.vexp_argv);
-    store.mark_submitting(id, tdir.string());  // before sbatch: a driver killed now finds the job by name
-    std::string job;
+    slurm::Submitted sub;
     try {
-      job = slurm::sbatch(script_path);
-    } catch (const base::Error& e) {
+      sub = slurm::submit_run(t.spec, {t.shape.world, l.cluster.name, id}, "vexp sweep", [&] {
+        log_attempt(rundir::RunDir(tdir).trial_log(), id, row.attempts + 1, false, t.spec.vexp_argv);
+        store.mark_submitting(id, tdir.string());  // before sbatch: a driver killed now finds the job by name
+      });
+    } catch (const slurm::Error& e) {
       // Refused by Slurm (bad partition, limits): the trial fails, the others go on.
       store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, e.what());
       log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, e.what());
       std::cout << "trial " << trial_name(id) << " failed: " << e.what() << "\n";
       return;
     }
-    json rec{{"event", "submitted"},
-             {"job", job},
-             {"time", base::utc_now()},
-             {"nodes", t.shape.nodes},
-             {"tasks_per_node", t.shape.tasks_per_node},
-             {"world_size", t.shape.world},
-             {"time_limit", t.spec.time},
-             {"partition", t.spec.partition},
-             {"cluster", l.cluster.name},
-             {"max_requeues", t.spec.max_requeues},
-             {"script", "job.sbatch"},
-             {"sweep_trial", id}};
-    store.mark_queued(id, tdir.string(), job);  // first: the job is queued whatever its folder's record says
-    try {
-      slurm::append_event(tdir.string(), rec.dump());
-    } catch (const base::Error& e) {
-      std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << e.what() << "; its job " << job
+    const std::string& job = sub.job;
+    store.mark_queued(id, tdir.string(), job);  // the job is queued whatever its folder's record says
+    if (!sub.record_problem.empty())
+      std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << sub.record_problem << "; its job " << job
                 << " is submitted all the same\n";
-    }
     Active a;
     a.id = id;
     a.job = job;

@@ -16,7 +16,7 @@
 
 namespace vexp::sweep {
 
-struct ClusterLaunch {
+struct SlurmLaunch {
   plan::Cluster cluster;                   // with its [scheduler]
   std::string cluster_file;               // as given (messages, the scripts' header)
   std::string exe;                        // this vexp executable (absolute)
@@ -29,15 +29,15 @@ struct ClusterLaunch {
 
 // The batch script of every trial (for --dry-run): "# ---- trial NNN: SHAPE" then the
 // script. Throws InvalidUse when a trial cannot be a job of the cluster.
-std::string cluster_dry_run(const std::vector<Trial>& trials, Session& session, const Definition& def,
-                            const std::filesystem::path& dir, const ClusterLaunch& launch);
+std::string slurm_dry_run(const std::vector<Trial>& trials, Session& session, const Definition& def,
+                            const std::filesystem::path& dir, const SlurmLaunch& launch);
 
 // Submits the pending trials (at most max_running queued or running at once),
 // re-attaches to those a previous driver submitted, polls Slurm once per poll_s,
 // records every outcome (with Slurm's state and the job's log) and prunes with
 // scancel. Returns when every trial has ended; throws Interrupted on SIGINT/SIGTERM,
 // leaving the jobs to the cluster (running the sweep again follows them).
-void run_trials_on_cluster(Store& store, Session& session, const Definition& def, const std::filesystem::path& dir,
-                           const ClusterLaunch& launch);
+void run_trials_on_slurm(Store& store, Session& session, const Definition& def, const std::filesystem::path& dir,
+                           const SlurmLaunch& launch);
 
 }  // namespace vexp::sweep

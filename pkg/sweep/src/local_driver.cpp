@@ -1,4 +1,4 @@
-#include "vexp/sweep/scheduler.hpp"
+#include "vexp/sweep/local_driver.hpp"
 
 #include "vexp/base/process.hpp"
 #include "vexp/base/files.hpp"
