@@ -47,7 +47,7 @@ inline at::Tensor counted_relu_(at::Tensor x, bool counting) {
 }
 
 inline std::string shape_text(const at::Tensor& x) {
-  return vexp::dsl::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
+  return vexp::schema::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
 }
 
 // B is the plugin's BlockPlan (prefix(), mid_channels, out_channels). The convs

@@ -14,7 +14,7 @@
 
 namespace vexp_resnet_layout {
 
-using vexp::dsl::Shape;
+using vexp::schema::Shape;
 
 // The three points of every block, in execution order.
 inline constexpr const char* kPointKinds[3] = {"block_in", "residual_in", "block_out"};
@@ -89,13 +89,13 @@ inline std::string unknown_point_message(const std::string& plugin, const std::s
          names[0] + ", " + names[1] + ", " + names[2] + ", ..., " + names.back() + ")";
 }
 
-// Throws vexp::dsl::ShapeError("{what} {input} is too small: ...") when a spatial or
+// Throws vexp::schema::ShapeError("{what} {input} is too small: ...") when a spatial or
 // temporal dim (from dim 2 on) of `s` became empty.
 inline void check_positive(const Shape& s, const Shape& input, const std::string& what) {
   for (size_t i = 2; i < s.size(); ++i)
     if (s[i] == 0)
-      throw vexp::dsl::ShapeError(what + " " + vexp::dsl::shape_str(input) +
-                                  " is too small: a feature map would be empty");
+      throw vexp::schema::ShapeError(what + " " + vexp::schema::shape_str(input) +
+                                     " is too small: a feature map would be empty");
 }
 
 }  // namespace vexp_resnet_layout

@@ -6,7 +6,7 @@
 
 namespace vexp_resnet {
 
-using vexp::dsl::ShapeError;
+using vexp::schema::ShapeError;
 
 std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
@@ -21,7 +21,7 @@ void apply_window(Shape& s, int64_t kernel, int64_t stride, int64_t pad) {
 Shape after_stem(const Plan& plan, const Shape& input) {
   if (input.size() != 4)
     throw ShapeError("resnet: expects a 4-D input [M, " + std::to_string(plan.in_channels) + ", H, W], got " +
-                     vexp::dsl::shape_str(input));
+                     vexp::schema::shape_str(input));
   if (input[1] >= 0 && input[1] != plan.in_channels)
     throw ShapeError("resnet: the input has " + std::to_string(input[1]) + " channels but in_channels = " +
                      std::to_string(plan.in_channels));
@@ -48,7 +48,7 @@ void check_positive(const Shape& s, const Shape& input) {
 
 }  // namespace
 
-Plan Plan::from(const vexp::dsl::Params& p) {
+Plan Plan::from(const vexp::schema::Params& p) {
   Plan plan;
   plan.depth = p.i64("depth");
   const std::vector<int> counts = vexp_resnet_layout::blocks_per_stage(plan.depth, "resnet");

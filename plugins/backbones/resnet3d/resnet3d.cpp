@@ -121,7 +121,7 @@ VEXP_PLUGIN("resnet3d", "0.1.0") {
   d.schema.boolean("with_pool2", true, "Temporal max-pool 2x1x1 (stride 2) after layer1");
   d.schema.boolean("zero_init_residual", false, "Zero the last BN weight of each block");
   d.insertion_points = [](const vexp::Params& p) { return insertion_points(Plan::from(p)); };
-  d.infer_shape = [](const vexp::Params& p, const std::vector<vexp::Shape>& in, const vexp::dsl::GraphContext&) {
+  d.infer_shape = [](const vexp::Params& p, const std::vector<vexp::Shape>& in, const vexp::schema::GraphContext&) {
     if (in.size() != 1) throw vexp::ShapeError("resnet3d: expects one input, got " + std::to_string(in.size()));
     return output_shape(Plan::from(p), in[0]);
   };

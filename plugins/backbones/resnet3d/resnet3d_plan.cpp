@@ -4,7 +4,7 @@
 
 namespace vexp_resnet3d {
 
-using vexp::dsl::ShapeError;
+using vexp::schema::ShapeError;
 
 std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
@@ -60,7 +60,7 @@ std::vector<std::vector<bool>> parse_inflate(const std::string& text, const std:
 Shape after_stem(const Plan& plan, const Shape& input) {
   if (input.size() != 5)
     throw ShapeError("resnet3d: expects a clip batch [N, T, " + std::to_string(plan.in_channels) + ", H, W], got " +
-                     vexp::dsl::shape_str(input));
+                     vexp::schema::shape_str(input));
   if (input[2] >= 0 && input[2] != plan.in_channels)
     throw ShapeError("resnet3d: the clip has " + std::to_string(input[2]) + " channels (dim 2) but in_channels = " +
                      std::to_string(plan.in_channels));
@@ -85,7 +85,7 @@ void check_positive(const Shape& s, const Shape& input) {
 
 }  // namespace
 
-Plan Plan::from(const vexp::dsl::Params& p) {
+Plan Plan::from(const vexp::schema::Params& p) {
   Plan plan;
   plan.depth = p.i64("depth");
   const std::vector<int> counts = blocks_per_stage(plan.depth);

@@ -439,7 +439,7 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.real("max_bad_fraction", 0.01, "Fail when more than this fraction of the files is bad").range(0, 1);
   d.dataset_facts = [](const vexp::Params& p) {
     const Config c = read_config(p);
-    vexp::dsl::DatasetFacts f;
+    vexp::schema::DatasetFacts f;
     f.clip = {c.frames, c.channels, c.input_size, c.input_size};
     f.classes = c.classes;
     return f;
