@@ -1,7 +1,7 @@
 // The parts of the ResNet layout that the 2-D (resnet) and the I3D (resnet3d)
 // backbones share: blocks per stage for each depth, the stage/block walk with
-// channels, strides and downsampling, the insertion-point names and the
-// unknown-point message. Torch-free and header-only.
+// channels, strides and downsampling, the insertion-point names, finding a
+// point's block and the unknown-point message. Torch-free and header-only.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +80,26 @@ std::vector<std::string> insertion_points(const std::vector<B>& blocks) {
   for (const B& b : blocks)
     for (const char* kind : kPointKinds) names.push_back(b.prefix() + kind);
   return names;
+}
+
+// Where `point` is: the index of its block in `blocks` and its kind (an index
+// into kPointKinds); block -1 when no block has that point.
+struct PointRef {
+  int block = -1;
+  int kind = -1;
+  bool found() const { return block >= 0; }
+};
+
+template <class B>
+PointRef find_point(const std::vector<B>& blocks, const std::string& point) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string prefix = blocks[i].prefix();
+    if (point.compare(0, prefix.size(), prefix) != 0) continue;
+    for (int k = 0; k < 3; ++k)
+      if (point.compare(prefix.size(), std::string::npos, kPointKinds[k]) == 0) return {static_cast<int>(i), k};
+    return {};
+  }
+  return {};
 }
 
 // "{plugin}: no insertion point '{point}' ({model} has N: first three, ..., last)".
