@@ -14,14 +14,23 @@
 
 #include "vexp/media/media.hpp"
 #include "plugin_testing.hpp"
-#include "sampling.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/dataset.hpp"
+#include "vexp/kinetics/sampling.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using namespace vexp_kinetics;
+using vexp::kinetics::Crop;
+using vexp::kinetics::dense_test;
+using vexp::kinetics::dense_train;
+using vexp::kinetics::fix_offsets;
+using vexp::kinetics::multiscale_crop;
+using vexp::kinetics::Rng;
+using vexp::kinetics::test_crops;
+using vexp::kinetics::tsn_test;
+using vexp::kinetics::tsn_train;
+using vexp::kinetics::tsn_twice_starts;
 using vexp::Split;
 using vexp::schema::Value;
 
