@@ -64,7 +64,7 @@ class TemporalSmooth : public vexp::Layer {
 // reach the user after the recipe's file:line:col and the node or rewrite naming
 // this op (the validator adds both), so the message itself is just the problem.
 vexp::Shape infer_smooth_shape(const vexp::Params& p, const std::vector<vexp::Shape>& in,
-                               const vexp::dsl::GraphContext& ctx) {
+                               const vexp::schema::GraphContext& ctx) {
   if (in.size() != 1) throw vexp::ShapeError("expects one input, got " + std::to_string(in.size()));
   const vexp::Shape& s = in[0];
   if (s.empty()) throw vexp::ShapeError("expects a tensor with frames along dimension 0");

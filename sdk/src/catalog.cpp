@@ -1,7 +1,7 @@
 // The plugin declaration types (vexp/schema/catalog.hpp): what the SDK compiles.
 #include "vexp/schema/catalog.hpp"
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
@@ -12,4 +12,4 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 namespace {
 
@@ -330,4 +330,4 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best;
 }
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 namespace {
 
@@ -256,4 +256,4 @@ std::vector<std::string> Params::str_list(const std::string& name) const {
   return out;
 }
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema

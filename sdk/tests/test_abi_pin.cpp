@@ -1,6 +1,7 @@
 // The plugin ABI pin: sizes, field offsets and virtual-function slots of every
 // type that crosses the boundary between vexp and a plugin library, recorded for
-// each VEXP_PLUGIN_ABI_VERSION. A layout change fails here until the version is
+// each VEXP_PLUGIN_ABI_VERSION, with the mangled names of a few of them (their
+// namespace). A layout or name change fails here until the version is
 // raised in plugin_abi.h (with a line of history) and the new layout pinned below.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "vexp/comm.hpp"
@@ -71,6 +73,10 @@ struct Line {
     text += std::string(" ") + name + "#" + std::to_string(index);
     return *this;
   }
+  Line& t(const char* name, const std::type_info& type) {
+    text += std::string(" ") + name + "=" + type.name();
+    return *this;
+  }
   Line& n(const char* name, long value) {
     text += std::string(" ") + name + "=" + std::to_string(value);
     return *this;
@@ -90,8 +96,8 @@ long slots_of() {
 
 std::vector<std::string> measured() {
   using namespace vexp;
-  using dsl::DatasetFacts;
-  using dsl::GraphContext;
+  using schema::DatasetFacts;
+  using schema::GraphContext;
   std::vector<Line> l;
   // The C entry point.
   l.push_back(Line("VexpPluginInfo", sizeof(VexpPluginInfo))
@@ -134,10 +140,10 @@ std::vector<std::string> measured() {
   l.push_back(Line("DatasetFacts", sizeof(DatasetFacts)).f("clip", &DatasetFacts::clip).f("classes", &DatasetFacts::classes));
   l.push_back(Line("Shape", sizeof(Shape)));
   l.push_back(Line("Schema", sizeof(Schema)));
-  l.push_back(Line("ParamSpec", sizeof(dsl::ParamSpec)));
+  l.push_back(Line("ParamSpec", sizeof(schema::ParamSpec)));
   l.push_back(Line("Params", sizeof(Params)));
-  l.push_back(Line("Value", sizeof(dsl::Value)));
-  l.push_back(Line("Loc", sizeof(dsl::Loc)));
+  l.push_back(Line("Value", sizeof(schema::Value)));
+  l.push_back(Line("Loc", sizeof(schema::Loc)));
   // Layers.
   l.push_back(Line("ForwardContext", sizeof(ForwardContext))
                   .f("batch", &ForwardContext::batch)
@@ -190,6 +196,14 @@ std::vector<std::string> measured() {
                   .v("set_watchdog", &Comm::set_watchdog)
                   .v("abort", &Comm::abort)
                   .n("slots", slots_of<Comm>()));
+  // Mangled names: a type's namespace is in every symbol that names it and in its
+  // type_info (what a catch across the boundary compares), so a rename is a change.
+  l.push_back(Line("Names")
+                  .t("PluginDecl", typeid(PluginDecl))
+                  .t("ShapeError", typeid(ShapeError))
+                  .t("Value", typeid(schema::Value))
+                  .t("Registrar", typeid(Registrar))
+                  .t("Dataset", typeid(Dataset)));
   std::vector<std::string> out;
   for (auto& line : l) out.push_back(line.text);
   return out;
@@ -224,6 +238,36 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
+           "Names PluginDecl=N4vexp3dsl10PluginDeclE ShapeError=N4vexp3dsl10ShapeErrorE Value=N4vexp3dsl5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
+
+       }},
+      {4u,
+       {
+           "VexpPluginInfo size=40 abi_version@0 struct_size@4 name@8 version@16 build_tag@24 register_all@32",
+           "Registration size=408 interface@0 decl@8 factory@376",
+           "Made size=48 object@0 error@16",
+           "ErasedFactory size=32",
+           "Interface size=4 Layer=1 Dataset=2 Comm=3",
+           "Registrar size=8 add_entry#2 slots=3",
+           "PluginDecl size=368 kind@0 name@32 doc@64 library@96 library_version@128 schema@160 insertion_points@184 infer_shape@216 point_shape@248 dataset_facts@280 check_data@312 head_parameters@344",
+           "GraphContext size=24 batch@0 frames@8 classes@16",
+           "DatasetFacts size=32 clip@0 classes@24",
+           "Shape size=24",
+           "Schema size=24",
+           "ParamSpec size=312",
+           "Params size=88",
+           "Value size=176",
+           "Loc size=40",
+           "ForwardContext size=16 batch@0 frames@8",
+           "Layer build#0 forward#1 insert#2 own_slots=3",
+           "Sample size=16 clip@0 label@8",
+           "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
+           "Split size=4 Train=0 Val=1",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 slots=11",
+           "ReduceOp size=4 Sum=0 Avg=1 Max=2",
+           "Work size=8 wait#2 done#3 slots=4",
+           "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
+           "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
 
        }},
   };

@@ -62,11 +62,11 @@ TEST(PluginHost, WrongAbiVersionIsRefusedWithBothVersions) {
 }
 
 TEST(PluginHost, PluginOfAnOlderAbiIsRefusedInOneLine) {
-  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 3u);  // the fixture exports ABI 2, the one before
+  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 4u);  // the fixture exports ABI 3, the one before
   vexp::PluginHost host;
   std::string e = load_error(host, fixture("old_abi"));
   EXPECT_EQ(e, fixture("old_abi") +
-                   ": built for vexp plugin ABI 2, this vexp speaks ABI 3; rebuild it against this vexp's SDK");
+                   ": built for vexp plugin ABI 3, this vexp speaks ABI 4; rebuild it against this vexp's SDK");
   EXPECT_EQ(e.find('\n'), std::string::npos);
   EXPECT_TRUE(host.libraries().empty());
 }

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "vexp/kinetics/sampling.hpp"
 #include "vexp/media/media.hpp"
-#include "sampling.hpp"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -59,7 +59,7 @@ int64_t plain_decode(const std::string& path, int64_t T, bool skip_nonref) {
   }
   if (!pts.empty()) {
     std::set<int64_t> want;
-    for (int64_t i : vexp_kinetics::tsn_test(static_cast<int64_t>(pts.size()), T)) want.insert(pts[i]);
+    for (int64_t i : vexp::kinetics::tsn_test(static_cast<int64_t>(pts.size()), T)) want.insert(pts[i]);
     av_seek_frame(fmt, s, pts.front(), AVSEEK_FLAG_BACKWARD);
     avcodec_flush_buffers(c);
     while (!want.empty() && av_read_frame(fmt, pkt) >= 0) {
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
         vexp::media::VideoReader v(f);
         const int side = std::min({224, v.width(), v.height()});
         std::vector<uint8_t> buf(static_cast<size_t>(T) * side * side * 3);
-        v.read(vexp_kinetics::tsn_test(v.frames(), T),
+        v.read(vexp::kinetics::tsn_test(v.frames(), T),
                {(v.width() - side) / 2, (v.height() - side) / 2, side, side}, side, side, 3, buf.data());
         n_vexp += v.decoded_frames();
         const double t3 = cpu_s();

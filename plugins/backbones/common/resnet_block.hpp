@@ -1,4 +1,5 @@
-// The residual block that the 2-D (resnet) and I3D (resnet3d) backbones share:
+// The residual block that the 2-D (resnet) and I3D (resnet3d) backbones share
+// and the body above the blocks (ResNetBody: stages, insertion points, insert()):
 // torchvision's BasicBlock (two 3x3 convs) or Bottleneck (1x1, 3x3, 1x1) with
 // torchvision's module names (conv1, bn1, ..., downsample.0/1), its three
 // insertion points, and the MAC counting. Templated on the conv and batch-norm
@@ -6,9 +7,14 @@
 // only by the two plugins' .cpp files, which already use torch/nn.
 #pragma once
 
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/module.h>
@@ -47,7 +53,7 @@ inline at::Tensor counted_relu_(at::Tensor x, bool counting) {
 }
 
 inline std::string shape_text(const at::Tensor& x) {
-  return vexp::dsl::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
+  return vexp::schema::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
 }
 
 // B is the plugin's BlockPlan (prefix(), mid_channels, out_channels). The convs
@@ -108,6 +114,41 @@ class ResidualBlock : public torch::nn::Module {
   std::string block_in_, residual_in_, block_out_;
   Conv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, down_conv_{nullptr};
   BN bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr}, down_bn_{nullptr};
+};
+
+// What the 2-D and the I3D backbone share above their blocks: the plan, the
+// blocks in execution order, registered as torchvision's layer1..layer4 (each a
+// ModuleList: layer1.0, layer1.1, ...), their insertion points and insert().
+// `Plan` has `blocks` (each with `stage`) and a free unknown_point_message(plan,
+// point) in its namespace.
+template <class Plan, class Block>
+class ResNetBody : public vexp::Layer {
+ public:
+  void insert(const std::string& point, std::shared_ptr<vexp::Layer> layer) override {
+    if (!points_.has(point)) throw std::invalid_argument(unknown_point_message(plan_, point));
+    points_.insert(point, std::move(layer));
+  }
+
+ protected:
+  explicit ResNetBody(Plan plan) : plan_(std::move(plan)) {}
+
+  // Registers layer1..layer4 and in them make(b), a std::shared_ptr<Block>, for
+  // each block of the plan; call it after registering the stem's modules.
+  template <class Make>
+  void add_blocks(Make make) {
+    torch::nn::ModuleList stages[4];
+    for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), torch::nn::ModuleList());
+    for (const auto& b : plan_.blocks) {
+      std::shared_ptr<Block> block = make(b);
+      stages[b.stage - 1]->push_back(block);  // named "0", "1", ...
+      block->declare_points(points_);
+      blocks_.push_back(std::move(block));
+    }
+  }
+
+  Plan plan_;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  vexp::InsertionPoints points_;
 };
 
 }  // namespace vexp_resnet_layout

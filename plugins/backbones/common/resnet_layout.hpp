@@ -1,7 +1,7 @@
 // The parts of the ResNet layout that the 2-D (resnet) and the I3D (resnet3d)
 // backbones share: blocks per stage for each depth, the stage/block walk with
-// channels, strides and downsampling, the insertion-point names and the
-// unknown-point message. Torch-free and header-only.
+// channels, strides and downsampling, the insertion-point names, finding a
+// point's block and the unknown-point message. Torch-free and header-only.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 namespace vexp_resnet_layout {
 
-using vexp::dsl::Shape;
+using vexp::schema::Shape;
 
 // The three points of every block, in execution order.
 inline constexpr const char* kPointKinds[3] = {"block_in", "residual_in", "block_out"};
@@ -82,6 +82,26 @@ std::vector<std::string> insertion_points(const std::vector<B>& blocks) {
   return names;
 }
 
+// Where `point` is: the index of its block in `blocks` and its kind (an index
+// into kPointKinds); block -1 when no block has that point.
+struct PointRef {
+  int block = -1;
+  int kind = -1;
+  bool found() const { return block >= 0; }
+};
+
+template <class B>
+PointRef find_point(const std::vector<B>& blocks, const std::string& point) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string prefix = blocks[i].prefix();
+    if (point.compare(0, prefix.size(), prefix) != 0) continue;
+    for (int k = 0; k < 3; ++k)
+      if (point.compare(prefix.size(), std::string::npos, kPointKinds[k]) == 0) return {static_cast<int>(i), k};
+    return {};
+  }
+  return {};
+}
+
 // "{plugin}: no insertion point '{point}' ({model} has N: first three, ..., last)".
 inline std::string unknown_point_message(const std::string& plugin, const std::string& model,
                                          const std::vector<std::string>& names, const std::string& point) {
@@ -89,13 +109,13 @@ inline std::string unknown_point_message(const std::string& plugin, const std::s
          names[0] + ", " + names[1] + ", " + names[2] + ", ..., " + names.back() + ")";
 }
 
-// Throws vexp::dsl::ShapeError("{what} {input} is too small: ...") when a spatial or
+// Throws vexp::schema::ShapeError("{what} {input} is too small: ...") when a spatial or
 // temporal dim (from dim 2 on) of `s` became empty.
 inline void check_positive(const Shape& s, const Shape& input, const std::string& what) {
   for (size_t i = 2; i < s.size(); ++i)
     if (s[i] == 0)
-      throw vexp::dsl::ShapeError(what + " " + vexp::dsl::shape_str(input) +
-                                  " is too small: a feature map would be empty");
+      throw vexp::schema::ShapeError(what + " " + vexp::schema::shape_str(input) +
+                                     " is too small: a feature map would be empty");
 }
 
 }  // namespace vexp_resnet_layout

@@ -49,23 +49,16 @@ std::shared_ptr<Block> make_block(const BlockPlan& b, bool bottleneck, bool zero
   return std::make_shared<Block>(b, zero_init_residual, conv1, conv2, conv3, down);
 }
 
-class ResNet : public vexp::Layer {
+class ResNet : public vexp_resnet_layout::ResNetBody<Plan, Block> {
  public:
-  explicit ResNet(const vexp::Params& p) : plan_(Plan::from(p)) {
+  explicit ResNet(const vexp::Params& p) : ResNetBody(Plan::from(p)) {
     if (plan_.imagenet_stem) {
       conv1_ = register_module("conv1", make_conv(plan_.in_channels, plan_.stem_channels, 7, 2, 3));
     } else {
       conv1_ = register_module("conv1", make_conv(plan_.in_channels, plan_.stem_channels, 3, 1, 1));
     }
     bn1_ = register_module("bn1", nn::BatchNorm2d(plan_.stem_channels));
-    nn::ModuleList stages[4];
-    for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), nn::ModuleList());
-    for (const BlockPlan& b : plan_.blocks) {
-      auto block = make_block(b, plan_.bottleneck, plan_.zero_init_residual);
-      stages[b.stage - 1]->push_back(block);  // named "0", "1", ...
-      block->declare_points(points_);
-      blocks_.push_back(std::move(block));
-    }
+    add_blocks([&](const BlockPlan& b) { return make_block(b, plan_.bottleneck, plan_.zero_init_residual); });
   }
 
   at::Tensor forward(const std::vector<at::Tensor>& inputs, const vexp::ForwardContext& ctx) override {
@@ -89,17 +82,9 @@ class ResNet : public vexp::Layer {
     return x;
   }
 
-  void insert(const std::string& point, std::shared_ptr<vexp::Layer> layer) override {
-    if (!points_.has(point)) throw std::invalid_argument(unknown_point_message(plan_, point));
-    points_.insert(point, std::move(layer));
-  }
-
  private:
-  Plan plan_;
   nn::Conv2d conv1_{nullptr};
   nn::BatchNorm2d bn1_{nullptr};
-  std::vector<std::shared_ptr<Block>> blocks_;
-  vexp::InsertionPoints points_;
 };
 
 }  // namespace

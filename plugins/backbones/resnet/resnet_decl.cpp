@@ -7,8 +7,8 @@
 
 namespace vexp_resnet {
 
-vexp::dsl::PluginDecl declaration() {
-  vexp::dsl::PluginDecl d;
+vexp::schema::PluginDecl declaration() {
+  vexp::schema::PluginDecl d;
   d.kind = "backbone";
   d.name = "resnet";
   d.doc = "ResNet backbone (torchvision topology and names, no pooling or fc): [M, C, H, W] -> last feature map";
@@ -19,12 +19,12 @@ vexp::dsl::PluginDecl declaration() {
   d.schema.text("stem", "imagenet", "imagenet: 7x7/2 conv + 3x3/2 max-pool; cifar: 3x3/1 conv, no pool")
       .one_of({"imagenet", "cifar"});
   d.schema.boolean("zero_init_residual", false, "Zero the last BN weight of each block (each block starts as identity)");
-  d.insertion_points = [](const vexp::dsl::Params& p) { return insertion_points(Plan::from(p)); };
-  d.infer_shape = [](const vexp::dsl::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext&) {
-    if (in.size() != 1) throw vexp::dsl::ShapeError("resnet: expects one input, got " + std::to_string(in.size()));
+  d.insertion_points = [](const vexp::schema::Params& p) { return insertion_points(Plan::from(p)); };
+  d.infer_shape = [](const vexp::schema::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext&) {
+    if (in.size() != 1) throw vexp::schema::ShapeError("resnet: expects one input, got " + std::to_string(in.size()));
     return output_shape(Plan::from(p), in[0]);
   };
-  d.point_shape = [](const vexp::dsl::Params& p, const std::string& point, const Shape& input) {
+  d.point_shape = [](const vexp::schema::Params& p, const std::string& point, const Shape& input) {
     return point_shape(Plan::from(p), point, input);
   };
   return d;

@@ -9,6 +9,6 @@
 namespace vexp_resnet {
 
 // kind "backbone", name "resnet", its schema, insertion_points, infer_shape and point_shape.
-vexp::dsl::PluginDecl declaration();
+vexp::schema::PluginDecl declaration();
 
 }  // namespace vexp_resnet

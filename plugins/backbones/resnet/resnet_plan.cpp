@@ -6,7 +6,7 @@
 
 namespace vexp_resnet {
 
-using vexp::dsl::ShapeError;
+using vexp::schema::ShapeError;
 
 std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
@@ -21,7 +21,7 @@ void apply_window(Shape& s, int64_t kernel, int64_t stride, int64_t pad) {
 Shape after_stem(const Plan& plan, const Shape& input) {
   if (input.size() != 4)
     throw ShapeError("resnet: expects a 4-D input [M, " + std::to_string(plan.in_channels) + ", H, W], got " +
-                     vexp::dsl::shape_str(input));
+                     vexp::schema::shape_str(input));
   if (input[1] >= 0 && input[1] != plan.in_channels)
     throw ShapeError("resnet: the input has " + std::to_string(input[1]) + " channels but in_channels = " +
                      std::to_string(plan.in_channels));
@@ -48,7 +48,7 @@ void check_positive(const Shape& s, const Shape& input) {
 
 }  // namespace
 
-Plan Plan::from(const vexp::dsl::Params& p) {
+Plan Plan::from(const vexp::schema::Params& p) {
   Plan plan;
   plan.depth = p.i64("depth");
   const std::vector<int> counts = vexp_resnet_layout::blocks_per_stage(plan.depth, "resnet");
@@ -82,15 +82,8 @@ std::string unknown_point_message(const Plan& plan, const std::string& point) {
 }
 
 void check_point(const Plan& plan, const std::string& point) {
-  for (const BlockPlan& b : plan.blocks) {
-    const std::string prefix = b.prefix();
-    if (point.compare(0, prefix.size(), prefix) != 0) continue;
-    for (const char* kind : kPointKinds)
-      if (point.size() == prefix.size() + std::char_traits<char>::length(kind) &&
-          point.compare(prefix.size(), std::string::npos, kind) == 0)
-        return;
-  }
-  throw std::invalid_argument(unknown_point_message(plan, point));
+  if (!vexp_resnet_layout::find_point(plan.blocks, point).found())
+    throw std::invalid_argument(unknown_point_message(plan, point));
 }
 
 Shape output_shape(const Plan& plan, const Shape& input) {
@@ -101,22 +94,13 @@ Shape output_shape(const Plan& plan, const Shape& input) {
 }
 
 Shape point_shape(const Plan& plan, const std::string& point, const Shape& input) {
-  try {
-    check_point(plan, point);
-  } catch (const std::invalid_argument& e) {
-    throw ShapeError(e.what());
-  }
+  const vexp_resnet_layout::PointRef at = vexp_resnet_layout::find_point(plan.blocks, point);
+  if (!at.found()) throw ShapeError(unknown_point_message(plan, point));
   Shape s = after_stem(plan, input);
-  for (const BlockPlan& b : plan.blocks) {
-    const std::string prefix = b.prefix();
-    if (point.compare(0, prefix.size(), prefix) == 0) {
-      if (point.compare(prefix.size(), std::string::npos, "block_out") == 0) s = after_block(b, s);
-      check_positive(s, input);
-      return s;
-    }
-    s = after_block(b, s);
-  }
-  throw ShapeError(unknown_point_message(plan, point));  // unreachable: check_point passed
+  for (int i = 0; i < at.block; ++i) s = after_block(plan.blocks[static_cast<size_t>(i)], s);
+  if (std::string(kPointKinds[at.kind]) == "block_out") s = after_block(plan.blocks[static_cast<size_t>(at.block)], s);
+  check_positive(s, input);
+  return s;
 }
 
 }  // namespace vexp_resnet

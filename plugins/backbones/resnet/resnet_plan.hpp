@@ -13,7 +13,7 @@
 
 namespace vexp_resnet {
 
-using vexp::dsl::Shape;
+using vexp::schema::Shape;
 
 struct BlockPlan {
   int stage = 1;  // 1..4 (torchvision's layer1..layer4)
@@ -39,7 +39,7 @@ struct Plan {
   std::vector<BlockPlan> blocks;      // in execution order
   int64_t out_channels = 0;
 
-  static Plan from(const vexp::dsl::Params& p);
+  static Plan from(const vexp::schema::Params& p);
 };
 
 // The three points of every block, in execution order: "block_in", "residual_in", "block_out".
@@ -51,7 +51,7 @@ void check_point(const Plan& plan, const std::string& point);
 std::string unknown_point_message(const Plan& plan, const std::string& point);
 
 // Output shape of the backbone for input [M, in_channels, H, W]; -1 stays unknown.
-// Throws vexp::dsl::ShapeError.
+// Throws vexp::schema::ShapeError.
 Shape output_shape(const Plan& plan, const Shape& input);
 // Shape of the tensor at `point` for this input.
 Shape point_shape(const Plan& plan, const std::string& point, const Shape& input);

@@ -16,7 +16,7 @@
 
 namespace {
 
-using Given = std::map<std::string, vexp::dsl::Value>;
+using Given = std::map<std::string, vexp::schema::Value>;
 
 std::shared_ptr<vexp::Layer> make_resnet(Given given = {}) {
   return vexp::testing::make<vexp::Layer>("backbone", "resnet", std::move(given));
@@ -94,7 +94,7 @@ TEST(ResNet, ParameterCountsMatchTorchvision) {
 TEST(ResNet, Resnet50WithClassifierHasTheModelZooParameterCount) {
   auto net = make_resnet();
   auto head = vexp::testing::make<vexp::Layer>("op", "classifier", {{"classes", 400}});
-  head->build({{8, 2048, 7, 7}}, vexp::dsl::GraphContext{});
+  head->build({{8, 2048, 7, 7}}, vexp::schema::GraphContext{});
   EXPECT_EQ(count_parameters(*net) + count_parameters(*head), 24327632);
 }
 
@@ -102,7 +102,7 @@ TEST(ResNet, Resnet50WithClassifierHasTheModelZooParameterCount) {
 TEST(ResNet, Resnet50WithClassifierCountsTheModelZooFlopsPerFrame) {
   auto net = make_resnet();
   auto head = vexp::testing::make<vexp::Layer>("op", "classifier", {{"classes", 400}});
-  head->build({{1, 2048, 7, 7}}, vexp::dsl::GraphContext{});
+  head->build({{1, 2048, 7, 7}}, vexp::schema::GraphContext{});
   net->eval();
   head->eval();
   torch::NoGradGuard no_grad;
@@ -280,7 +280,7 @@ TEST(ResNet, ShapeHooksAgreeWithForward) {
       net->insert(point, probes[point]);
     }
     at::Tensor out = run(*net, torch::randn(input));
-    EXPECT_EQ(decl.infer_shape(params, {input}, vexp::dsl::GraphContext{}), shape_of(out));
+    EXPECT_EQ(decl.infer_shape(params, {input}, vexp::schema::GraphContext{}), shape_of(out));
     for (const auto& [point, probe] : probes)
       EXPECT_EQ(decl.point_shape(params, point, input), shape_of(probe->seen)) << point;
   }

@@ -52,21 +52,15 @@ std::shared_ptr<Block> make_block(const BlockPlan& b, bool bottleneck, bool zero
   return std::make_shared<Block>(b, zero_init_residual, conv1, conv2, conv3, down);
 }
 
-class ResNet3d : public vexp::Layer {
+class ResNet3d : public vexp_resnet_layout::ResNetBody<Plan, Block> {
  public:
-  explicit ResNet3d(const vexp::Params& p) : plan_(Plan::from(p)) {
+  explicit ResNet3d(const vexp::Params& p) : ResNetBody(Plan::from(p)) {
     conv1_ = register_module("conv1", make_conv(plan_.in_channels, plan_.stem_channels, plan_.stem));
     bn1_ = register_module("bn1", nn::BatchNorm3d(plan_.stem_channels));
-    nn::ModuleList stages[4];
-    for (int s = 0; s < 4; ++s) stages[s] = register_module("layer" + std::to_string(s + 1), nn::ModuleList());
     const bool zero_init = p.flag("zero_init_residual");
-    for (const BlockPlan& b : plan_.blocks) {
-      auto block = make_block(b, plan_.bottleneck, zero_init);
-      stages[b.stage - 1]->push_back(block);
-      block->declare_points(points_);
-      blocks_.push_back(std::move(block));
-      if (b.stage == 1) last_of_stage1_ = static_cast<int>(blocks_.size()) - 1;
-    }
+    add_blocks([&](const BlockPlan& b) { return make_block(b, plan_.bottleneck, zero_init); });
+    for (size_t i = 0; i < plan_.blocks.size(); ++i)
+      if (plan_.blocks[i].stage == 1) last_of_stage1_ = static_cast<int>(i);
   }
 
   at::Tensor forward(const std::vector<at::Tensor>& inputs, const vexp::ForwardContext& ctx) override {
@@ -86,18 +80,10 @@ class ResNet3d : public vexp::Layer {
     return x;
   }
 
-  void insert(const std::string& point, std::shared_ptr<vexp::Layer> layer) override {
-    if (!points_.has(point)) throw std::invalid_argument(unknown_point_message(plan_, point));
-    points_.insert(point, std::move(layer));
-  }
-
  private:
-  Plan plan_;
   nn::Conv3d conv1_{nullptr};
   nn::BatchNorm3d bn1_{nullptr};
-  std::vector<std::shared_ptr<Block>> blocks_;
   int last_of_stage1_ = -1;
-  vexp::InsertionPoints points_;
 };
 
 }  // namespace
@@ -121,7 +107,7 @@ VEXP_PLUGIN("resnet3d", "0.1.0") {
   d.schema.boolean("with_pool2", true, "Temporal max-pool 2x1x1 (stride 2) after layer1");
   d.schema.boolean("zero_init_residual", false, "Zero the last BN weight of each block");
   d.insertion_points = [](const vexp::Params& p) { return insertion_points(Plan::from(p)); };
-  d.infer_shape = [](const vexp::Params& p, const std::vector<vexp::Shape>& in, const vexp::dsl::GraphContext&) {
+  d.infer_shape = [](const vexp::Params& p, const std::vector<vexp::Shape>& in, const vexp::schema::GraphContext&) {
     if (in.size() != 1) throw vexp::ShapeError("resnet3d: expects one input, got " + std::to_string(in.size()));
     return output_shape(Plan::from(p), in[0]);
   };

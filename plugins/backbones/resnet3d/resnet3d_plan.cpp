@@ -4,7 +4,7 @@
 
 namespace vexp_resnet3d {
 
-using vexp::dsl::ShapeError;
+using vexp::schema::ShapeError;
 
 std::string BlockPlan::prefix() const { return vexp_resnet_layout::block_prefix(stage, index); }
 
@@ -60,7 +60,7 @@ std::vector<std::vector<bool>> parse_inflate(const std::string& text, const std:
 Shape after_stem(const Plan& plan, const Shape& input) {
   if (input.size() != 5)
     throw ShapeError("resnet3d: expects a clip batch [N, T, " + std::to_string(plan.in_channels) + ", H, W], got " +
-                     vexp::dsl::shape_str(input));
+                     vexp::schema::shape_str(input));
   if (input[2] >= 0 && input[2] != plan.in_channels)
     throw ShapeError("resnet3d: the clip has " + std::to_string(input[2]) + " channels (dim 2) but in_channels = " +
                      std::to_string(plan.in_channels));
@@ -85,7 +85,7 @@ void check_positive(const Shape& s, const Shape& input) {
 
 }  // namespace
 
-Plan Plan::from(const vexp::dsl::Params& p) {
+Plan Plan::from(const vexp::schema::Params& p) {
   Plan plan;
   plan.depth = p.i64("depth");
   const std::vector<int> counts = blocks_per_stage(plan.depth);
@@ -143,28 +143,18 @@ Shape output_shape(const Plan& plan, const Shape& input) {
 
 Shape point_shape(const Plan& plan, const std::string& point, const Shape& input) {
   Shape s = after_stem(plan, input);
-  for (const BlockPlan& b : plan.blocks) {
-    const std::string prefix = b.prefix();
-    if (point.compare(0, prefix.size(), prefix) == 0) {
-      const std::string kind = point.substr(prefix.size());
-      if (kind == "block_out") {
-        // block_out is before pool2 (pool2 follows the stage)
-        Shape o = s;
-        apply(o, b.conv1);
-        apply(o, b.conv2);
-        o[1] = b.out_channels;
-        check_positive(o, input);
-        return o;
-      }
-      if (kind == "block_in" || kind == "residual_in") {
-        check_positive(s, input);
-        return s;
-      }
-      break;
-    }
-    s = after_block(b, s, plan);
+  const vexp_resnet_layout::PointRef at = vexp_resnet_layout::find_point(plan.blocks, point);
+  if (!at.found()) throw ShapeError(unknown_point_message(plan, point));
+  for (int i = 0; i < at.block; ++i) s = after_block(plan.blocks[static_cast<size_t>(i)], s, plan);
+  if (std::string(kPointKinds[at.kind]) == "block_out") {
+    // block_out is before pool2 (pool2 follows the stage)
+    const BlockPlan& b = plan.blocks[static_cast<size_t>(at.block)];
+    apply(s, b.conv1);
+    apply(s, b.conv2);
+    s[1] = b.out_channels;
   }
-  throw ShapeError(unknown_point_message(plan, point));
+  check_positive(s, input);
+  return s;
 }
 
 }  // namespace vexp_resnet3d

@@ -13,7 +13,7 @@
 
 namespace vexp_resnet3d {
 
-using vexp::dsl::Shape;
+using vexp::schema::Shape;
 
 // A 3-D window: kernel, stride and padding per (T, H, W).
 struct Window {
@@ -44,7 +44,7 @@ struct Plan {
   std::vector<BlockPlan> blocks;
   int64_t out_channels = 0;
 
-  static Plan from(const vexp::dsl::Params& p);
+  static Plan from(const vexp::schema::Params& p);
 };
 
 using vexp_resnet_layout::kPointKinds;  // "block_in", "residual_in", "block_out"

@@ -13,7 +13,7 @@
 
 namespace {
 
-using Given = std::map<std::string, vexp::dsl::Value>;
+using Given = std::map<std::string, vexp::schema::Value>;
 
 vexp::Shape shape_of(const at::Tensor& t) { return vexp::Shape(t.sizes().begin(), t.sizes().end()); }
 
@@ -74,10 +74,10 @@ TEST(Resnet3d, BadParametersAreRefused) {
 }
 
 TEST(Conv3d, MatchesAtenAndCountsMacs) {
-  Given g{{"out_channels", 6}, {"kernel", vexp::dsl::Value::array({3, 1, 3})}, {"groups", 2}};
+  Given g{{"out_channels", 6}, {"kernel", vexp::schema::Value::array({3, 1, 3})}, {"groups", 2}};
   auto params = vexp::testing::params("op", "conv3d", g);
   auto conv = vexp::testing::make<vexp::Layer>("op", "conv3d", g);
-  vexp::dsl::GraphContext ctx;
+  vexp::schema::GraphContext ctx;
   conv->build({{1, 4, 5, 7, 7}}, ctx);
   at::Tensor x = at::randn({1, 4, 5, 7, 7});
   at::Tensor w = conv->named_parameters()["weight"], b = conv->named_parameters()["bias"];
@@ -92,7 +92,7 @@ TEST(Conv3d, MatchesAtenAndCountsMacs) {
 
 TEST(Classifier3d, PoolsOverTimeAndSpace) {
   auto head = vexp::testing::make<vexp::Layer>("op", "classifier3d", {{"classes", 5}, {"dropout", 0.0}});
-  vexp::dsl::GraphContext ctx;
+  vexp::schema::GraphContext ctx;
   head->build({{2, 8, 3, 4, 4}}, ctx);
   at::Tensor x = at::randn({2, 8, 3, 4, 4});
   auto p = head->named_parameters();

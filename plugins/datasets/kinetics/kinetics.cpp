@@ -27,9 +27,9 @@
 #include "vexp/base/text.hpp"
 #include "vexp/kinetics/annotations.hpp"
 #include "vexp/kinetics/label_map.hpp"
+#include "vexp/kinetics/sampling.hpp"
 #include "vexp/kinetics/video_list.hpp"
 #include "vexp/media/media.hpp"
-#include "sampling.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/log.hpp"
 #include "vexp/registrar.hpp"
@@ -37,7 +37,15 @@
 namespace {
 
 namespace fs = std::filesystem;
-using namespace vexp_kinetics;
+using vexp::kinetics::Crop;
+using vexp::kinetics::dense_test;
+using vexp::kinetics::dense_train;
+using vexp::kinetics::multiscale_crop;
+using vexp::kinetics::Rng;
+using vexp::kinetics::test_crops;
+using vexp::kinetics::tsn_test;
+using vexp::kinetics::tsn_train;
+using vexp::kinetics::tsn_twice_starts;
 using vexp::Split;
 
 const char* kDocs = "see docs/data.md for how to download and prepare Kinetics-400";
@@ -439,7 +447,7 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.real("max_bad_fraction", 0.01, "Fail when more than this fraction of the files is bad").range(0, 1);
   d.dataset_facts = [](const vexp::Params& p) {
     const Config c = read_config(p);
-    vexp::dsl::DatasetFacts f;
+    vexp::schema::DatasetFacts f;
     f.clip = {c.frames, c.channels, c.input_size, c.input_size};
     f.classes = c.classes;
     return f;

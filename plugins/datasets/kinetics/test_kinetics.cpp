@@ -14,16 +14,25 @@
 
 #include "vexp/media/media.hpp"
 #include "plugin_testing.hpp"
-#include "sampling.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/dataset.hpp"
+#include "vexp/kinetics/sampling.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using namespace vexp_kinetics;
+using vexp::kinetics::Crop;
+using vexp::kinetics::dense_test;
+using vexp::kinetics::dense_train;
+using vexp::kinetics::fix_offsets;
+using vexp::kinetics::multiscale_crop;
+using vexp::kinetics::Rng;
+using vexp::kinetics::test_crops;
+using vexp::kinetics::tsn_test;
+using vexp::kinetics::tsn_train;
+using vexp::kinetics::tsn_twice_starts;
 using vexp::Split;
-using vexp::dsl::Value;
+using vexp::schema::Value;
 
 fs::path tmpdir() {
   static fs::path dir = [] {
@@ -506,7 +515,7 @@ TEST(KineticsDataset, MissingRootOrListFailsEarlyPointingToTheDocs) {
   std::map<std::string, Value> good{{"root", f.root.string()}, {"train_list", "mm.txt"}, {"val_list", "mm.txt"}, {"frames", 4}};
   EXPECT_NO_THROW(facts(good));
   EXPECT_EQ(decl->dataset_facts(vexp::testing::params("dataset", "kinetics", good)).clip,
-            (vexp::dsl::Shape{4, 3, 224, 224}));
+            (vexp::schema::Shape{4, 3, 224, 224}));
   // A malformed line names file:line.
   std::ofstream(f.root / "broken.txt") << f.videos[0] << " 0\n" << f.videos[1] << " notalabel\n";
   try {

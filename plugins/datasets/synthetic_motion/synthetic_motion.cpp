@@ -357,7 +357,7 @@ VEXP_PLUGIN("synthetic_motion", "0.1.0") {
   s.integer("seed", 0, "The dataset's own seed: same seed, same clips").at_least(0);
   d.dataset_facts = [](const vexp::Params& p) {
     const Config c = read_config(p);
-    vexp::dsl::DatasetFacts f;
+    vexp::schema::DatasetFacts f;
     f.clip = {c.frames, c.channels, c.size, c.size};
     f.classes = c.classes;
     return f;

@@ -13,7 +13,7 @@
 namespace {
 
 using vexp::Split;
-using vexp::dsl::Value;
+using vexp::schema::Value;
 
 std::shared_ptr<vexp::Dataset> motion(std::map<std::string, Value> given = {}) {
   return vexp::testing::make<vexp::Dataset>("dataset", "synthetic_motion", std::move(given));
@@ -169,8 +169,8 @@ TEST(SyntheticMotion, DatasetFactsMatchTheClips) {
   const vexp::PluginDecl* decl = vexp::testing::host().find("dataset", "synthetic_motion");
   ASSERT_NE(decl, nullptr);
   std::map<std::string, Value> given{{"classes", 4}, {"frames", 6}, {"size", 24}, {"channels", 3}};
-  vexp::dsl::DatasetFacts f = decl->dataset_facts(vexp::testing::params("dataset", "synthetic_motion", given));
-  EXPECT_EQ(f.clip, (vexp::dsl::Shape{6, 3, 24, 24}));
+  vexp::schema::DatasetFacts f = decl->dataset_facts(vexp::testing::params("dataset", "synthetic_motion", given));
+  EXPECT_EQ(f.clip, (vexp::schema::Shape{6, 3, 24, 24}));
   EXPECT_EQ(f.classes, 4);
   auto d = motion(given);
   EXPECT_EQ(clip(*d, 0).sizes().vec(), f.clip);

@@ -55,7 +55,7 @@ struct Conv3dPlan {
   Shape output(const Shape& given) const {
     Shape in = given;
     if (clip_layout && in.size() == 5) std::swap(in[1], in[2]);
-    if (in.size() != 5) throw ShapeError("conv3d: expects [N, C, T, H, W], got " + vexp::dsl::shape_str(in));
+    if (in.size() != 5) throw ShapeError("conv3d: expects [N, C, T, H, W], got " + vexp::schema::shape_str(in));
     if (in[1] >= 0 && in[1] % groups != 0)
       throw ShapeError("conv3d: " + std::to_string(in[1]) + " input channels are not a multiple of groups (" +
                        std::to_string(groups) + ")");
@@ -64,7 +64,7 @@ struct Conv3dPlan {
       if (in[2 + d] < 0) continue;
       const int64_t span = in[2 + d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1;
       if (span < 0)
-        throw ShapeError("conv3d: the input " + vexp::dsl::shape_str(in) + " is smaller than the (dilated) kernel");
+        throw ShapeError("conv3d: the input " + vexp::schema::shape_str(in) + " is smaller than the (dilated) kernel");
       out[2 + d] = span / stride[d] + 1;
     }
     return out;
@@ -75,7 +75,7 @@ class Conv3d : public vexp::Layer {
  public:
   explicit Conv3d(const vexp::Params& p) : plan_(Conv3dPlan::from(p)) {}
 
-  void build(const std::vector<Shape>& in, const vexp::dsl::GraphContext&) override {
+  void build(const std::vector<Shape>& in, const vexp::schema::GraphContext&) override {
     if (weight.defined()) throw std::runtime_error("conv3d: build() was called twice");
     if (in.size() != 1 || in[0].size() != 5)
       throw std::runtime_error("conv3d: needs one 5-D input to size its weight");
@@ -102,7 +102,7 @@ class Conv3d : public vexp::Layer {
     if (plan_.clip_layout && x.dim() == 5) x = x.transpose(1, 2);
     if (x.dim() != 5 || x.size(1) != weight.size(1) * plan_.groups)
       throw std::runtime_error("conv3d: expects [N, " + std::to_string(weight.size(1) * plan_.groups) +
-                               ", T, H, W], got " + vexp::dsl::shape_str(Shape(x.sizes().begin(), x.sizes().end())));
+                               ", T, H, W], got " + vexp::schema::shape_str(Shape(x.sizes().begin(), x.sizes().end())));
     at::Tensor y = at::conv3d(x, weight, bias, plan_.stride, plan_.padding, plan_.dilation, plan_.groups);
     if (vexp::counting_macs()) {
       vexp::add_macs(vexp::conv_macs(y.numel(), weight.size(1), weight.size(2) * weight.size(3) * weight.size(4)));
@@ -131,7 +131,7 @@ VEXP_PLUGIN("conv3d", "0.1.0") {
   d.schema.integer("groups", 1, "Channel groups (in and out channels must be multiples)").at_least(1);
   d.schema.boolean("bias", true, "Learnable bias");
   d.schema.text("layout", "ncthw", "Input layout: ncthw, or ntchw (a clip batch, transposed first)").one_of({"ncthw", "ntchw"});
-  d.infer_shape = [](const vexp::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext&) {
+  d.infer_shape = [](const vexp::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext&) {
     if (in.size() != 1) throw ShapeError("conv3d: expects one input, got " + std::to_string(in.size()));
     try {
       return Conv3dPlan::from(p).output(in[0]);

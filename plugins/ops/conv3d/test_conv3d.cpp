@@ -12,14 +12,14 @@
 
 namespace {
 
-using Given = std::map<std::string, vexp::dsl::Value>;
+using Given = std::map<std::string, vexp::schema::Value>;
 using vexp::testing::contains;
 using vexp::testing::error_of;
 
-vexp::dsl::Value ints(std::vector<int64_t> v) {
-  vexp::dsl::Value::Array a;
+vexp::schema::Value ints(std::vector<int64_t> v) {
+  vexp::schema::Value::Array a;
   for (int64_t x : v) a.emplace_back(x);
-  return vexp::dsl::Value::array(std::move(a));
+  return vexp::schema::Value::array(std::move(a));
 }
 
 std::shared_ptr<vexp::Layer> conv(Given given) { return vexp::testing::make<vexp::Layer>("op", "conv3d", std::move(given)); }

@@ -25,7 +25,7 @@ class Classifier3d : public vexp::Layer {
     if (!(init_std_ > 0)) throw std::invalid_argument("classifier3d: init_std must be > 0");
   }
 
-  void build(const std::vector<Shape>& in, const vexp::dsl::GraphContext& ctx) override {
+  void build(const std::vector<Shape>& in, const vexp::schema::GraphContext& ctx) override {
     if (fc_) throw std::runtime_error("classifier3d: build() was called twice");
     if (in.size() != 1 || in[0].size() != 5 || in[0][1] <= 0)
       throw std::runtime_error("classifier3d: needs one input [N, C, T, H, W] with a known C to size its linear layer");
@@ -44,7 +44,7 @@ class Classifier3d : public vexp::Layer {
     at::Tensor x = inputs[0];
     if (x.dim() != 5 || x.size(1) != fc_->options.in_features())
       throw std::runtime_error("classifier3d: expects [N, " + std::to_string(fc_->options.in_features()) +
-                               ", T, H, W], got " + vexp::dsl::shape_str(Shape(x.sizes().begin(), x.sizes().end())));
+                               ", T, H, W], got " + vexp::schema::shape_str(Shape(x.sizes().begin(), x.sizes().end())));
     const bool counting = vexp::counting_macs();
     if (counting) vexp::add_macs(static_cast<double>(x.numel()));  // adaptive average pool: its input elements
     x = x.mean({2, 3, 4});
@@ -68,9 +68,9 @@ VEXP_PLUGIN("head3d", "0.1.0") {
   d.schema.integer("classes", 0, "0: the dataset's classes").at_least(0);
   d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").range(0, 1);
   d.schema.real("init_std", 0.01, "Standard deviation of the normal initialisation of fc.weight (bias 0)");
-  d.infer_shape = [](const vexp::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext& ctx) {
+  d.infer_shape = [](const vexp::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext& ctx) {
     if (in.size() != 1) throw ShapeError("classifier3d: expects one input, got " + std::to_string(in.size()));
-    if (in[0].size() != 5) throw ShapeError("classifier3d: expects [N, C, T, H, W], got " + vexp::dsl::shape_str(in[0]));
+    if (in[0].size() != 5) throw ShapeError("classifier3d: expects [N, C, T, H, W], got " + vexp::schema::shape_str(in[0]));
     const int64_t classes = p.i64("classes") > 0 ? p.i64("classes") : (ctx.classes > 0 ? ctx.classes : -1);
     return Shape{in[0][0], classes};
   };

@@ -12,7 +12,7 @@
 
 namespace {
 
-using Given = std::map<std::string, vexp::dsl::Value>;
+using Given = std::map<std::string, vexp::schema::Value>;
 using vexp::testing::contains;
 using vexp::testing::error_of;
 
@@ -22,8 +22,8 @@ std::shared_ptr<vexp::Layer> head(Given given) {
 
 vexp::Shape shape_of(const at::Tensor& t) { return vexp::Shape(t.sizes().begin(), t.sizes().end()); }
 
-vexp::dsl::GraphContext classes_ctx(int64_t classes) {
-  vexp::dsl::GraphContext ctx;
+vexp::schema::GraphContext classes_ctx(int64_t classes) {
+  vexp::schema::GraphContext ctx;
   ctx.classes = classes;
   return ctx;
 }

@@ -20,7 +20,7 @@ using vexp::Shape;
 using vexp::ShapeError;
 
 std::string shape_text(const at::Tensor& x) {
-  return vexp::dsl::shape_str(Shape(x.sizes().begin(), x.sizes().end()));
+  return vexp::schema::shape_str(Shape(x.sizes().begin(), x.sizes().end()));
 }
 
 const at::Tensor& single_input(const char* op, const std::vector<at::Tensor>& inputs) {
@@ -51,14 +51,14 @@ class Classifier : public vexp::Layer {
     if (!(init_std_ > 0)) throw std::invalid_argument("classifier: init_std must be > 0");
   }
 
-  void build(const std::vector<Shape>& input_shapes, const vexp::dsl::GraphContext& ctx) override {
+  void build(const std::vector<Shape>& input_shapes, const vexp::schema::GraphContext& ctx) override {
     if (fc_) throw std::runtime_error("classifier: build() was called twice");
     if (input_shapes.size() != 1)
       throw std::runtime_error("classifier: expects one input, got " + std::to_string(input_shapes.size()));
     const Shape& s = input_shapes[0];
     if ((s.size() != 2 && s.size() != 4) || s[1] <= 0)
       throw std::runtime_error("classifier: needs an input [M, C, H, W] or [M, C] with a known C to size its "
-                               "linear layer, got " + vexp::dsl::shape_str(s));
+                               "linear layer, got " + vexp::schema::shape_str(s));
     const int64_t classes = classes_ > 0 ? classes_ : ctx.classes;
     if (classes <= 0)
       throw std::runtime_error("classifier: classes = 0 takes the dataset's class count, which is unknown here; "

@@ -7,8 +7,8 @@ namespace vexp_heads {
 
 namespace {
 
-using vexp::dsl::Shape;
-using vexp::dsl::ShapeError;
+using vexp::schema::Shape;
+using vexp::schema::ShapeError;
 
 const Shape& single_shape(const char* op, const std::vector<Shape>& in) {
   if (in.size() != 1) throw ShapeError(std::string(op) + ": expects one input, got " + std::to_string(in.size()));
@@ -17,24 +17,24 @@ const Shape& single_shape(const char* op, const std::vector<Shape>& in) {
 
 int64_t times(int64_t a, int64_t b) { return a < 0 || b < 0 ? -1 : a * b; }
 
-Shape fold_time_shape(const vexp::dsl::Params&, const std::vector<Shape>& in, const vexp::dsl::GraphContext&) {
+Shape fold_time_shape(const vexp::schema::Params&, const std::vector<Shape>& in, const vexp::schema::GraphContext&) {
   const Shape& s = single_shape("fold_time", in);
   if (s.size() < 3)
-    throw ShapeError("fold_time: expects a clip batch [N, T, C, ...] (at least 3-D), got " + vexp::dsl::shape_str(s));
+    throw ShapeError("fold_time: expects a clip batch [N, T, C, ...] (at least 3-D), got " + vexp::schema::shape_str(s));
   Shape out{times(s[0], s[1])};
   out.insert(out.end(), s.begin() + 2, s.end());
   return out;
 }
 
-Shape classifier_shape(const vexp::dsl::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext& ctx) {
+Shape classifier_shape(const vexp::schema::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext& ctx) {
   const Shape& s = single_shape("classifier", in);
   if (s.size() != 4 && s.size() != 2)
-    throw ShapeError("classifier: expects an input [M, C, H, W] or [M, C], got " + vexp::dsl::shape_str(s));
+    throw ShapeError("classifier: expects an input [M, C, H, W] or [M, C], got " + vexp::schema::shape_str(s));
   const int64_t classes = p.i64("classes") > 0 ? p.i64("classes") : (ctx.classes > 0 ? ctx.classes : -1);
   return {s[0], classes};
 }
 
-Shape consensus_shape(const vexp::dsl::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext& ctx) {
+Shape consensus_shape(const vexp::schema::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext& ctx) {
   const Shape& s = single_shape("segment_consensus", in);
   if (s.empty()) throw ShapeError("segment_consensus: expects an input [N*T, ...], got a scalar");
   const int64_t frames = p.i64("segments") > 0 ? p.i64("segments") : ctx.frames;
@@ -52,8 +52,8 @@ Shape consensus_shape(const vexp::dsl::Params& p, const std::vector<Shape>& in, 
 
 }  // namespace
 
-vexp::dsl::PluginDecl fold_time_declaration() {
-  vexp::dsl::PluginDecl d;
+vexp::schema::PluginDecl fold_time_declaration() {
+  vexp::schema::PluginDecl d;
   d.kind = "op";
   d.name = "fold_time";
   d.doc = "Clips to frames: [N, T, C, H, W] -> [N*T, C, H, W] (a view when possible)";
@@ -61,8 +61,8 @@ vexp::dsl::PluginDecl fold_time_declaration() {
   return d;
 }
 
-vexp::dsl::PluginDecl classifier_declaration() {
-  vexp::dsl::PluginDecl d;
+vexp::schema::PluginDecl classifier_declaration() {
+  vexp::schema::PluginDecl d;
   d.kind = "op";
   d.name = "classifier";
   d.doc = "Global average pool (4-D input), dropout, linear `fc`: [M, C, H, W] or [M, C] -> [M, classes]";
@@ -74,8 +74,8 @@ vexp::dsl::PluginDecl classifier_declaration() {
   return d;
 }
 
-vexp::dsl::PluginDecl segment_consensus_declaration() {
-  vexp::dsl::PluginDecl d;
+vexp::schema::PluginDecl segment_consensus_declaration() {
+  vexp::schema::PluginDecl d;
   d.kind = "op";
   d.name = "segment_consensus";
   d.doc = "Per-clip consensus of frame scores (TSN): [N*T, K] -> [N, K], average or max over T";

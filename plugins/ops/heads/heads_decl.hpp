@@ -8,10 +8,10 @@
 namespace vexp_heads {
 
 // kind "op", name "fold_time": [N, T, C, ...] -> [N*T, C, ...].
-vexp::dsl::PluginDecl fold_time_declaration();
+vexp::schema::PluginDecl fold_time_declaration();
 // kind "op", name "classifier": [M, C, H, W] or [M, C] -> [M, classes].
-vexp::dsl::PluginDecl classifier_declaration();
+vexp::schema::PluginDecl classifier_declaration();
 // kind "op", name "segment_consensus": [N*T, ...] -> [N, ...].
-vexp::dsl::PluginDecl segment_consensus_declaration();
+vexp::schema::PluginDecl segment_consensus_declaration();
 
 }  // namespace vexp_heads

@@ -15,7 +15,7 @@
 
 namespace {
 
-using Given = std::map<std::string, vexp::dsl::Value>;
+using Given = std::map<std::string, vexp::schema::Value>;
 
 std::shared_ptr<vexp::Layer> make_op(const std::string& name, Given given = {}) {
   return vexp::testing::make<vexp::Layer>("op", name, std::move(given));
@@ -36,8 +36,8 @@ vexp::ForwardContext frames_ctx(int64_t frames) {
   return ctx;
 }
 
-vexp::dsl::GraphContext graph_ctx(int64_t frames, int64_t classes) {
-  vexp::dsl::GraphContext ctx;
+vexp::schema::GraphContext graph_ctx(int64_t frames, int64_t classes) {
+  vexp::schema::GraphContext ctx;
   ctx.frames = frames;
   ctx.classes = classes;
   return ctx;

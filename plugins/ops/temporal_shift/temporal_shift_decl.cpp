@@ -7,14 +7,14 @@ namespace vexp_temporal_shift {
 
 namespace {
 
-using vexp::dsl::Shape;
-using vexp::dsl::ShapeError;
+using vexp::schema::Shape;
+using vexp::schema::ShapeError;
 
-Shape infer_shift_shape(const vexp::dsl::Params& p, const std::vector<Shape>& in, const vexp::dsl::GraphContext& ctx) {
+Shape infer_shift_shape(const vexp::schema::Params& p, const std::vector<Shape>& in, const vexp::schema::GraphContext& ctx) {
   if (in.size() != 1) throw ShapeError("expects one input, got " + std::to_string(in.size()));
   const Shape& s = in[0];
   if (s.size() != 4)
-    throw ShapeError("expects a 4-D input [N*T, C, H, W], got " + vexp::dsl::shape_str(s));
+    throw ShapeError("expects a 4-D input [N*T, C, H, W], got " + vexp::schema::shape_str(s));
   const int64_t segments = p.i64("segments");
   const int64_t fold_div = p.i64("fold_div");
   if (s[1] >= 0 && s[1] < fold_div)
@@ -32,8 +32,8 @@ Shape infer_shift_shape(const vexp::dsl::Params& p, const std::vector<Shape>& in
 
 }  // namespace
 
-vexp::dsl::PluginDecl declaration() {
-  vexp::dsl::PluginDecl d;
+vexp::schema::PluginDecl declaration() {
+  vexp::schema::PluginDecl d;
   d.kind = "op";
   d.name = "temporal_shift";
   d.doc = "Temporal shift (TSM): 1/fold_div of the channels take the next frame, 1/fold_div the previous one";

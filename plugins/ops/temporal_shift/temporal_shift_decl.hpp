@@ -8,6 +8,6 @@
 namespace vexp_temporal_shift {
 
 // kind "op", name "temporal_shift", its schema and infer_shape.
-vexp::dsl::PluginDecl declaration();
+vexp::schema::PluginDecl declaration();
 
 }  // namespace vexp_temporal_shift

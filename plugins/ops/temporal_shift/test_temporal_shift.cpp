@@ -267,12 +267,12 @@ TEST(TemporalShift, InferShapeChecksChannelsBatchAndFrames) {
   ASSERT_NE(decl, nullptr);
   ASSERT_TRUE(decl->infer_shape);
   auto params = vexp::testing::params("op", "temporal_shift", {{"segments", 8}});
-  vexp::dsl::GraphContext ctx;
+  vexp::schema::GraphContext ctx;
   ctx.frames = 8;
   EXPECT_EQ(decl->infer_shape(params, {{16, 64, 56, 56}}, ctx), (vexp::Shape{16, 64, 56, 56}));
   EXPECT_EQ(decl->infer_shape(params, {{-1, 64, 56, 56}}, ctx), (vexp::Shape{-1, 64, 56, 56}));
 
-  auto shape_error = [&](const vexp::Params& p, const vexp::Shape& s, const vexp::dsl::GraphContext& c) {
+  auto shape_error = [&](const vexp::Params& p, const vexp::Shape& s, const vexp::schema::GraphContext& c) {
     try {
       decl->infer_shape(p, {s}, c);
     } catch (const vexp::ShapeError& e) {
@@ -283,14 +283,14 @@ TEST(TemporalShift, InferShapeChecksChannelsBatchAndFrames) {
   EXPECT_EQ(shape_error(params, {16, 4, 56, 56}, ctx), "4 channels < fold_div 8: no channel would move");
   EXPECT_NE(shape_error(params, {12, 64, 56, 56}, ctx).find("not a multiple of 8"), std::string::npos);
   EXPECT_NE(shape_error(params, {16, 64, 56}, ctx).find("4-D"), std::string::npos);
-  vexp::dsl::GraphContext eight_frames;
+  vexp::schema::GraphContext eight_frames;
   eight_frames.frames = 8;
   auto four = vexp::testing::params("op", "temporal_shift", {{"segments", 4}});
   EXPECT_EQ(shape_error(four, {16, 64, 56, 56}, eight_frames), "segments = 4 but clips have 8 frames");
   // segments = 0 takes the clip's frames; unknown frames leave the batch unchecked.
   auto zero = vexp::testing::params("op", "temporal_shift");
   EXPECT_NE(shape_error(zero, {12, 64, 56, 56}, eight_frames).find("not a multiple of 8"), std::string::npos);
-  EXPECT_EQ(decl->infer_shape(zero, {{12, 64, 56, 56}}, vexp::dsl::GraphContext{}), (vexp::Shape{12, 64, 56, 56}));
+  EXPECT_EQ(decl->infer_shape(zero, {{12, 64, 56, 56}}, vexp::schema::GraphContext{}), (vexp::Shape{12, 64, 56, 56}));
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ class Layer : public torch::nn::Module {
   // forward, with the input shapes found by shape inference (dimension 0 is the
   // batch; a shape is empty when unknown). Layers whose parameters depend on
   // their input (a classifier's in_features) create them here.
-  virtual void build(const std::vector<dsl::Shape>& input_shapes, const dsl::GraphContext& ctx) {
+  virtual void build(const std::vector<schema::Shape>& input_shapes, const schema::GraphContext& ctx) {
     (void)input_shapes;
     (void)ctx;
   }

@@ -4,21 +4,23 @@
  * from a plugin of any ABI to refuse it with both versions.
  *
  * VEXP_PLUGIN_ABI_VERSION covers this struct and every C++ type a plugin hands
- * over or is handed (registrar.hpp, kinds.hpp, dsl/catalog.hpp, dsl/schema.hpp,
- * dsl/value.hpp, layer.hpp, dataset.hpp, comm.hpp); sdk/tests/test_abi_pin.cpp
+ * over or is handed (registrar.hpp, kinds.hpp, schema/catalog.hpp, schema/schema.hpp,
+ * schema/value.hpp, layer.hpp, dataset.hpp, comm.hpp); sdk/tests/test_abi_pin.cpp
  * pins their sizes, field offsets and virtual slots for the current version, so a
  * layout change fails there until the version is raised and the pin updated.
  * History:
  *   1  initial
  *   2  Dataset::bad_items, PluginDecl::check_data
- *   3  typed registration (Registration, Interface), PluginDecl::head_parameters */
+ *   3  typed registration (Registration, Interface), PluginDecl::head_parameters
+ *   4  the schema types' namespace is vexp::schema (was vexp::dsl): same layouts,
+ *      other symbol and type_info names; vexp::dsl::X stays a source alias until 5 */
 #ifndef VEXP_PLUGIN_ABI_H
 #define VEXP_PLUGIN_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define VEXP_PLUGIN_ABI_VERSION 3u
+#define VEXP_PLUGIN_ABI_VERSION 4u
 #define VEXP_PLUGIN_ENTRY "vexp_plugin_info"
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
 // fixtures and kinds without tensors need no torch at all.
 //
 //   VEXP_PLUGIN("my_ops", "0.1.0") {
-//     vexp::dsl::PluginDecl d;
+//     vexp::schema::PluginDecl d;
 //     d.name = "my_op"; d.doc = "What it does, in one line.";
 //     d.schema.integer("k", 3, "Kernel size").range(1, 15);
 //     registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<MyOp>(p); });
@@ -28,11 +28,11 @@
 
 namespace vexp {
 
-using dsl::Params;
-using dsl::PluginDecl;
-using dsl::Schema;
-using dsl::Shape;
-using dsl::ShapeError;
+using schema::Params;
+using schema::PluginDecl;
+using schema::Schema;
+using schema::Shape;
+using schema::ShapeError;
 
 // A factory's result, type-erased; `object` points at the interface (Layer,
 // Dataset, Comm) the registration names, never at a derived class.
@@ -60,7 +60,7 @@ class Registrar {
   // Typed registration, compiled into the plugin. `factory(const Params&)` returns
   // std::shared_ptr<T>, T derived from the kind's interface. Exceptions thrown by
   // the factory or the hooks are caught here, on the plugin's side, and handed over
-  // as values (factory) or as vexp::dsl::ShapeError / std::runtime_error (hooks).
+  // as values (factory) or as vexp::schema::ShapeError / std::runtime_error (hooks).
   template <class Factory>
   void add_op(PluginDecl decl, Factory factory) {
     add_typed<Layer>("op", std::move(decl), std::move(factory));
@@ -104,7 +104,7 @@ class Registrar {
 
   static void wrap_hooks(PluginDecl& d) {
     if (auto f = d.infer_shape) {
-      d.infer_shape = [f](const Params& p, const std::vector<Shape>& in, const dsl::GraphContext& c) {
+      d.infer_shape = [f](const Params& p, const std::vector<Shape>& in, const schema::GraphContext& c) {
         try { return f(p, in, c); }
         catch (const ShapeError&) { throw; }
         catch (const std::exception& e) { throw ShapeError(e.what()); }

@@ -11,7 +11,7 @@
 #include "vexp/schema/value.hpp"
 #include "vexp/kinds.hpp"
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 // A tensor shape; -1 marks a dimension that is not known before running.
 using Shape = std::vector<int64_t>;
@@ -79,4 +79,4 @@ inline const std::vector<std::string>& layer_kinds() {
   return kinds;
 }
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema

@@ -7,7 +7,7 @@
 
 #include "vexp/schema/value.hpp"
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 enum class ParamType { Bool, Int, Float, String, IntList, FloatList, StringList, Table };
 const char* param_type_name(ParamType t);  // "bool", "int", "float", "string", "int[]", ...
@@ -67,4 +67,4 @@ Params make_params(const Schema& schema, std::map<std::string, Value> given = {}
 // Closest candidate by edit distance, or "" when nothing is close enough.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema

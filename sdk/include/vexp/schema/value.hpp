@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace vexp::dsl {
+namespace vexp::schema {
 
 // Where a value was written: the file (as given on the command line or resolved
 // through `extends`), 1-based line and column. `file` may be "--set" for overrides.
@@ -128,10 +128,13 @@ class Params {
   Loc owner_;
 };
 
-}  // namespace vexp::dsl
+}  // namespace vexp::schema
 
-// The SDK's spelling: vexp::schema::Value, Schema, PluginDecl ... are the same types as
-// vexp::dsl::* (an alias, so symbol names and the ABI are unchanged).
-namespace vexp {
-namespace schema = dsl;
-}  // namespace vexp
+// Deprecated spelling, kept for plugin source written before plugin ABI 4:
+// vexp::dsl::Value, Schema, PluginDecl ... name the vexp::schema types (a
+// using-directive, so qualified vexp::dsl::X finds them). Source only: built
+// plugins see vexp::schema in every symbol. Removed with plugin ABI 5; write
+// vexp::schema::X (or the vexp::Params, Schema, PluginDecl ... of registrar.hpp).
+namespace vexp::dsl {
+using namespace ::vexp::schema;
+}  // namespace vexp::dsl

@@ -1,6 +1,9 @@
 // Frame sampling and spatial views of the kinetics dataset (REFERENCE.md, "Data
-// conventions"). Header-only and torch-free so the tests check the formulas
-// directly. Frame indices are 0-based (frame folders name index i `img_{i+1:05d}.jpg`).
+// conventions"): which frames of a video a clip takes (TSN segments, dense
+// windows) and which rectangle of a frame each view crops. Header-only and
+// torch-free, so the kinetics plugin, its tests and tools/bench's
+// kinetics_decode_floor share one copy of the formulas. Frame indices are 0-based
+// (frame folders name index i `img_{i+1:05d}.jpg`).
 #pragma once
 
 #include <algorithm>
@@ -9,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace vexp_kinetics {
+namespace vexp::kinetics {
 
 // ---- deterministic randomness: a pure function of its key, the same on every platform ----
 inline uint64_t splitmix64(uint64_t& state) {
@@ -161,4 +164,4 @@ inline std::vector<Crop> test_crops(int W, int H, int out, int scale, int crops)
   return v;
 }
 
-}  // namespace vexp_kinetics
+}  // namespace vexp::kinetics
