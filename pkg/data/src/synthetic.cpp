@@ -26,9 +26,6 @@
 
 namespace vexp::data {
 namespace fs = std::filesystem;
-using kinetics::clip_name;
-using kinetics::mmaction_name;
-using kinetics::tsm_name;
 
 namespace {
 
@@ -127,7 +124,7 @@ void make_synthetic_motion(const SynthArgs& a) {
       std::snprintf(id, sizeof id, "%s%06lld", sp.c_str(), static_cast<long long>(i));
       const int w = static_cast<int>(a.size), c = static_cast<int>(a.channels);
       const std::string r =
-          sp + "/" + names[static_cast<size_t>(label)] + "/" + clip_name(id, 0, a.frames) + (video ? ".mp4" : "");
+          sp + "/" + names[static_cast<size_t>(label)] + "/" + kinetics::clip_name(id, 0, a.frames) + (video ? ".mp4" : "");
       if (video)
         write_video(root / r, px, w, w, c, a.frames, static_cast<int>(a.fps), static_cast<int>(a.crf),
                     static_cast<int>(a.gop));
@@ -273,7 +270,7 @@ void make_kinetics400_fixture(const SynthArgs& a) {
     const Row& r = rows[static_cast<size_t>(k)];
     if (r.kind == Kind::Missing) return;
     const std::string sp = split_name(r.split);
-    const std::string file = clip_name(r.id, r.start, r.end) + ".mp4";
+    const std::string file = kinetics::clip_name(r.id, r.start, r.end) + ".mp4";
     const fs::path dst = flat / sp / file;
     if (r.kind == Kind::Garbage) {
       std::string junk(2048, '\0');
@@ -287,7 +284,7 @@ void make_kinetics400_fixture(const SynthArgs& a) {
       if (r.kind == Kind::Truncated) fs::resize_file(dst, 600);  // an interrupted download
       if (r.kind == Kind::Good) {
         // The official TSM scripts' frames: <label as TSM's gen_label_kinetics.py writes it>/<id>_<start>/.
-        const fs::path dir = tsm / "images" / tsm_name(r.label) / (r.id + "_" + std::to_string(r.start));
+        const fs::path dir = tsm / "images" / kinetics::tsm_name(r.label) / (r.id + "_" + std::to_string(r.start));
         fs::create_directories(dir);
         for (int64_t t = 0; t < kFrames; ++t) {
           char name[32];
@@ -298,7 +295,7 @@ void make_kinetics400_fixture(const SynthArgs& a) {
     }
     // The ActivityNet Crawler's per-class folders keep the label's spaces; mmaction2's
     // (after its rename_classnames.sh) have underscores.
-    for (const fs::path& d : {per_class / sp / r.label, mm / ("videos_" + sp) / mmaction_name(r.label)}) {
+    for (const fs::path& d : {per_class / sp / r.label, mm / ("videos_" + sp) / kinetics::mmaction_name(r.label)}) {
       fs::create_directories(d);
       fs::copy_file(dst, d / file, fs::copy_options::overwrite_existing);
     }
@@ -318,10 +315,10 @@ void make_kinetics400_fixture(const SynthArgs& a) {
       if (r.split != s) continue;
       const auto label = std::to_string(label_of(r.label));
       if (r.kind == Kind::Good)  // TSM lists the frame folders that exist, with their file counts
-        tsm_lines.push_back(tsm_name(r.label) + "/" + r.id + "_" + std::to_string(r.start) + " " +
+        tsm_lines.push_back(kinetics::tsm_name(r.label) + "/" + r.id + "_" + std::to_string(r.start) + " " +
                             std::to_string(kFrames) + " " + label);
       if (r.kind != Kind::Missing)  // mmaction2 lists every video file found, broken or not
-        mm_list += kinetics::mmaction_line(mmaction_name(r.label) + "/" + clip_name(r.id, r.start, r.end) + ".mp4",
+        mm_list += kinetics::mmaction_line(kinetics::mmaction_name(r.label) + "/" + kinetics::clip_name(r.id, r.start, r.end) + ".mp4",
                                            label_of(r.label));
     }
     std::string tsm_list;  // gen_label_kinetics.py joins with '\n': no newline at the end
