@@ -1,6 +1,6 @@
 // Opening a cluster file (clusters/NAME.toml) for a command: vexp plan, vexp submit,
 // vexp sweep --cluster. Its diagnostics are printed (file:line:col); a file that is
-// wrong is Exit (invalid), so the three commands refuse it in the same words.
+// wrong is base::Error (invalid), so the three commands refuse it in the same words.
 #pragma once
 
 #include <string>

@@ -58,7 +58,7 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
 }
 
 // The planner's RecipeOpener: a fresh session of `recipe` with `overrides`, validated
-// for planning (as `vexp run --dry-run`); Exit (invalid) with its diagnostics
+// for planning (as `vexp run --dry-run`); base::Error (invalid) with its diagnostics
 // otherwise. The first opening prints the recipe's warnings; the re-plans at other
 // GPU counts (`quiet`) only their errors.
 void open_for_planning(Session& s, const std::string& recipe, const std::vector<dsl::Override>& overrides,

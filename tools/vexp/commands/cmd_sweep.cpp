@@ -2,7 +2,7 @@
 // Runs every trial of a sweep as a child `vexp run` in DIR/trials/NNN/, records
 // them in DIR/sweep.db, and resumes when run again. The command line; the engine
 // is vexp::sweep (pkg/sweep: definition, expansion, directory and store, the
-// local and Slurm drivers), whose errors map to exit codes here (commands/sweep_errors.hpp); the
+// local and Slurm drivers), whose errors (vexp::base::Error kinds) main.cpp maps to exit codes; the
 // results table, best recipe and plots are report/sweep_results.
 #include <unistd.h>
 
@@ -56,7 +56,7 @@ void print_trials(const std::vector<Trial>& trials) {
   }
 }
 
-// The definition and its trials, every recipe validated; Exit (invalid) with every problem.
+// The definition and its trials, every recipe validated; base::Error (invalid) with every problem.
 std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session& s) {
   dsl::Diagnostics d;
   std::optional<Definition> def;
@@ -87,7 +87,7 @@ std::pair<Definition, std::vector<Trial>> load_sweep(const SweepArgs& a, Session
 }
 
 // The command: validate and expand the sweep, then run (or list) its trials.
-// Engine errors (vexp::sweep::Error) reach add_sweep's sweep_errors.
+// Engine errors (vexp::sweep::Error, a base::Error) travel to main.cpp unchanged.
 void sweep_command(const SweepArgs& a) {
   Session s;
   load_session_plugins(s, a.plugin_paths);

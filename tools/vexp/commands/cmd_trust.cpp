@@ -33,7 +33,7 @@ std::string shown(const std::string& path) {
   return edge_space ? "'" + p + "'" : p;
 }
 
-// The canonical folder `d` names, or Exit (invalid) saying why it cannot be trusted.
+// The canonical folder `d` names, or base::Error (invalid) saying why it cannot be trusted.
 std::string folder_to_trust(const std::string& d) {
   const std::string typed = base::printable(d, 4096);
   std::string why;

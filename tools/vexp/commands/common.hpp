@@ -39,17 +39,17 @@ struct RecipeArgs {
 // Adds the repeatable --plugin-path DIR option (folders of plugins to load, which
 // recipes may then name in [plugins] paths) to a command that opens recipes.
 void add_plugin_path_option(CLI::App* app, std::vector<std::string>& dirs);
-// The folders as canonical paths (an Exit (invalid) naming one that does not exist).
+// The folders as canonical paths (a base::Error (invalid) naming one that does not exist).
 std::vector<std::string> canonical_plugin_paths(const std::vector<std::string>& dirs);
 // Sets s.plugin_dirs from `dirs`, loads the default plugin folders and them, and
 // prints the plugin problems as warnings.
 void load_session_plugins(Session& s, const std::vector<std::string>& dirs);
 
-// The --set KEY=VALUE texts as overrides; Exit (invalid) naming the first bad one.
+// The --set KEY=VALUE texts as overrides; base::Error (invalid) naming the first bad one.
 std::vector<dsl::Override> parse_sets(const std::vector<std::string>& sets);
 
 // Four sizes written AxBxCxD (each 1 to 999999999) for the option `option`;
-// Exit (invalid) "OPTION 'TEXT': expected LAYOUT, for example EXAMPLE" otherwise.
+// base::Error (invalid) "OPTION 'TEXT': expected LAYOUT, for example EXAMPLE" otherwise.
 std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string& option, const std::string& layout,
                                       const std::string& example);
 
@@ -59,7 +59,7 @@ using base::shell_quote;
 
 // A recipe shipped with vexp (`rel` under recipes/), found from the executable:
 // DATADIR/vexp/recipes of an installed vexp, the sources' recipes/ in the build tree
-// (linked there by the build), whatever the current directory. Exit (failure) when
+// (linked there by the build), whatever the current directory. base::Error (failure) when
 // it is not there.
 std::string shipped_recipe(const std::string& rel);
 
@@ -71,7 +71,7 @@ bool print_recipe_diagnostics(const Session& s, const std::string& path, bool va
 // (default folders, --plugin-path), the recipe with its --set overrides and
 // args.require_data. Prints plugin folders that failed to load as warnings, the
 // recipe's diagnostics, the stand-in note and "PATH: N errors"; a file that cannot be
-// read is Exit (invalid). Returns true when valid.
+// read is base::Error (invalid). Returns true when valid.
 bool open_session(Session& s, const RecipeArgs& args);
 // The same with `options` (require_data, stand-in, dataset facts; its overrides come
 // before --set's, its plugin folders are replaced by --plugin-path's).

@@ -68,7 +68,7 @@ std::string join_cmd(const std::vector<std::string>& argv) {
   return s;
 }
 
-// `path` may be written: absent, or a regular file. Exit (invalid) otherwise.
+// `path` may be written: absent, or a regular file. base::Error (invalid) otherwise.
 void check_writable_target(const fs::path& path) {
   std::error_code ec;
   const auto st = fs::symlink_status(path, ec);

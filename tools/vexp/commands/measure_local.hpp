@@ -42,7 +42,7 @@ struct MeasureLocalArgs {
 // `vexp plan` command; its positional recipes are `a.recipes`.
 void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a);
 
-// Measures and writes the cluster file; throws Exit on bad arguments or a failed
+// Measures and writes the cluster file; throws base::Error on bad arguments or a failed
 // measurement (nothing written then, except measurement JSONs already complete).
 void run_measure_local(const MeasureLocalArgs& a);
 

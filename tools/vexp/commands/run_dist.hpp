@@ -8,10 +8,10 @@
 
 namespace vexp::cli {
 
-// Prints the plan of the run; throws Exit on an invalid recipe.
+// Prints the plan of the run; throws base::Error on an invalid recipe.
 void print_dry_run(const RecipeArgs& args, int nproc);
 
-// Throws Exit (2, one line naming dist.backend, the launcher and its task count)
+// Throws base::Error (invalid, exit 2: one line naming dist.backend, the launcher and its task count)
 // when a launcher started more than one task and `backend` is "local", which
 // cannot span processes: each task would otherwise train alone in the same run
 // directory. Tasks after the first exit 2 silently.
@@ -20,7 +20,7 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
 // Runs `mpirun -np N ... vexp run ...` with the same arguments minus --nproc
 // (adding --set dist.backend=mpi when the recipe's backend is "local") and waits
 // for it. Returns false at once when already running under a launcher (this
-// process is a rank), true when the ranks succeeded; otherwise throws Exit with
+// process is a rank), true when the ranks succeeded; otherwise throws base::Error with
 // mpirun's exit code, or 130 when interrupted: the first SIGINT / SIGTERM is
 // forwarded to every rank as SIGUSR1 (each stops after the same step and rank 0
 // writes a checkpoint), a second one ends the job at once.

@@ -20,7 +20,7 @@ struct Written {
 std::string default_html_path(const std::vector<std::string>& dirs);
 
 // Writes the report of `dirs` to `out` (atomically: a temporary file renamed);
-// throws cli::Exit with one line naming the directory that cannot be reported.
+// throws base::Error (failure) with one line naming the directory that cannot be reported.
 Written write_html_report(const std::vector<std::string>& dirs, const std::string& out);
 
 // The embedded assets (generated from assets/*.js, *.css at build time).

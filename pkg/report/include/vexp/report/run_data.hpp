@@ -37,7 +37,7 @@ struct RunData {
   std::vector<nlohmann::json> provenance;  // provenance.jsonl's records, oldest first (none: an older run)
 };
 
-// Reads DIR; throws cli::Exit when DIR is not a run directory (no metrics.jsonl,
+// Reads DIR; throws base::Error (failure) when DIR is not a run directory (no metrics.jsonl,
 // summary.json nor resolved.toml).
 RunData read_run(const std::filesystem::path& dir);
 
