@@ -161,9 +161,11 @@ srun_local_refused)
   # anything is written, in one line, by the first task only.
   t0=$SECONDS
   # srun returns the highest exit code of its tasks: task 1, stopped by
-  # --kill-on-bad-exit while it starts, exits 130 (interrupted) unless it refused (2) first.
+  # --kill-on-bad-exit while it starts, exits 130 (interrupted) unless it refused (2)
+  # first, or 143 when srun's SIGTERM reached it before vexp's handlers were installed
+  # (seen once under a loaded ctest -j2: the process had not reached main's handlers).
   "${SRUN[@]}" -N 2 -n 2 "$vexp" run "$R" --out "$tmp/two" >"$tmp/out" 2>&1; rc=$?
-  [ "$rc" = 2 ] || [ "$rc" = 130 ] || { cat "$tmp/out"; fail "a refused srun exited $rc, expected 2 (or 130)"; }
+  case $rc in 2|130|143) ;; *) cat "$tmp/out"; fail "a refused srun exited $rc, expected 2 (or 130, 143)" ;; esac
   expect_no_out "interrupted while starting"
   echo "refused srun: $((SECONDS - t0)) s"
   expect_out "dist.backend = \"local\" trains in one process, but Slurm (srun) started 2 tasks (SLURM_STEP_NUM_TASKS=2)"

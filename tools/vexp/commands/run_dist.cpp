@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -26,7 +28,13 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
   const Launcher l = detect_launcher();
   if (!l.several()) return;
   // Every task would train alone in the same run directory; only the first says why.
-  if (l.rank > 0) throw base::invalid("");
+  // The others wait for it first (5 s at most): srun --kill-on-bad-exit stops the
+  // whole step at the first bad exit, which could otherwise be a quiet task's before
+  // the first one has printed its line (seen under load: no reason at all was shown).
+  if (l.rank > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    throw base::invalid("");
+  }
   const std::string tasks =
       l.tasks > 0 ? std::to_string(l.tasks) + " tasks (" + l.var + "=" + std::to_string(l.tasks) + ")"
                   : "more than one task (" + l.var + ")";
