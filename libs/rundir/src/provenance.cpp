@@ -202,15 +202,25 @@ std::vector<std::pair<std::string, std::string>> flatten_record(const json& reco
 }
 
 RunsDifferences differences_between(const std::vector<json>& last) {
+  std::vector<std::optional<FlatRows>> runs(last.size());
+  for (size_t i = 0; i < last.size(); ++i) {
+    if (last[i].is_null()) continue;
+    runs[i].emplace();
+    for (auto& kv : flatten_record(last[i]))
+      if (kv.first != "invocation" && kv.first != "start" && kv.first != "end") runs[i]->push_back(std::move(kv));
+  }
+  return differences_between(runs);
+}
+
+RunsDifferences differences_between(const std::vector<std::optional<FlatRows>>& runs) {
   RunsDifferences out;
   std::vector<std::string> keys;
   std::set<std::string> seen;
-  std::vector<std::map<std::string, std::string>> rows(last.size());
-  for (size_t i = 0; i < last.size(); ++i) {
-    if (last[i].is_null()) continue;
+  std::vector<std::map<std::string, std::string>> rows(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i]) continue;
     ++out.recorded;
-    for (const auto& [k, v] : flatten_record(last[i])) {
-      if (k == "invocation" || k == "start" || k == "end") continue;
+    for (const auto& [k, v] : *runs[i]) {
       rows[i][k] = v;
       if (seen.insert(k).second) keys.push_back(k);
     }
@@ -218,9 +228,9 @@ RunsDifferences differences_between(const std::vector<json>& last) {
   out.keys = keys.size();
   for (const auto& k : keys) {
     RunsDifference d{k, {}};
-    for (size_t i = 0; i < last.size(); ++i) {
+    for (size_t i = 0; i < runs.size(); ++i) {
       const auto it = rows[i].find(k);
-      d.values.push_back(last[i].is_null() ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
+      d.values.push_back(!runs[i] ? "(not recorded)" : it == rows[i].end() ? "(absent)" : it->second);
     }
     if (!std::all_of(d.values.begin(), d.values.end(), [&](const std::string& v) { return v == d.values[0]; }))
       out.rows.push_back(std::move(d));

@@ -157,7 +157,7 @@ TEST(Provenance, DifferencesBetweenRunsAndTheirLabels) {
   b["invocation"] = 2;
   b["start"] = "s2";
   b["argv"] = {"vexp", "run", "b"};
-  const auto d = vexp::rundir::differences_between({a, b, nlohmann::json()});
+  const auto d = vexp::rundir::differences_between(std::vector<nlohmann::json>{a, b, nlohmann::json()});
   EXPECT_EQ(d.recorded, 2u);
   ASSERT_EQ(d.rows.size(), 2u);  // argv and comm: the third run has no record
   for (const auto& row : d.rows) {
@@ -165,7 +165,7 @@ TEST(Provenance, DifferencesBetweenRunsAndTheirLabels) {
     EXPECT_NE(row.key, "invocation");
     EXPECT_EQ(row.values[2], "(not recorded)");
   }
-  EXPECT_TRUE(vexp::rundir::differences_between({a, a}).rows.empty());
+  EXPECT_TRUE(vexp::rundir::differences_between(std::vector<nlohmann::json>{a, a}).rows.empty());
   const auto labels = vexp::rundir::run_labels({"tsm", "tsm", "tsn"}, {"/x/a/tsm", "/x/b/tsm", "/x/c/run"});
   EXPECT_EQ(labels, (std::vector<std::string>{"tsm (a/tsm)", "tsm (b/tsm)", "tsn"}));
 }

@@ -20,15 +20,7 @@ expect_out "pid $first"
 # Readers do not need the lock.
 expect_rc 0 -- "$vexp" report r --out r.html
 # A sweep onto a run directory: refused before anything is written there.
-cat >sweep.toml <<'TOML'
-[sweep]
-base = "tiny.toml"
-[sweep.set]
-"run.epochs" = 1
-[[sweep.axis]]
-key = "optim.lr"
-grid = [0.05]
-TOML
+one_trial_sweep sweep.toml run_dir_lock
 expect_rc 1 -- "$vexp" sweep sweep.toml --out r --no-report
 expect_out "'r' is a run directory (it holds resolved.toml), not a sweep directory"
 [ ! -e r/sweep.db ] && [ ! -e r/trials ] || fail "the refused sweep wrote into the run directory"

@@ -23,22 +23,21 @@
 namespace vexp::cli {
 namespace {
 
-// Each leaf of a recipe tree as "section.key" -> its TOML text.
-void flatten(const dsl::Value& v, const std::string& prefix, std::map<std::string, std::string>& out) {
+// Each leaf of a recipe tree as "section.key" = its TOML text.
+void flatten(const dsl::Value& v, const std::string& prefix, rundir::FlatRows& out) {
   if (v.is_table()) {
     for (const auto& [k, c] : v.as_table()) flatten(c, prefix.empty() ? k : prefix + "." + k, out);
     return;
   }
-  out[prefix] = v.to_toml_inline();
+  out.emplace_back(prefix, v.to_toml_inline());
 }
 
 // The recipe keys whose values are not the same in every run's resolved.toml (what
 // was trained, after `extends` and --set), before the provenance: what a reader of
 // the table wants to know first. A run without a readable resolved.toml reads
-// "(not recorded)"; a key a recipe lacks, "(absent)".
+// "(not recorded)"; a key a recipe lacks, "(absent)" (rundir::differences_between).
 void print_recipe_differences(const std::vector<std::string>& dirs, const std::vector<std::string>& labels) {
-  std::vector<std::optional<std::map<std::string, std::string>>> leaves;
-  std::vector<std::string> keys;
+  std::vector<std::optional<rundir::FlatRows>> runs;
   for (const auto& d : dirs) {
     const std::string text = rundir::read_text(rundir::RunDir(d).resolved());
     dsl::Diagnostics diags;
@@ -46,38 +45,23 @@ void print_recipe_differences(const std::vector<std::string>& dirs, const std::v
     literal.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
     std::optional<dsl::Recipe> r;
     if (!text.empty()) r = dsl::load_recipe_text(text, rundir::RunDir(d).resolved().string(), literal, diags);
-    if (!r || diags.error_count() > 0) {
-      leaves.emplace_back();
-      continue;
-    }
-    std::map<std::string, std::string> m;
-    flatten(r->root, "", m);
-    for (const auto& kv : m)
-      if (std::find(keys.begin(), keys.end(), kv.first) == keys.end()) keys.push_back(kv.first);
-    leaves.emplace_back(std::move(m));
+    runs.emplace_back();
+    if (r && diags.error_count() == 0) flatten(r->root, "", runs.back().emplace());
   }
-  std::sort(keys.begin(), keys.end());
+  rundir::RunsDifferences d = rundir::differences_between(runs);
+  std::sort(d.rows.begin(), d.rows.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  if (d.rows.empty()) {
+    std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", d.keys);
+    return;
+  }
   std::string out;
-  size_t n = 0;
-  for (const auto& k : keys) {
-    std::vector<std::string> vals;
-    for (const auto& l : leaves) {
-      if (!l) {
-        vals.push_back("(not recorded)");
-        continue;
-      }
-      const auto it = l->find(k);
-      vals.push_back(it == l->end() ? "(absent)" : it->second);
-    }
-    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
-    ++n;
-    out += "  " + base::printable(k, 200) + "\n";
-    for (size_t i = 0; i < vals.size(); ++i) out += "    " + labels[i] + ": " + base::printable(vals[i], 300) + "\n";
+  for (const auto& row : d.rows) {
+    out += "  " + base::printable(row.key, 200) + "\n";
+    for (size_t i = 0; i < row.values.size(); ++i)
+      out += "    " + labels[i] + ": " + base::printable(row.values[i], 300) + "\n";
   }
-  if (n == 0)
-    std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", keys.size());
-  else
-    std::printf("\nrecipe keys that differ (%zu of %zu, each run's resolved.toml):\n%s", n, keys.size(), out.c_str());
+  std::printf("\nrecipe keys that differ (%zu of %zu, each run's resolved.toml):\n%s", d.rows.size(), d.keys,
+              out.c_str());
 }
 
 // The rows of the runs' last provenance records that are not the same in all

@@ -111,6 +111,11 @@ struct RunsDifferences {
   std::vector<RunsDifference> rows;
 };
 RunsDifferences differences_between(const std::vector<nlohmann::json>& last);
+// The same over runs already flattened into "key" = "text" rows (nullopt: a run without
+// any); rows keep the order keys first appear in. `vexp compare`'s recipe keys
+// (resolved.toml) use it too.
+using FlatRows = std::vector<std::pair<std::string, std::string>>;
+RunsDifferences differences_between(const std::vector<std::optional<FlatRows>>& runs);
 
 // Labels that tell runs apart, one per run: its name, and where names repeat also the
 // shortest tail of its folder's path that tells it from the others of that name
