@@ -102,6 +102,13 @@ Schema schedule_section() {
   return s;
 }
 
+Schema loss_section() {
+  Schema s;
+  // The loss plugin's parameters sit beside `type` ([loss] type = "label_smoothing" smoothing = 0.1).
+  s.text("type", "cross_entropy", "Loss plugin (vexp plugins lists them); its parameters sit beside type");
+  return s;
+}
+
 Schema plugins_section() {
   Schema s;
   s.text_list("paths", {}, "Extra plugin folders, relative to the recipe that names them");
@@ -122,7 +129,7 @@ const std::vector<std::pair<std::string, Schema>>& builtin_sections() {
       {"run", run_section()},           {"data", data_section()},
       {"dist", dist_section()},         {"optim", optim_section()},
       {"schedule", schedule_section()}, {"plugins", plugins_section()},
-      {"model", model_section()},
+      {"model", model_section()},       {"loss", loss_section()},
   };
   return sections;
 }

@@ -68,6 +68,7 @@ std::optional<RecipePlan> Validator::run() {
   check_data();
   check_dist();
   check_plugins();
+  check_parts(root);
   check_nodes();
   check_edges();
   check_rewrites();

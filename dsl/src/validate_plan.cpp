@@ -12,6 +12,14 @@ void Validator::build_resolved() {
     if ((name == "data" || name == "dist") && plugin_params_resolved_.count(name)) {
       table.set("params", plugin_params_resolved_[name]);
     }
+    if (name == "loss") {  // shown when written (absent: the cross_entropy plugin, which fake catalogs lack)
+      if (parts_resolved_.count("loss")) resolved.set(name, parts_resolved_["loss"]);
+      continue;
+    }
+    if (name == "data") {
+      for (const char* key : {"train_transforms", "test_transforms", "batch_transforms"})
+        if (parts_resolved_.count(std::string("data.") + key)) table.set(key, parts_resolved_[std::string("data.") + key]);
+    }
     if (name == "plugins") {
       Value::Array paths;
       for (const auto& p : plan_.plugin_paths) paths.emplace_back(p);
@@ -46,6 +54,7 @@ void Validator::build_resolved() {
     }
     resolved.set(name, std::move(table));
   }
+  if (parts_resolved_.count("hooks")) resolved.set("hooks", parts_resolved_["hooks"]);
   for (size_t i : order_) {
     if (nodes_[i].decl) plan_.nodes.push_back(nodes_[i].spec);
   }

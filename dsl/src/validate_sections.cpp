@@ -15,6 +15,7 @@ namespace detail {
 void Validator::check_top_level(const Value& root) {
   std::vector<std::string> names;
   for (const auto& s : builtin_sections()) names.push_back(s.first);
+  names.push_back("hooks");  // [[hooks]]: a list, checked by check_parts
   for (const auto& [key, value] : root.as_table()) {
     if (std::find(names.begin(), names.end(), key) != names.end()) continue;
     diags_.error(value.loc(), with_hint("unknown section '" + key + "'", key, names));
@@ -30,6 +31,11 @@ void Validator::check_section(const Value& root, const std::string& name, const 
   }
   std::set<std::string> skip;
   if (name == "model") skip = {"node", "rewrite"};
+  if (name == "data") skip = {"train_transforms", "test_transforms", "batch_transforms"};
+  if (name == "loss" && sec && sec->is_table()) {  // the loss plugin's own keys: check_parts
+    for (const auto& kv : sec->as_table())
+      if (kv.first != "type") skip.insert(kv.first);
+  }
   Checked c = check_table(schema, sec, owner, "[" + name + "]", skip);
   section_given_[name] = sec;
   section_loc_[name] = owner;

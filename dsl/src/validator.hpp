@@ -76,6 +76,11 @@ class Validator {
   void check_data();
   void check_dist();
   void check_plugins();
+  // validate_parts.cpp
+  PluginUse check_plugin_use(const Value& table, const std::string& kind, const std::string& where, Value& resolved);
+  void check_plugin_list(const Value* list, const std::string& kind, const std::string& where,
+                         std::vector<PluginUse>& out, Value::Array& resolved);
+  void check_parts(const Value& root);
   // config.cpp
   void read_config();
   // validate_graph.cpp
@@ -115,6 +120,8 @@ class Validator {
   std::map<std::string, const Value*> section_given_;
   std::map<std::string, Loc> section_loc_;
   std::map<std::string, Value> plugin_params_resolved_;
+  // The training parts' resolved tables: "loss", "hooks", "data.train_transforms", ...
+  std::map<std::string, Value> parts_resolved_;
   const PluginDecl* dataset_decl_ = nullptr;
   bool dataset_params_ok_ = false;
   std::vector<NodeInfo> nodes_;

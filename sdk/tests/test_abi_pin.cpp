@@ -15,9 +15,13 @@
 
 #include "vexp/comm.hpp"
 #include "vexp/dataset.hpp"
+#include "vexp/hook.hpp"
 #include "vexp/layer.hpp"
+#include "vexp/loss.hpp"
+#include "vexp/optimizer.hpp"
 #include "vexp/plugin_abi.h"
 #include "vexp/registrar.hpp"
+#include "vexp/transform.hpp"
 
 namespace {
 
@@ -117,7 +121,12 @@ std::vector<std::string> measured() {
   l.push_back(Line("Interface", sizeof(Interface))
                   .n("Layer", static_cast<long>(Interface::Layer))
                   .n("Dataset", static_cast<long>(Interface::Dataset))
-                  .n("Comm", static_cast<long>(Interface::Comm)));
+                  .n("Comm", static_cast<long>(Interface::Comm))
+                  .n("Optimizer", static_cast<long>(Interface::Optimizer))
+                  .n("Loss", static_cast<long>(Interface::Loss))
+                  .n("ClipTransform", static_cast<long>(Interface::ClipTransform))
+                  .n("BatchTransform", static_cast<long>(Interface::BatchTransform))
+                  .n("Hook", static_cast<long>(Interface::Hook)));
   l.push_back(Line("Registrar", sizeof(Registrar)).v("add_entry", &Registrar::add_entry).n("slots", slots_of<Registrar>()));
   // The declaration and what its hooks take and give.
   l.push_back(Line("PluginDecl", sizeof(PluginDecl))
@@ -196,6 +205,57 @@ std::vector<std::string> measured() {
                   .v("set_watchdog", &Comm::set_watchdog)
                   .v("abort", &Comm::abort)
                   .n("slots", slots_of<Comm>()));
+  // The training parts (since ABI 5).
+  l.push_back(Line("ParamGroup", sizeof(ParamGroup))
+                  .f("name", &ParamGroup::name)
+                  .f("lr_mult", &ParamGroup::lr_mult)
+                  .f("weight_decay", &ParamGroup::weight_decay)
+                  .f("names", &ParamGroup::names)
+                  .f("params", &ParamGroup::params));
+  l.push_back(Line("Optimizer", sizeof(Optimizer))
+                  .v("set_groups", &Optimizer::set_groups)
+                  .v("step", &Optimizer::step)
+                  .v("state", &Optimizer::state)
+                  .v("load_state", &Optimizer::load_state)
+                  .n("slots", slots_of<Optimizer>()));
+  l.push_back(Line("Loss", sizeof(Loss))
+                  .v("forward", &Loss::forward)
+                  .v("soft_targets", &Loss::soft_targets)
+                  .n("slots", slots_of<Loss>()));
+  l.push_back(Line("ClipGeometry", sizeof(ClipGeometry))
+                  .f("src_w", &ClipGeometry::src_w)
+                  .f("x", &ClipGeometry::x)
+                  .f("out_w", &ClipGeometry::out_w)
+                  .f("flip", &ClipGeometry::flip));
+  l.push_back(Line("TransformContext", sizeof(TransformContext))
+                  .f("train", &TransformContext::train)
+                  .f("index", &TransformContext::index)
+                  .f("view", &TransformContext::view)
+                  .f("views", &TransformContext::views));
+  l.push_back(Line("ClipTransform", sizeof(ClipTransform))
+                  .v("geometry", &ClipTransform::geometry)
+                  .v("pixels", &ClipTransform::pixels)
+                  .n("slots", slots_of<ClipTransform>()));
+  l.push_back(Line("BatchTransform", sizeof(BatchTransform))
+                  .v("apply", &BatchTransform::apply)
+                  .n("slots", slots_of<BatchTransform>()));
+  l.push_back(Line("HookContext", sizeof(HookContext))
+                  .f("model", &HookContext::model)
+                  .f("run_dir", &HookContext::run_dir)
+                  .f("step", &HookContext::step)
+                  .f("epoch", &HookContext::epoch)
+                  .f("rank", &HookContext::rank)
+                  .f("ranks", &HookContext::ranks)
+                  .f("metrics", &HookContext::metrics)
+                  .f("add_metric", &HookContext::add_metric)
+                  .f("evaluate", &HookContext::evaluate));
+  l.push_back(Line("Hook", sizeof(Hook))
+                  .v("after_step", &Hook::after_step)
+                  .v("after_eval", &Hook::after_eval)
+                  .v("at_checkpoint", &Hook::at_checkpoint)
+                  .v("state", &Hook::state)
+                  .v("load_state", &Hook::load_state)
+                  .n("slots", slots_of<Hook>()));
   // Mangled names: a type's namespace is in every symbol that names it and in its
   // type_info (what a catch across the boundary compares), so a rename is a change.
   l.push_back(Line("Names")
@@ -267,6 +327,44 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
+           "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
+
+       }},
+      {5u,
+       {
+           "VexpPluginInfo size=40 abi_version@0 struct_size@4 name@8 version@16 build_tag@24 register_all@32",
+           "Registration size=408 interface@0 decl@8 factory@376",
+           "Made size=48 object@0 error@16",
+           "ErasedFactory size=32",
+           "Interface size=4 Layer=1 Dataset=2 Comm=3 Optimizer=4 Loss=5 ClipTransform=6 BatchTransform=7 Hook=8",
+           "Registrar size=8 add_entry#2 slots=3",
+           "PluginDecl size=368 kind@0 name@32 doc@64 library@96 library_version@128 schema@160 insertion_points@184 infer_shape@216 point_shape@248 dataset_facts@280 check_data@312 head_parameters@344",
+           "GraphContext size=24 batch@0 frames@8 classes@16",
+           "DatasetFacts size=32 clip@0 classes@24",
+           "Shape size=24",
+           "Schema size=24",
+           "ParamSpec size=312",
+           "Params size=88",
+           "Value size=176",
+           "Loc size=40",
+           "ForwardContext size=16 batch@0 frames@8",
+           "Layer build#0 forward#1 insert#2 own_slots=3",
+           "Sample size=16 clip@0 label@8",
+           "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
+           "Split size=4 Train=0 Val=1",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 slots=11",
+           "ReduceOp size=4 Sum=0 Avg=1 Max=2",
+           "Work size=8 wait#2 done#3 slots=4",
+           "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
+           "ParamGroup size=96 name@0 lr_mult@32 weight_decay@40 names@48 params@72",
+           "Optimizer size=32 set_groups#2 step#3 state#4 load_state#5 slots=6",
+           "Loss size=8 forward#2 soft_targets#3 slots=4",
+           "ClipGeometry size=36 src_w@0 x@8 out_w@24 flip@32",
+           "TransformContext size=32 train@0 index@8 view@16 views@24",
+           "ClipTransform size=8 geometry#2 pixels#3 slots=4",
+           "BatchTransform size=8 apply#2 slots=3",
+           "HookContext size=136 model@0 run_dir@8 step@40 epoch@48 rank@56 ranks@60 metrics@64 add_metric@72 evaluate@104",
+           "Hook size=8 after_step#2 after_eval#3 at_checkpoint#4 state#5 load_state#6 slots=7",
            "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
 
        }},

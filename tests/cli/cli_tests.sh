@@ -8,7 +8,7 @@ cd "$here"
 case "$name" in
 version)
   expect_rc 0 -- "$vexp" --version
-  expect_out "vexp 0.1.0"; expect_out "plugin ABI 4"; expect_out "torch="
+  expect_out "vexp 0.1.0"; expect_out "plugin ABI 5"; expect_out "torch="
   ;;
 help_and_usage)
   expect_rc 0 -- "$vexp" --help

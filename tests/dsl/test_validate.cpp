@@ -657,7 +657,7 @@ TEST(ShapeStr, MarksUnknownDimensions) {
 TEST(BuiltinSections, KeepTheNamesTheTrainerReads) {
   std::vector<std::string> names;
   for (const auto& [name, schema] : builtin_sections()) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"run", "data", "dist", "optim", "schedule", "plugins", "model"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"run", "data", "dist", "optim", "schedule", "plugins", "model", "loss"}));
   const Schema& run = builtin_sections()[0].second;
   EXPECT_EQ(run.names(), (std::vector<std::string>{"name", "seed", "epochs", "eval_every", "log_every", "threads",
                                                    "checkpoint_every", "keep_checkpoints", "progress", "out", "eval_batch", "device",

@@ -62,11 +62,11 @@ TEST(PluginHost, WrongAbiVersionIsRefusedWithBothVersions) {
 }
 
 TEST(PluginHost, PluginOfAnOlderAbiIsRefusedInOneLine) {
-  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 4u);  // the fixture exports ABI 3, the one before
+  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 5u);  // the fixture exports ABI 4, the one before
   vexp::PluginHost host;
   std::string e = load_error(host, fixture("old_abi"));
   EXPECT_EQ(e, fixture("old_abi") +
-                   ": built for vexp plugin ABI 3, this vexp speaks ABI 4; rebuild it against this vexp's SDK");
+                   ": built for vexp plugin ABI 4, this vexp speaks ABI 5; rebuild it against this vexp's SDK");
   EXPECT_EQ(e.find('\n'), std::string::npos);
   EXPECT_TRUE(host.libraries().empty());
 }
@@ -92,7 +92,7 @@ TEST(PluginHost, UnknownKindIsRefusedNamingTheKnownOnes) {
     host.builtin_registrar("test").add_entry(std::move(r));
     FAIL() << "expected a refusal";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "fixture 'thing': unknown plugin kind 'fixture' (this vexp knows op, backbone, dataset, comm)");
+    EXPECT_STREQ(e.what(), "fixture 'thing': unknown plugin kind 'fixture' (this vexp knows op, backbone, dataset, comm, optimizer, loss, transform, batch_transform, hook)");
   }
   EXPECT_EQ(host.find("fixture", "thing"), nullptr);
 }

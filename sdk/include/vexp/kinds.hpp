@@ -16,12 +16,23 @@ namespace vexp {
 class Layer;
 class Dataset;
 class Comm;
+class Optimizer;
+class Loss;
+class ClipTransform;
+class BatchTransform;
+class Hook;
 
 // Which C++ interface a factory makes. The values cross the library boundary.
 enum class Interface : uint32_t {
   Layer = 1,    // vexp::Layer (vexp/layer.hpp)
   Dataset = 2,  // vexp::Dataset (vexp/dataset.hpp)
   Comm = 3,     // vexp::Comm (vexp/comm.hpp)
+  // since plugin ABI 5: the training parts
+  Optimizer = 4,       // vexp::Optimizer (vexp/optimizer.hpp)
+  Loss = 5,            // vexp::Loss (vexp/loss.hpp)
+  ClipTransform = 6,   // vexp::ClipTransform (vexp/transform.hpp)
+  BatchTransform = 7,  // vexp::BatchTransform (vexp/transform.hpp)
+  Hook = 8,            // vexp::Hook (vexp/hook.hpp)
 };
 
 // InterfaceOf<T>::value: the id of a plugin interface. Not defined for any other
@@ -40,6 +51,26 @@ template <>
 struct InterfaceOf<Comm> {
   static constexpr Interface value = Interface::Comm;
 };
+template <>
+struct InterfaceOf<Optimizer> {
+  static constexpr Interface value = Interface::Optimizer;
+};
+template <>
+struct InterfaceOf<Loss> {
+  static constexpr Interface value = Interface::Loss;
+};
+template <>
+struct InterfaceOf<ClipTransform> {
+  static constexpr Interface value = Interface::ClipTransform;
+};
+template <>
+struct InterfaceOf<BatchTransform> {
+  static constexpr Interface value = Interface::BatchTransform;
+};
+template <>
+struct InterfaceOf<Hook> {
+  static constexpr Interface value = Interface::Hook;
+};
 
 struct PluginKind {
   const char* kind;
@@ -53,6 +84,11 @@ inline constexpr PluginKind kPluginKinds[] = {
     {"backbone", Interface::Layer},
     {"dataset", Interface::Dataset},
     {"comm", Interface::Comm},
+    {"optimizer", Interface::Optimizer},
+    {"loss", Interface::Loss},
+    {"transform", Interface::ClipTransform},
+    {"batch_transform", Interface::BatchTransform},
+    {"hook", Interface::Hook},
 };
 
 // "vexp::Layer", ...; an id this vexp does not know reads "interface #N".
@@ -61,6 +97,11 @@ inline std::string interface_name(Interface i) {
     case Interface::Layer: return "vexp::Layer";
     case Interface::Dataset: return "vexp::Dataset";
     case Interface::Comm: return "vexp::Comm";
+    case Interface::Optimizer: return "vexp::Optimizer";
+    case Interface::Loss: return "vexp::Loss";
+    case Interface::ClipTransform: return "vexp::ClipTransform";
+    case Interface::BatchTransform: return "vexp::BatchTransform";
+    case Interface::Hook: return "vexp::Hook";
   }
   return "interface #" + std::to_string(static_cast<uint32_t>(i));
 }
@@ -80,7 +121,7 @@ inline std::vector<std::string> kinds_making(Interface i) {
   return out;
 }
 
-// "op, backbone, dataset, comm"
+// "op, backbone, dataset, comm, optimizer, ..."
 inline std::string known_plugin_kinds() {
   std::string out;
   for (const auto& k : kPluginKinds) out += (out.empty() ? "" : ", ") + std::string(k.kind);

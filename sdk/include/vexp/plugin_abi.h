@@ -5,7 +5,8 @@
  *
  * VEXP_PLUGIN_ABI_VERSION covers this struct and every C++ type a plugin hands
  * over or is handed (registrar.hpp, kinds.hpp, schema/catalog.hpp, schema/schema.hpp,
- * schema/value.hpp, layer.hpp, dataset.hpp, comm.hpp); sdk/tests/test_abi_pin.cpp
+ * schema/value.hpp, layer.hpp, dataset.hpp, comm.hpp, optimizer.hpp, loss.hpp,
+ * transform.hpp, hook.hpp); sdk/tests/test_abi_pin.cpp
  * pins their sizes, field offsets and virtual slots for the current version, so a
  * layout change fails there until the version is raised and the pin updated.
  * History:
@@ -13,14 +14,17 @@
  *   2  Dataset::bad_items, PluginDecl::check_data
  *   3  typed registration (Registration, Interface), PluginDecl::head_parameters
  *   4  the schema types' namespace is vexp::schema (was vexp::dsl): same layouts,
- *      other symbol and type_info names; vexp::dsl::X stays a source alias until 5 */
+ *      other symbol and type_info names; vexp::dsl::X stays a source alias until 6
+ *   5  the training parts as plugin kinds: optimizer, loss, transform,
+ *      batch_transform, hook (Interface 4-8; optimizer.hpp, loss.hpp,
+ *      transform.hpp, hook.hpp, rng.hpp) */
 #ifndef VEXP_PLUGIN_ABI_H
 #define VEXP_PLUGIN_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define VEXP_PLUGIN_ABI_VERSION 4u
+#define VEXP_PLUGIN_ABI_VERSION 5u
 #define VEXP_PLUGIN_ENTRY "vexp_plugin_info"
 
 #ifdef __cplusplus

@@ -8,8 +8,8 @@
 //     registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<MyOp>(p); });
 //   }
 //
-// One call per kind (add_op, add_backbone, add_dataset, add_comm; vexp/kinds.hpp
-// is the table): a factory that makes the wrong interface does not compile, and
+// One call per kind (add_op, add_backbone, add_dataset, add_comm, add_optimizer,
+// add_loss, add_transform, add_batch_transform, add_hook; vexp/kinds.hpp is the table): a factory that makes the wrong interface does not compile, and
 // the host refuses a raw add_entry whose interface is not what its kind makes.
 #pragma once
 
@@ -77,6 +77,27 @@ class Registrar {
   void add_comm(PluginDecl decl, Factory factory) {
     add_typed<Comm>("comm", std::move(decl), std::move(factory));
   }
+  // since plugin ABI 5: the training parts (include the interface's header)
+  template <class Factory>
+  void add_optimizer(PluginDecl decl, Factory factory) {
+    add_typed<Optimizer>("optimizer", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_loss(PluginDecl decl, Factory factory) {
+    add_typed<Loss>("loss", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_transform(PluginDecl decl, Factory factory) {
+    add_typed<ClipTransform>("transform", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_batch_transform(PluginDecl decl, Factory factory) {
+    add_typed<BatchTransform>("batch_transform", std::move(decl), std::move(factory));
+  }
+  template <class Factory>
+  void add_hook(PluginDecl decl, Factory factory) {
+    add_typed<Hook>("hook", std::move(decl), std::move(factory));
+  }
 
  private:
   template <class Interface_, class Factory>
@@ -85,7 +106,8 @@ class Registrar {
     static_assert(std::is_convertible<Result, std::shared_ptr<Interface_>>::value,
                   "vexp plugin registration: the factory must return std::shared_ptr<T> with T derived from the "
                   "interface this kind makes (add_op, add_backbone: vexp::Layer; add_dataset: vexp::Dataset; "
-                  "add_comm: vexp::Comm)");
+                  "add_comm: vexp::Comm; add_optimizer: vexp::Optimizer; add_loss: vexp::Loss; add_transform: "
+                  "vexp::ClipTransform; add_batch_transform: vexp::BatchTransform; add_hook: vexp::Hook)");
     decl.kind = kind;
     wrap_hooks(decl);
     ErasedFactory erased = [factory](const Params& p) -> Made {

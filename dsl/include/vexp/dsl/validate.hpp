@@ -45,6 +45,14 @@ struct RewriteSpec {
   Loc loc;
 };
 
+// One use of a training-part plugin (kinds optimizer, loss, transform,
+// batch_transform, hook): a table `{ type = "NAME", <the plugin's parameters> }`.
+struct PluginUse {
+  std::string type;  // the plugin's name
+  Params params;     // its parameters, defaults filled
+  Loc loc;           // the table (errors about this use point here)
+};
+
 struct RecipePlan {
   // Built-in sections, typed, defaults filled (config.hpp).
   RunConfig run;
@@ -56,6 +64,13 @@ struct RecipePlan {
   Params dataset_params;            // data.params
   std::string comm;                 // dist.backend
   Params comm_params;               // dist.params
+  // The training parts (plugin ABI 5). An empty type / list: vexp's default (the
+  // cross-entropy loss; the dataset's own pipelines; no batch transform, no hook).
+  PluginUse loss;                           // [loss]
+  std::vector<PluginUse> train_transforms;  // [[data.train_transforms]], in order
+  std::vector<PluginUse> test_transforms;   // [[data.test_transforms]], in order
+  std::vector<PluginUse> batch_transforms;  // [[data.batch_transforms]], in order
+  std::vector<PluginUse> hooks;             // [[hooks]], in order
   std::vector<std::string> plugin_paths;  // [plugins] paths, absolute
   std::string model_input, model_output;
   std::vector<NodeSpec> nodes;      // topological order

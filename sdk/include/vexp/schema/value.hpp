@@ -133,7 +133,8 @@ class Params {
 // Deprecated spelling, kept for plugin source written before plugin ABI 4:
 // vexp::dsl::Value, Schema, PluginDecl ... name the vexp::schema types (a
 // using-directive, so qualified vexp::dsl::X finds them). Source only: built
-// plugins see vexp::schema in every symbol. Removed with plugin ABI 5; write
+// plugins see vexp::schema in every symbol. Removed with plugin ABI 6 (5 added the
+// training kinds while vexp's own code still said dsl::); write
 // vexp::schema::X (or the vexp::Params, Schema, PluginDecl ... of registrar.hpp).
 namespace vexp::dsl {
 using namespace ::vexp::schema;

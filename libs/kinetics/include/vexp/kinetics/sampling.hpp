@@ -12,33 +12,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "vexp/rng.hpp"
+
 namespace vexp::kinetics {
 
-// ---- deterministic randomness: a pure function of its key, the same on every platform ----
-inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-class Rng {
- public:
-  Rng(uint64_t seed, uint64_t index, uint64_t purpose) {
-    state_ = seed;
-    uint64_t k = splitmix64(state_);
-    state_ = k ^ (index * 0xD1B54A32D192ED03ull);
-    k = splitmix64(state_);
-    state_ = k ^ (purpose * 0x8CB92BA72F3D8DD7ull);
-  }
-  uint64_t next() { return splitmix64(state_); }
-  // Uniform integer in [0, n) (n >= 1).
-  int64_t below(int64_t n) { return n <= 1 ? 0 : static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
+// Deterministic randomness (vexp/rng.hpp, the SDK's: clip transform plugins draw
+// from the same generator the sampling does).
+using ::vexp::Rng;
+using ::vexp::splitmix64;
 
 // TSN train: avg = nf // T; index_i = i*avg + randint(avg); when avg == 0:
 // sorted random indices if nf > T, else zeros (official TSM code; with nf <= T
