@@ -736,6 +736,10 @@ sdk_build_tree)
   # vexp_DIR, pointing at the build folder, built, and loaded by vexp plugins --path.
   [ -f "$build/vexpConfig.cmake" ] && [ -f "$build/vexpTargets.cmake" ] ||
     fail "the build folder has no vexpConfig.cmake and vexpTargets.cmake"
+  # Like the installed package, it asks for libtorch and nothing else.
+  grep -E 'find_dependency\((spdlog|tomlplusplus|nlohmann_json|CLI11)' "$build/vexpConfig.cmake" &&
+    fail "the build folder's package asks for a dependency the SDK does not expose"
+  grep -q 'find_dependency(Torch' "$build/vexpConfig.cmake" || fail "the build folder's package does not ask for Torch"
   cmake -S "$src/examples/plugin" -B "$tmp/ex" -DCMAKE_PREFIX_PATH="$build" -DCMAKE_BUILD_TYPE=Release \
     >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example against the build folder failed"; }
   # The example says which package it found: this build's, with this build's plugin folder.
