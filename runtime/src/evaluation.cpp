@@ -81,7 +81,9 @@ nlohmann::json EvalProtocol::to_json() const {
 // ---- sharding -----------------------------------------------------------------
 
 namespace {
-int64_t videos_per_chunk(int64_t views, int64_t batch) { return std::max<int64_t>(1, batch / std::max<int64_t>(1, views)); }
+int64_t videos_per_chunk(int64_t views, int64_t batch) {
+  return std::max<int64_t>(1, batch / std::max<int64_t>(1, views));
+}
 }  // namespace
 
 std::pair<int64_t, int64_t> eval_shard(int64_t videos, int64_t views, int64_t batch, int rank, int ranks) {
@@ -203,8 +205,8 @@ std::vector<std::string> gather_text(Comm& comm, const std::string& text) {
 std::string encode_failures(const std::vector<VideoFailure>& fs) {
   std::string t;
   for (const auto& f : fs)
-    t += std::to_string(f.index) + '\x1f' + std::to_string(f.label) + '\x1f' + field(f.item) + '\x1f' +
-         field(f.error) + '\x1e';
+    t += std::to_string(f.index) + '\x1f' + std::to_string(f.label) + '\x1f' + field(f.item) + '\x1f' + field(f.error) +
+         '\x1e';
   return t;
 }
 
@@ -260,7 +262,9 @@ EvalOutput evaluate_videos(ModelGraph& model, const Dataset& data, Comm& comm, c
     chunks.emplace_back();
     for (int64_t i = a; i < std::min(end, a + per); ++i) chunks.back().push_back(i);
   }
-  auto load = [&data, V, &o](std::vector<int64_t> videos) { return load_videos(data, std::move(videos), V, o.workers); };
+  auto load = [&data, V, &o](std::vector<int64_t> videos) {
+    return load_videos(data, std::move(videos), V, o.workers);
+  };
   std::future<std::vector<LoadedVideo>> pending;
   if (!chunks.empty()) pending = std::async(std::launch::async, load, chunks[0]);
   int64_t done = 0;
@@ -280,8 +284,8 @@ EvalOutput evaluate_videos(ModelGraph& model, const Dataset& data, Comm& comm, c
     if (!ok.empty()) {
       at::Tensor y = forward_clips(model, clips, o.batch, o);
       if (y.size(1) != K)
-        throw std::runtime_error("the model gives " + std::to_string(y.size(1)) + " logits per clip, but the dataset has " +
-                                 std::to_string(K) + " classes");
+        throw std::runtime_error("the model gives " + std::to_string(y.size(1)) +
+                                 " logits per clip, but the dataset has " + std::to_string(K) + " classes");
       // Each video's views are consecutive rows: their mean is the video's logits.
       const at::Tensor per_video = y.view({static_cast<int64_t>(ok.size()), V, K}).mean(1);
       for (size_t k = 0; k < ok.size(); ++k) {

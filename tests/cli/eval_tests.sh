@@ -142,6 +142,13 @@ errors)
   expect_out "--weights is required"
   VEXP_MOTION_DATA="$tmp/nodata" expect_rc 2 -- "$vexp" eval "$R" --weights "$tmp/run"
   expect_out "nodata"
+  # srun's 2 tasks with the recipe's local backend: one line from the first, none from the second.
+  expect_rc 2 -- env SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=0 "$vexp" eval "$R" --weights "$tmp/run"
+  expect_out "dist.backend = \"local\" evaluates in one process, but Slurm (srun) started 2 tasks"
+  [ "$(wc -l <"$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "not one line"; }
+  expect_rc 2 -- env SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 "$vexp" eval "$R" --weights "$tmp/run"
+  [ ! -s "$tmp/out" ] || { cat "$tmp/out"; fail "the second task printed"; }
+  [ ! -e "$tmp/run/eval-tsn-1x1" ] || fail "a refused eval wrote its folder"
   ;;
 report)
   # vexp report shows an eval folder, and a run folder's evaluations.

@@ -44,8 +44,7 @@ json read_eval(const fs::path& dir) {
   for (const char* k : {"top1", "top5", "mean_class_accuracy", "top1_all", "top5_all", "mean_class_accuracy_all",
                         "videos", "evaluated", "failed", "classes", "ranks", "wall_s"}) {
     const auto it = j.find(k);
-    if (it != j.end() && !it->is_number() && !it->is_null())
-      throw Error(name + ": key '" + k + "' is not a number");
+    if (it != j.end() && !it->is_number() && !it->is_null()) throw Error(name + ": key '" + k + "' is not a number");
   }
   for (const char* k : {"protocol", "weights"}) {
     const auto it = j.find(k);

@@ -66,17 +66,17 @@ void result_table(Page& p, const json& e, const std::string& dir) {
   row("videos", esc(count(e, "evaluated") + " evaluated of " + count(e, "videos") + " listed, " + count(e, "failed") +
                     " failed"));
   row("denominator", esc(text_of(e, "denominator")));
-  row("counting failures as wrong", esc(figure(e, "top1_all") + " / " + figure(e, "top5_all") + " / " +
-                                        figure(e, "mean_class_accuracy_all")));
-  row("weights", "<code>" + esc(text_of(w, "path")) + "</code> (SHA-256 <code>" + esc(text_of(w, "sha256")) +
-                     "</code>)");
+  row("counting failures as wrong",
+      esc(figure(e, "top1_all") + " / " + figure(e, "top5_all") + " / " + figure(e, "mean_class_accuracy_all")));
+  row("weights",
+      "<code>" + esc(text_of(w, "path")) + "</code> (SHA-256 <code>" + esc(text_of(w, "sha256")) + "</code>)");
   row("recipe", "<code>" + esc(text_of(e, "recipe")) + "</code>, recipe hash " + esc(text_of(e, "recipe_hash")));
   std::string sets;
-  for (const auto& o : array(e, "overrides")) sets += (sets.empty() ? "" : " ") + (o.is_string() ? o.get<std::string>() : o.dump());
+  for (const auto& o : array(e, "overrides"))
+    sets += (sets.empty() ? "" : " ") + (o.is_string() ? o.get<std::string>() : o.dump());
   row("--set", sets.empty() ? std::string("(none)") : "<code>" + esc(sets) + "</code>");
-  row("ranks, device, precision, views per pass",
-      esc(text_of(e, "ranks") + ", " + text_of(e, "device") + ", " + text_of(e, "precision") + ", " +
-          text_of(e, "batch")));
+  row("ranks, device, precision, views per pass", esc(text_of(e, "ranks") + ", " + text_of(e, "device") + ", " +
+                                                      text_of(e, "precision") + ", " + text_of(e, "batch")));
   row("time", esc(figure(e, "wall_s") + " s in all, " + figure(e, "videos_per_s") + " videos/s"));
   row("started", esc(text_of(e, "start")));
   row("directory", esc(dir));
@@ -112,8 +112,9 @@ void failures_table(Page& p, const json& e) {
 void per_class_table(Page& p, const json& e) {
   const json& pc = array(e, "per_class");
   p.h2("Per-class accuracy");
-  p.body += "<div class=\"scroll\"><table id=\"eval-per-class\">\n<tr><th>class</th><th>videos</th><th>evaluated</th>"
-            "<th>top-1 right</th><th>accuracy</th></tr>\n";
+  p.body +=
+      "<div class=\"scroll\"><table id=\"eval-per-class\">\n<tr><th>class</th><th>videos</th><th>evaluated</th>"
+      "<th>top-1 right</th><th>accuracy</th></tr>\n";
   for (const auto& c : pc)
     p.body += "<tr><td>" + esc(class_label(e, c.value("class", int64_t(-1)))) + "</td><td>" + esc(count(c, "videos")) +
               "</td><td>" + esc(count(c, "evaluated")) + "</td><td>" + esc(count(c, "correct")) + "</td><td>" +
@@ -134,15 +135,17 @@ void confusion_section(Page& p, const json& e) {
     return;
   }
   if (K <= 30) {
-    p.body += "<p>Rows: the true class; columns: the top-1 class (evaluated videos).</p>\n"
-              "<div class=\"scroll\"><table id=\"eval-confusion\">\n<tr><th></th>";
+    p.body +=
+        "<p>Rows: the true class; columns: the top-1 class (evaluated videos).</p>\n"
+        "<div class=\"scroll\"><table id=\"eval-confusion\">\n<tr><th></th>";
     for (size_t b = 0; b < K; ++b) p.body += "<th>" + std::to_string(b) + "</th>";
     p.body += "</tr>\n";
     for (size_t a = 0; a < K; ++a) {
       p.body += "<tr><th>" + esc(class_label(e, static_cast<int64_t>(a))) + "</th>";
       for (size_t b = 0; b < K; ++b) {
         const int64_t v = cell(a, b);
-        p.body += std::string(a == b ? "<td><b>" : "<td>") + (v ? std::to_string(v) : "") + (a == b ? "</b></td>" : "</td>");
+        p.body +=
+            std::string(a == b ? "<td><b>" : "<td>") + (v ? std::to_string(v) : "") + (a == b ? "</b></td>" : "</td>");
       }
       p.body += "</tr>\n";
     }
@@ -155,8 +158,10 @@ void confusion_section(Page& p, const json& e) {
       if (a != b && cell(a, b) > 0) off.emplace_back(-cell(a, b), a, b);
   std::sort(off.begin(), off.end());
   if (off.size() > 25) off.resize(25);
-  p.body += "<p>The most frequent confusions (of " + std::to_string(K) + " classes; eval.json holds the whole matrix):</p>\n"
-            "<div class=\"scroll\"><table id=\"eval-confusion\">\n<tr><th>true class</th><th>top-1 class</th><th>videos</th></tr>\n";
+  p.body += "<p>The most frequent confusions (of " + std::to_string(K) +
+            " classes; eval.json holds the whole matrix):</p>\n"
+            "<div class=\"scroll\"><table id=\"eval-confusion\">\n<tr><th>true class</th><th>top-1 "
+            "class</th><th>videos</th></tr>\n";
   for (const auto& [n, a, b] : off)
     p.body += "<tr><td>" + esc(class_label(e, static_cast<int64_t>(a))) + "</td><td>" +
               esc(class_label(e, static_cast<int64_t>(b))) + "</td><td>" + std::to_string(-n) + "</td></tr>\n";
@@ -167,8 +172,9 @@ void confusion_section(Page& p, const json& e) {
 
 void eval_table(Page& p, const std::vector<RunData::EvalFolder>& evals, const fs::path& run_dir) {
   p.h2("Evaluations (vexp eval)");
-  p.body += "<div class=\"scroll\"><table id=\"evals\">\n<tr><th>folder</th><th>protocol</th><th>views</th>"
-            "<th>top-1</th><th>top-5</th><th>mean class</th><th>videos</th><th>failed</th><th>weights</th></tr>\n";
+  p.body +=
+      "<div class=\"scroll\"><table id=\"evals\">\n<tr><th>folder</th><th>protocol</th><th>views</th>"
+      "<th>top-1</th><th>top-5</th><th>mean class</th><th>videos</th><th>failed</th><th>weights</th></tr>\n";
   for (const auto& f : evals) {
     std::error_code ec;
     const std::string name = fs::relative(f.dir, run_dir, ec).string();
@@ -177,9 +183,9 @@ void eval_table(Page& p, const std::vector<RunData::EvalFolder>& evals, const fs
       continue;
     }
     const json& e = f.eval;
-    p.body += "<tr><td>" + esc(name) + "</td><td><code>" + esc(text_of(object(e, "protocol"), "name")) + "</code></td><td>" +
-              esc(text_of(object(e, "protocol"), "views")) + "</td><td>" + esc(figure(e, "top1")) + "</td><td>" +
-              esc(figure(e, "top5")) + "</td><td>" + esc(figure(e, "mean_class_accuracy")) + "</td><td>" +
+    p.body += "<tr><td>" + esc(name) + "</td><td><code>" + esc(text_of(object(e, "protocol"), "name")) +
+              "</code></td><td>" + esc(text_of(object(e, "protocol"), "views")) + "</td><td>" + esc(figure(e, "top1")) +
+              "</td><td>" + esc(figure(e, "top5")) + "</td><td>" + esc(figure(e, "mean_class_accuracy")) + "</td><td>" +
               esc(count(e, "evaluated") + " of " + count(e, "videos")) + "</td><td>" + esc(count(e, "failed")) +
               "</td><td><code>" + esc(fs::path(text_of(object(e, "weights"), "path")).filename().string()) +
               "</code></td></tr>\n";

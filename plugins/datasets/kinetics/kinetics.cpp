@@ -4,6 +4,9 @@
 // the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`), all read
 // by vexp::kinetics (libs/kinetics), the rules `vexp data` follows too.
 //
+// Test views follow the official TSM test (test_models.py): TSN segment centres or
+// dense clips, test_clips x test_crops, twice_sample, test_full_res (its --full_res).
+//
 // A sample is a pure function of (split, index, seed): sampling and augmentation
 // draw from a stream keyed by them, so any number of loader threads, in any
 // order, produce the same clips. Bad files are replaced by the next good sample

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <optional>
+#include <memory>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -135,10 +135,10 @@ ojson eval_record(const Context& c, const EvalOutput& res, const EvalFigures& f,
   j["format"] = rundir::kEvalFormat;
   j["summary"] = figures_line(f);
   j["denominator"] = "top1, top5 and mean_class_accuracy are over the " + std::to_string(f.evaluated) +
-                     " evaluated videos of the " + std::to_string(f.videos) + " listed; " +
-                     std::to_string(f.failed) +
+                     " evaluated videos of the " + std::to_string(f.videos) + " listed; " + std::to_string(f.failed) +
                      " failed to decode and are left out. top1_all, top5_all and mean_class_accuracy_all count them "
-                     "as wrong, over all " + std::to_string(f.videos);
+                     "as wrong, over all " +
+                     std::to_string(f.videos);
   j["videos"] = f.videos;
   j["evaluated"] = f.evaluated;
   j["failed"] = f.failed;
@@ -189,8 +189,10 @@ ojson eval_record(const Context& c, const EvalOutput& res, const EvalFigures& f,
     row["videos"] = pc.videos;
     row["evaluated"] = pc.evaluated;
     row["correct"] = pc.correct;
-    row["accuracy"] = pc.evaluated > 0 ? ojson(static_cast<double>(pc.correct) / static_cast<double>(pc.evaluated)) : ojson();
-    row["accuracy_all"] = pc.videos > 0 ? ojson(static_cast<double>(pc.correct) / static_cast<double>(pc.videos)) : ojson();
+    row["accuracy"] =
+        pc.evaluated > 0 ? ojson(static_cast<double>(pc.correct) / static_cast<double>(pc.evaluated)) : ojson();
+    row["accuracy_all"] =
+        pc.videos > 0 ? ojson(static_cast<double>(pc.correct) / static_cast<double>(pc.videos)) : ojson();
     per_class.push_back(row);
   }
   j["per_class"] = per_class;
@@ -225,8 +227,8 @@ void eval_body(Context& c, Comm& comm) {
   const auto wall0 = std::chrono::steady_clock::now();
   const std::string start = base::utc_now();
   std::string lowered;
-  const int64_t threads = set_intra_op_threads(plan.run.threads, &lowered);
-  (void)threads;
+  set_intra_op_threads(plan.run.threads, &lowered);
+  if (writer && !lowered.empty()) std::cerr << "vexp: warning: run.threads: " << lowered << "\n";
   EvalOptions o;
   o.device = resolve_device(plan.run.device, run_setting_where(plan.run, plan.run.device_loc, "device", c.args.path));
   o.precision = parse_precision(plan.run.precision);
@@ -256,8 +258,9 @@ void eval_body(Context& c, Comm& comm) {
   try {
     if (writer) {
       std::cerr << "vexp: evaluating " << c.data.size(Split::Val) << " videos of '" << c.args.path << "', "
-                << c.protocol.name() << " (" << c.protocol.views << (c.protocol.views == 1 ? " view" : " views") << " per video), on " << comm.size()
-                << (comm.size() == 1 ? " rank" : " ranks") << ", " << o.batch << " views per forward pass\n";
+                << c.protocol.name() << " (" << c.protocol.views << (c.protocol.views == 1 ? " view" : " views")
+                << " per video), on " << comm.size() << (comm.size() == 1 ? " rank" : " ranks") << ", " << o.batch
+                << " views per forward pass\n";
       auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
       o.progress = [last, wall0](int64_t done, int64_t total) {
         const auto now = std::chrono::steady_clock::now();
@@ -282,10 +285,9 @@ void eval_body(Context& c, Comm& comm) {
         at::Tensor evaluated = at::ones({res.videos}, at::kBool), predicted = at::empty({res.videos}, at::kLong);
         for (const auto& x : res.failures) evaluated.data_ptr<bool>()[x.index] = false;
         std::copy(f.predicted.begin(), f.predicted.end(), predicted.data_ptr<int64_t>());
-        save_tensor_dict((c.out / rundir::kEvalLogits).string(), {{"logits", res.logits},
-                                                                   {"labels", res.labels},
-                                                                   {"evaluated", evaluated},
-                                                                   {"predicted", predicted}});
+        save_tensor_dict(
+            (c.out / rundir::kEvalLogits).string(),
+            {{"logits", res.logits}, {"labels", res.labels}, {"evaluated", evaluated}, {"predicted", predicted}});
       }
       rundir::write_eval(c.out, eval_record(c, res, f, o, comm.size(), sha, start, wall));
       print_failures(res);
@@ -301,40 +303,57 @@ void eval_body(Context& c, Comm& comm) {
   }
 }
 
-void run_eval(const RecipeArgs& given, const EvalArgs& e) {
-  // Before the comm exists, every rank finds the same problem: the first one says it.
-  const bool say = detect_launcher().rank <= 0;
+// What every rank (and `--nproc`'s launcher, before it starts them) checks first: the
+// recipe and its data, the dataset opened strict, the protocol, the weights, the folder.
+struct Prepared {
   Session s;
-  RecipeArgs args = given;
-  args.require_data = true;  // the validation split is read
-  fs::path out;
-  Weights w;
+  RecipeArgs args;
   std::shared_ptr<Dataset> data;
-  std::optional<EvalProtocol> protocol;
+  EvalProtocol protocol;
+  Weights w;
+  fs::path out;
+};
+
+// `say`: this process reports a problem (the others leave with its kind, silent) and,
+// with `announce`, which checkpoint of a run folder it evaluates.
+std::unique_ptr<Prepared> prepare(const RecipeArgs& given, const EvalArgs& e, bool say, bool announce) {
+  auto p = std::make_unique<Prepared>();
+  Session& s = p->s;
+  p->args = given;
+  p->args.require_data = true;  // the validation split is read
   try {
-    if (!open_session(s, args)) throw base::invalid("");
-    refuse_backend_of_one(args.path, s.plan->comm);
+    if (!open_session(s, p->args)) throw base::invalid("");
+    refuse_backend_of_one(p->args.path, s.plan->comm, "evaluate");
     // A bad video is recorded as failed, never replaced by the next good one.
     dsl::Params params = s.plan->dataset_params;
     if (params.has("strict")) params.values()["strict"] = dsl::Value(true);
     try {
-      data = s.host.make<Dataset>("dataset", s.plan->dataset, params);
+      p->data = s.host.make<Dataset>("dataset", s.plan->dataset, params);
     } catch (const std::exception& ex) {
-      throw base::failure(args.path + ": dataset '" + s.plan->dataset + "': " + ex.what());
+      throw base::failure(p->args.path + ": dataset '" + s.plan->dataset + "': " + ex.what());
     }
-    if (data->size(Split::Val) == 0) throw base::failure(args.path + ": the validation split has no videos");
-    protocol = eval_protocol(*s.plan, data->views(Split::Val));
-    w = resolve_weights(e.weights, say);
-    out = out_dir(e, w, args.path, *protocol);
-    check_out(out, e, w, args.path);
+    if (p->data->size(Split::Val) == 0) throw base::failure(p->args.path + ": the validation split has no videos");
+    p->protocol = eval_protocol(*s.plan, p->data->views(Split::Val));
+    p->w = resolve_weights(e.weights, say && announce);
+    p->out = out_dir(e, p->w, p->args.path, p->protocol);
+    check_out(p->out, e, p->w, p->args.path);
   } catch (const base::Error& err) {
     if (say) throw;
     throw base::Error("", err.kind());
   }
+  return p;
+}
+
+void run_eval(const RecipeArgs& given, const EvalArgs& e) {
+  // Before the comm exists, every rank finds the same problem: the first one says it.
+  const bool first = detect_launcher().rank <= 0;
+  std::unique_ptr<Prepared> p = prepare(given, e, first, first);
+  Session& s = p->s;
+  const std::shared_ptr<Dataset>& data = p->data;
   // Datasets without a strict mode replace a bad sample by another: that must not pass unseen.
   const int64_t skipped_before = data->skipped_samples();
   auto comm = s.host.make<Comm>("comm", s.plan->comm, s.plan->comm_params);
-  Context c{args, e, s, *data, *protocol, w, out};
+  Context c{p->args, e, s, *data, p->protocol, p->w, p->out};
   auto check_replaced = [&] {
     if (data->skipped_samples() != skipped_before)
       throw base::failure("dataset '" + s.plan->dataset + "' replaced " +
@@ -347,11 +366,9 @@ void run_eval(const RecipeArgs& given, const EvalArgs& e) {
     check_replaced();
     return;
   }
+  // No collective watchdog (dist.timeout_s): the one gather waits at the end for the
+  // slowest rank, however long its share takes. A rank that fails ends every rank.
   const int rank = comm->rank();
-  comm->set_watchdog(s.plan->dist.timeout_s, [rank](const std::string& what) {
-    std::fprintf(stderr, "vexp: error: rank %d: %s\n", rank, what.c_str());
-    std::fflush(stderr);
-  });
   auto fail = [&](const std::string& what, int code) {
     if (!what.empty()) std::fprintf(stderr, "vexp: error: rank %d: %s\n", rank, base::printable(what, 4096).c_str());
     std::fflush(stderr);
@@ -392,23 +409,7 @@ void add_eval(CLI::App& app) {
   cmd->callback([args, e] {
     if (e->nproc > 1 && !detect_launcher().mpi) {
       // Refused before any rank starts: a bad recipe, missing data, an existing eval.json.
-      {
-        Session s;
-        RecipeArgs checked = *args;
-        checked.require_data = true;
-        if (!open_session(s, checked)) throw base::invalid("");
-        dsl::Params params = s.plan->dataset_params;
-        if (params.has("strict")) params.values()["strict"] = dsl::Value(true);
-        std::shared_ptr<Dataset> data;
-        try {
-          data = s.host.make<Dataset>("dataset", s.plan->dataset, params);
-        } catch (const std::exception& ex) {
-          throw base::failure(args->path + ": dataset '" + s.plan->dataset + "': " + ex.what());
-        }
-        const EvalProtocol p = eval_protocol(*s.plan, data->views(Split::Val));
-        const Weights w = resolve_weights(e->weights, false);
-        check_out(out_dir(*e, w, args->path, p), *e, w, args->path);
-      }
+      prepare(*args, *e, true, false);
       std::vector<std::string> pass{"--weights", e->weights};
       if (!e->out.empty()) pass.insert(pass.end(), {"--out", e->out});
       if (e->logits) pass.push_back("--logits");

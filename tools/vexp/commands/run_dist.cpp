@@ -23,7 +23,7 @@ namespace {
 bool under_launcher() { return detect_launcher().mpi; }
 }  // namespace
 
-void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend) {
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend, const std::string& work) {
   if (backend != "local") return;
   const Launcher l = detect_launcher();
   if (!l.several()) return;
@@ -38,10 +38,10 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
   const std::string tasks =
       l.tasks > 0 ? std::to_string(l.tasks) + " tasks (" + l.var + "=" + std::to_string(l.tasks) + ")"
                   : "more than one task (" + l.var + ")";
-  throw base::invalid(recipe_path + ": dist.backend = \"local\" trains in one process, but " + l.name +
-                               " started " + tasks +
-                               ", which would each train alone; add --set dist.backend=mpi (or set it in the "
-                               "recipe's [dist]), or start one task");
+  throw base::invalid(recipe_path + ": dist.backend = \"local\" " + work + "s in one process, but " + l.name +
+                               " started " + tasks + ", which would each " + work +
+                               " alone; add --set dist.backend=mpi (or set it in the recipe's [dist]), or start one "
+                               "task");
 }
 
 void print_dry_run(const RecipeArgs& args, int nproc) {

@@ -15,7 +15,8 @@ void print_dry_run(const RecipeArgs& args, int nproc);
 // when a launcher started more than one task and `backend` is "local", which
 // cannot span processes: each task would otherwise train alone in the same run
 // directory. Tasks after the first exit 2 silently.
-void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend);
+// `work` says what each would do alone ("train", "evaluate").
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend, const std::string& work = "train");
 
 // Runs `mpirun -np N ... vexp COMMAND ...` (`vexp run`, or `vexp eval`) with the same
 // arguments minus --nproc (adding --set dist.backend=mpi when the recipe's backend is
