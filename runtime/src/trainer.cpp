@@ -180,7 +180,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (resume.checkpoint && opt.resume_from.empty()) check_same_recipe(r, *resume.checkpoint, resume.path);
   if (r.writer) start_run_dir(r);
   // provenance.jsonl: this invocation, completed below however it ends (where it can).
-  ProvenanceRecord provenance(r, s);
+  ProvenanceRecord provenance(r.out, r.writer, describe_invocation(r, s), *r.comm);
   try {
     TrainResult res = train_run(r, s, resume);
     provenance.finish(res.finished ? "finished" : "stopped");

@@ -4,6 +4,9 @@
 // the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`), all read
 // by vexp::kinetics (libs/kinetics), the rules `vexp data` follows too.
 //
+// Test views follow the official TSM test (test_models.py): TSN segment centres or
+// dense clips, test_clips x test_crops, twice_sample, test_full_res (its --full_res).
+//
 // A sample is a pure function of (split, index, seed): sampling and augmentation
 // draw from a stream keyed by them, so any number of loader threads, in any
 // order, produce the same clips. Bad files are replaced by the next good sample
@@ -59,7 +62,7 @@ struct Entry {
 struct Config {
   std::string root, train_list, val_list, train_prefix, val_prefix, format, layout, label_map, frame_template, sampling;
   int64_t classes, frames, clip_len, frame_interval, test_clips, test_crops, input_size, scale_size, channels;
-  bool twice_sample, flip, strict;
+  bool twice_sample, test_full_res, flip, strict;
   std::string csv_path;
   double max_bad_fraction;
   std::vector<double> mean, std;
@@ -92,6 +95,7 @@ Config read_config(const vexp::Params& p) {
   c.scale_size = p.i64("scale_size");
   c.channels = p.i64("channels");
   c.twice_sample = p.flag("twice_sample");
+  c.test_full_res = p.flag("test_full_res");
   c.flip = p.flag("flip");
   c.strict = p.flag("strict");
   c.csv_path = p.str("csv_path");
@@ -334,7 +338,9 @@ class Kinetics final : public vexp::Dataset {
   vexp::Sample load(Split s, int64_t index, int64_t view, uint64_t seed) const {
     const Entry& e = entries(s)[static_cast<size_t>(index)];
     const bool train = s == Split::Train;
-    const int out = static_cast<int>(c_.input_size);
+    // The side of the clips: the input size, or at test time with test_full_res the
+    // scale size (the official --full_res: crops of the resized frame's short side).
+    const int out = static_cast<int>(!train && c_.test_full_res ? c_.scale_size : c_.input_size);
     const int ch = static_cast<int>(c_.channels);
     // The frame count and size: one open of the video serves both and the decode.
     std::unique_ptr<vexp::media::VideoReader> video;
@@ -365,8 +371,7 @@ class Kinetics final : public vexp::Dataset {
       } else {
         idx = dense_test(nf, c_.clip_len, c_.frame_interval, clip, c_.test_clips);
       }
-      const int scale = crops == 3 ? out : static_cast<int>(c_.scale_size);
-      crop = test_crops(W, H, out, scale, static_cast<int>(crops))[static_cast<size_t>(crop_i)];
+      crop = test_crops(W, H, out, static_cast<int>(c_.scale_size), static_cast<int>(crops))[static_cast<size_t>(crop_i)];
     }
     const size_t plane = static_cast<size_t>(out) * out;
     std::vector<uint8_t> buf(static_cast<size_t>(T) * plane * ch);
@@ -435,8 +440,13 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.integer("frame_interval", 8, "Dense sampling: frames between sampled frames").at_least(1);
   s.boolean("twice_sample", false, "TSN test: also the segment starts as a second clip (official TSM)");
   s.integer("test_clips", 1, "Temporal clips per test sample (dense: evenly spaced starts)").at_least(1);
-  s.integer("test_crops", 1, "Spatial crops per test clip: 1 centre, 3 full-height, 10 corners+centre+flips")
+  s.integer("test_crops", 1,
+            "Spatial crops per test clip, as the official TSM test: 1 centre, 3 left/right/centre (full-height with "
+            "test_full_res), 10 corners+centre and their flips")
       .one_of({1, 3, 10});
+  s.boolean("test_full_res", false,
+            "Test: crops of scale_size instead of input_size (the official TSM test's --full_res, the Non-local "
+            "networks' 256x256 test): the model sees scale_size x scale_size clips");
   s.integer("input_size", 224, "Crop size fed to the model").range(8, 1024);
   s.integer("scale_size", 256, "Test: short side resized to this before cropping").range(8, 2048);
   s.boolean("flip", true, "Train: random horizontal flip (turn off for direction-sensitive classes)");
