@@ -14,10 +14,10 @@ recipe() {
 }
 # line_of FILE TEXT: the first line number of TEXT in FILE.
 line_of() { grep -nF -- "$2" "$1" | head -1 | cut -d: -f1; }
-# same_checkpoint A B: the last checkpoints of two run folders hold the same tensors,
-# bit for bit (model, optimizer), and the runs logged the same losses.
-same_checkpoint() {
-  $PY - "$1" "$2" <<'PY' || fail "runs $1 and $2 differ"
+# checkpoints_equal A B: whether the last checkpoints of two run folders hold the same
+# tensors, bit for bit (model, optimizer), and the runs logged the same losses.
+checkpoints_equal() {
+  $PY - "$1" "$2" <<'PY'
 import glob, json, sys, torch
 a, b = sys.argv[1], sys.argv[2]
 def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
@@ -38,6 +38,7 @@ assert losses(a) == losses(b) and losses(a), (losses(a), losses(b))
 print(n, "tensors and", len(losses(a)), "logged losses identical")
 PY
 }
+same_checkpoint() { checkpoints_equal "$1" "$2" || fail "runs $1 and $2 differ"; }
 
 case "$name" in
 plugins)
@@ -95,11 +96,11 @@ default_is_cross_entropy)
   # No [loss] and [loss] type = "cross_entropy" train bit for bit alike; label smoothing does not.
   recipe "$tmp/ce.toml" '[loss]' 'type = "cross_entropy"'
   recipe "$tmp/ls.toml" '[loss]' 'type = "label_smoothing"' 'smoothing = 0.1'
-  expect_rc 0 -- "$vexp" run "$tiny" --out "$tmp/plain" --set run.epochs=1
-  expect_rc 0 -- "$vexp" run "$tmp/ce.toml" --out "$tmp/ce" --set run.epochs=1
+  expect_rc 0 -- "$vexp" run "$tiny" --out "$tmp/plain" --set run.epochs=1 --set run.log_every=1
+  expect_rc 0 -- "$vexp" run "$tmp/ce.toml" --out "$tmp/ce" --set run.epochs=1 --set run.log_every=1
   same_checkpoint "$tmp/plain" "$tmp/ce"
-  expect_rc 0 -- "$vexp" run "$tmp/ls.toml" --out "$tmp/ls" --set run.epochs=1
-  ! same_checkpoint "$tmp/plain" "$tmp/ls" 2>/dev/null || fail "label smoothing trained as cross-entropy"
+  expect_rc 0 -- "$vexp" run "$tmp/ls.toml" --out "$tmp/ls" --set run.epochs=1 --set run.log_every=1
+  ! checkpoints_equal "$tmp/plain" "$tmp/ls" 2>/dev/null || fail "label smoothing trained as cross-entropy"
   grep -q 'type = "label_smoothing"' "$tmp/ls/resolved.toml" || fail "resolved.toml lacks the loss"
   ;;
 mixup_resume)
@@ -107,7 +108,7 @@ mixup_resume)
   # ends bit-identical to the uninterrupted one (the draws are keyed by seed, step, GPU).
   recipe "$tmp/m.toml" '[loss]' 'type = "label_smoothing"' '' \
     '[[data.batch_transforms]]' 'type = "mixup"' 'alpha = 0.4' 'prob = 0.8' '' \
-    '[[data.batch_transforms]]' 'type = "cutmix"' 'pairing = "shuffle"'
+    '[[data.batch_transforms]]' 'type = "cutmix"' 'pairing = "shuffle"' '' '[run]' 'log_every = 1'
   expect_rc 0 -- "$vexp" run "$tmp/m.toml" --out "$tmp/full"
   no_crash; expect_out "top-1"
   grep -q 'type = "mixup"' "$tmp/full/resolved.toml" && grep -q 'type = "cutmix"' "$tmp/full/resolved.toml" ||
@@ -117,9 +118,9 @@ mixup_resume)
   expect_out "resuming"
   same_checkpoint "$tmp/full" "$tmp/part"
   # The mixing changes training: not the run without it.
-  recipe "$tmp/nomix.toml" '[loss]' 'type = "label_smoothing"'
+  recipe "$tmp/nomix.toml" '[loss]' 'type = "label_smoothing"' '' '[run]' 'log_every = 1'
   expect_rc 0 -- "$vexp" run "$tmp/nomix.toml" --out "$tmp/nomix"
-  ! same_checkpoint "$tmp/full" "$tmp/nomix" 2>/dev/null || fail "the batch transforms changed nothing"
+  ! checkpoints_equal "$tmp/full" "$tmp/nomix" 2>/dev/null || fail "the batch transforms changed nothing"
   # vexp bench train times the same step, mixing included.
   expect_rc 0 -- "$vexp" bench train "$tmp/m.toml" --steps 2 --warmup 1
   no_crash; expect_out "clips/s"

@@ -246,7 +246,7 @@ TEST(Rig, ALossWithoutSoftTargetsBehindABatchTransformIsRefused) {
   with_hard_loss(s, {"loss.type=\"hard_only\"", kMixup});
   ASSERT_EQ(s.diags.error_count(), 1u) << s.diags.str();
   const vexp::dsl::Diagnostic& d = s.diags.items().front();
-  EXPECT_EQ(d.loc.file, "--set");  // the batch transforms' entry, where it was written
+  EXPECT_EQ(d.loc.file, std::string("--set ") + kMixup);  // the batch transforms' entry, where it was written
   EXPECT_NE(d.message.find("batch transform 'mixup' makes soft targets [N, classes] and loss 'hard_only'"),
             std::string::npos) << d.message;
   EXPECT_NE(d.message.find("takes class labels only"), std::string::npos) << d.message;
