@@ -18,6 +18,7 @@
 
 #include "trainer_parts.hpp"
 #include "vexp/runtime/launcher.hpp"
+#include "vexp/runtime/objective.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
@@ -128,7 +129,7 @@ void build(Run& r, Session& s) {
   ro.device = r.exec.device;
   ro.precision = r.exec.precision;
   ro.memory_format = r.exec.memory_format;
-  r.rig = std::make_unique<Rig>(plan, r.model, r.comm, ro);
+  r.rig = std::make_unique<Rig>(plan, s.host, r.model, r.comm, ro);
   r.exec.memory_format = r.rig->memory_format();
 
   r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numel());
@@ -152,6 +153,13 @@ void log_start(const Run& r) {
            (x.precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(x.precision) + " autocast") +
            ", " + memory_format_name(x.memory_format) + ", global batch " + std::to_string(r.dp.global_batch) + ", " +
            steps_per_epoch_text(r.dp) + " steps per epoch (every clip once per epoch)");
+  // The objective when the recipe chooses one (objective.hpp): its loss, its batch transforms.
+  if (!r.plan.loss.type.empty() || !r.plan.batch_transforms.empty()) {
+    std::string parts = "training loss '" + r.rig->objective().loss_name() + "'";
+    for (size_t i = 0; i < r.plan.batch_transforms.size(); ++i)
+      parts += (i ? ", " : " on soft targets of the batch transforms ") + r.plan.batch_transforms[i].type;
+    log_info(parts + "; val_loss is cross-entropy over the labels");
+  }
   // Where another rank count would not train bit for bit alike, say so at the start.
   if (!r.dp.exact && r.dp.world > 1) log_info("dist.reduction = \"fast\": " + reduction_text(r.dp).substr(6));
 }

@@ -218,10 +218,13 @@ std::vector<std::string> measured() {
                   .v("state", &Optimizer::state)
                   .v("load_state", &Optimizer::load_state)
                   .n("slots", slots_of<Optimizer>()));
+  // (.t: the virtuals' signatures, so that a parameter change fails too)
   l.push_back(Line("Loss", sizeof(Loss))
                   .v("forward", &Loss::forward)
                   .v("soft_targets", &Loss::soft_targets)
-                  .n("slots", slots_of<Loss>()));
+                  .n("slots", slots_of<Loss>())
+                  .t("forward", typeid(&Loss::forward))
+                  .t("soft_targets", typeid(&Loss::soft_targets)));
   l.push_back(Line("ClipGeometry", sizeof(ClipGeometry))
                   .f("src_w", &ClipGeometry::src_w)
                   .f("x", &ClipGeometry::x)
@@ -236,9 +239,15 @@ std::vector<std::string> measured() {
                   .v("geometry", &ClipTransform::geometry)
                   .v("pixels", &ClipTransform::pixels)
                   .n("slots", slots_of<ClipTransform>()));
+  l.push_back(Line("BatchContext", sizeof(BatchContext))
+                  .f("step", &BatchContext::step)
+                  .f("steps", &BatchContext::steps)
+                  .f("epoch", &BatchContext::epoch)
+                  .f("micro_batch", &BatchContext::micro_batch));
   l.push_back(Line("BatchTransform", sizeof(BatchTransform))
                   .v("apply", &BatchTransform::apply)
-                  .n("slots", slots_of<BatchTransform>()));
+                  .n("slots", slots_of<BatchTransform>())
+                  .t("apply", typeid(&BatchTransform::apply)));
   l.push_back(Line("HookContext", sizeof(HookContext))
                   .f("model", &HookContext::model)
                   .f("run_dir", &HookContext::run_dir)
@@ -358,11 +367,12 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
            "ParamGroup size=96 name@0 lr_mult@32 weight_decay@40 names@48 params@72",
            "Optimizer size=32 set_groups#2 step#3 state#4 load_state#5 slots=6",
-           "Loss size=8 forward#2 soft_targets#3 slots=4",
+           "Loss size=8 forward#2 soft_targets#3 slots=4 forward=MN4vexp4LossEFN2at6TensorERKS2_S4_E soft_targets=MN4vexp4LossEKFbvE",
            "ClipGeometry size=36 src_w@0 x@8 out_w@24 flip@32",
            "TransformContext size=32 train@0 index@8 view@16 views@24",
            "ClipTransform size=8 geometry#2 pixels#3 slots=4",
-           "BatchTransform size=8 apply#2 slots=3",
+           "BatchContext size=32 step@0 steps@8 epoch@16 micro_batch@24",
+           "BatchTransform size=8 apply#2 slots=3 apply=MN4vexp14BatchTransformEFvRN2at6TensorES3_RNS_3RngERKNS_12BatchContextEE",
            "HookContext size=136 model@0 run_dir@8 step@40 epoch@48 rank@56 ranks@60 metrics@64 add_metric@72 evaluate@104",
            "Hook size=8 after_step#2 after_eval#3 at_checkpoint#4 state#5 load_state#6 slots=7",
            "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",

@@ -175,6 +175,27 @@ print("buckets per step", steps[0]["buckets"], "launched during backward", steps
 PY
   [ ! -e "$tmp/two/failures" ] || fail "failures reported by a good run"
   ;;
+mixup_2rank_vs_emulated)
+  # Batch transforms (mixup, then cutmix on shuffled partners) and label smoothing:
+  # each micro-batch's draws are keyed by (seed, step, GPU), so 2 ranks equal 1 rank
+  # emulating 2, bit for bit (parameters, BatchNorm buffers, optimizer state, top-1),
+  # and a run resumed on the other rank count ends the same.
+  { printf 'extends = "%s"\n' "$here/$R"
+    printf '%s\n' '[loss]' 'type = "label_smoothing"' 'smoothing = 0.1' '' \
+      '[[data.batch_transforms]]' 'type = "mixup"' 'alpha = 0.4' '' \
+      '[[data.batch_transforms]]' 'type = "cutmix"' 'pairing = "shuffle"' 'prob = 0.7'; } >"$tmp/mix.toml"
+  M=$tmp/mix.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/two"
+  expect_out "top-1"
+  expect_rc 0 -- "$vexp" run $M --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s): 2 micro-batches of 8 clips per step"
+  same_params "$tmp/two" "$tmp/one" curve
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "$vexp" run $M --out "$tmp/up" --stop-after 1
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/up" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/up"
+  ;;
 resume_on_other_ranks)
   # A run started on 2 ranks and resumed on 1 rank emulating 2 (a requeued job granted
   # fewer nodes), and one started on 1 and resumed on 2: both end bit-identical to the

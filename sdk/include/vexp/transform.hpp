@@ -54,12 +54,30 @@ class ClipTransform {
   }
 };
 
+// Where a batch transform runs: the host's step, for plugins whose behaviour
+// follows the schedule (mixup switched off for the last epochs).
+struct BatchContext {
+  int64_t step = 0;        // the global optimizer step, from 0
+  int64_t steps = 0;       // the run's optimizer steps (a benchmark: the steps it times)
+  double epoch = 0;        // epochs of training done when the step starts (step x global batch / clips)
+  int64_t micro_batch = 0; // its place in the global step: GPU g's accumulation step a is g x accum + a
+};
+
 class BatchTransform {
  public:
   virtual ~BatchTransform() = default;
-  // clips [N, T, C, H, W]; targets [N, classes] float32 probabilities (one-hot
-  // labels, or an earlier batch transform's soft targets). In place or replaced.
-  virtual void apply(at::Tensor& clips, at::Tensor& targets, Rng& rng) = 0;
+  // One micro-batch (one GPU's clips) before the forward pass.
+  //   clips    [N, T, C, H, W] float32 on the training device. Do not write into
+  //            it (it may be the loader's or a benchmark's buffer): assign the
+  //            result to `clips`.
+  //   targets  [N, classes] float32 probabilities on the same device, each row
+  //            summing to 1: the labels one-hot, or an earlier batch transform's
+  //            soft targets. A fresh tensor: change it in place or replace it;
+  //            rows must still sum to 1.
+  //   rng      keyed by (run.seed, step, micro_batch, the transform's place in the
+  //            list): the only randomness to use (not torch's generator), so
+  //            that exact resume and exact emulation of more GPUs hold.
+  virtual void apply(at::Tensor& clips, at::Tensor& targets, Rng& rng, const BatchContext& ctx) = 0;
 };
 
 }  // namespace vexp

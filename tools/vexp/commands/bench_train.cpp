@@ -104,7 +104,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   ro.precision = precision;
   ro.memory_format = memory_format;
   ro.sync_phases = true;  // each phase is charged its own GPU time
-  Rig rig(plan, model, comm, ro);
+  Rig rig(plan, s.host, model, comm, ro);
   r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
   if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
