@@ -1,5 +1,7 @@
 #include "vexp/runtime/session.hpp"
 
+#include "vexp/runtime/data_pipeline.hpp"
+
 #include <initializer_list>
 #include <stdexcept>
 
@@ -179,6 +181,8 @@ bool open_recipe(Session& s, const std::string& path, const OpenOptions& o) {
   dsl::ValidateOptions vo;
   vo.require_data = o.require_data;
   s.plan = dsl::validate(*s.recipe, catalog, s.diags, vo);
+  // The transform lists' checks that need the plugins' objects (data_pipeline.hpp).
+  if (s.plan && !s.diags.has_errors()) check_transform_lists(s.host, *s.plan, s.diags);
   return s.plan.has_value() && !s.diags.has_errors();
 }
 

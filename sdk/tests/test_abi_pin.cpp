@@ -186,6 +186,8 @@ std::vector<std::string> measured() {
                   .v("skipped_samples", &Dataset::skipped_samples)
                   .v("inspect", &Dataset::inspect)
                   .v("bad_items", &Dataset::bad_items)
+                  .v("set_transforms", &Dataset::set_transforms)
+                  .v("default_transforms", &Dataset::default_transforms)
                   .n("slots", slots_of<Dataset>()));
   // Communication.
   l.push_back(Line("ReduceOp", sizeof(ReduceOp))
@@ -224,17 +226,30 @@ std::vector<std::string> measured() {
                   .n("slots", slots_of<Loss>()));
   l.push_back(Line("ClipGeometry", sizeof(ClipGeometry))
                   .f("src_w", &ClipGeometry::src_w)
+                  .f("src_h", &ClipGeometry::src_h)
                   .f("x", &ClipGeometry::x)
+                  .f("y", &ClipGeometry::y)
+                  .f("w", &ClipGeometry::w)
+                  .f("h", &ClipGeometry::h)
                   .f("out_w", &ClipGeometry::out_w)
+                  .f("out_h", &ClipGeometry::out_h)
                   .f("flip", &ClipGeometry::flip));
   l.push_back(Line("TransformContext", sizeof(TransformContext))
                   .f("train", &TransformContext::train)
                   .f("index", &TransformContext::index)
                   .f("view", &TransformContext::view)
                   .f("views", &TransformContext::views));
+  l.push_back(Line("TransformSpec", sizeof(TransformSpec))
+                  .f("type", &TransformSpec::type)
+                  .f("params", &TransformSpec::params));
   l.push_back(Line("ClipTransform", sizeof(ClipTransform))
+                  .v("stages", &ClipTransform::stages)
+                  .v("views", &ClipTransform::views)
+                  .v("check", &ClipTransform::check)
                   .v("geometry", &ClipTransform::geometry)
                   .v("pixels", &ClipTransform::pixels)
+                  .n("Geometry", ClipTransform::kGeometry)
+                  .n("Pixels", ClipTransform::kPixels)
                   .n("slots", slots_of<ClipTransform>()));
   l.push_back(Line("BatchTransform", sizeof(BatchTransform))
                   .v("apply", &BatchTransform::apply)
@@ -352,16 +367,17 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "Sample size=16 clip@0 label@8",
            "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
            "Split size=4 Train=0 Val=1",
-           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 slots=11",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 set_transforms#11 default_transforms#12 slots=13",
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
            "ParamGroup size=96 name@0 lr_mult@32 weight_decay@40 names@48 params@72",
            "Optimizer size=32 set_groups#2 step#3 state#4 load_state#5 slots=6",
            "Loss size=8 forward#2 soft_targets#3 slots=4",
-           "ClipGeometry size=36 src_w@0 x@8 out_w@24 flip@32",
+           "ClipGeometry size=36 src_w@0 src_h@4 x@8 y@12 w@16 h@20 out_w@24 out_h@28 flip@32",
            "TransformContext size=32 train@0 index@8 view@16 views@24",
-           "ClipTransform size=8 geometry#2 pixels#3 slots=4",
+           "TransformSpec size=80 type@0 params@32",
+           "ClipTransform size=8 stages#2 views#3 check#4 geometry#5 pixels#6 Geometry=1 Pixels=2 slots=7",
            "BatchTransform size=8 apply#2 slots=3",
            "HookContext size=136 model@0 run_dir@8 step@40 epoch@48 rank@56 ranks@60 metrics@64 add_metric@72 evaluate@104",
            "Hook size=8 after_step#2 after_eval#3 at_checkpoint#4 state#5 load_state#6 slots=7",
