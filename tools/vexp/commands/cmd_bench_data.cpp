@@ -3,7 +3,8 @@
 // wall-clock second and per CPU second of the process (all threads: on a shared
 // machine the CPU figure is the per-core rate, the wall figure depends on load).
 // The dataset runs the recipe's transform lists (data_pipeline.hpp). --pipelines
-// times two pipelines back to back on the same clips, in alternating passes: the
+// times two pipelines back to back on the same clips, in alternating passes (after
+// one untimed pass of each; `--repeat` passes per timing, two timings each): the
 // dataset's built-in one and the transform plugins' (the recipe's list for the split,
 // or else the built-in pipeline written as plugins, Dataset::default_transforms,
 // whose clips must then be the built-in ones bit for bit), and prints the ratio.
@@ -113,15 +114,19 @@ void run_bench_pipelines(const BenchDataArgs& a, Session& s, Split split) {
               << "; plugins: " << what << (identical >= 0 ? " (the same clips, bit for bit)" : "") << "\n";
   nlohmann::json results = nlohmann::json::array();
   for (int t : a.threads) {
-    // Alternating passes (built-in, plugins, built-in, plugins): load drifts on a
-    // shared machine fall on both.
+    // One untimed pass of each (files in the page cache, decoders warm), then
+    // alternating timed passes in both orders (built-in, plugins, plugins, built-in):
+    // load drifts on a shared machine fall on both alike.
+    measure(*builtin, split, n, 1, t);
+    measure(*plugins, split, n, 1, t);
     Measured b, p;
-    for (int round = 0; round < 2; ++round) {
-      const Measured mb = measure(*builtin, split, n, a.repeat, t);
-      const Measured mp = measure(*plugins, split, n, a.repeat, t);
-      b.clips += mb.clips, b.secs += mb.secs, b.cpu += mb.cpu;
-      p.clips += mp.clips, p.secs += mp.secs, p.cpu += mp.cpu;
-    }
+    for (int round = 0; round < 2; ++round)
+      for (int k = 0; k < 2; ++k) {
+        const bool first_builtin = (k == 0) == (round == 0);
+        const Measured m = measure(first_builtin ? *builtin : *plugins, split, n, a.repeat, t);
+        Measured& into = first_builtin ? b : p;
+        into.clips += m.clips, into.secs += m.secs, into.cpu += m.cpu;
+      }
     const double ratio = (p.secs / p.clips) / (b.secs / b.clips);
     const double cpu_ratio = b.cpu > 0 ? (p.cpu / p.clips) / (b.cpu / b.clips) : 0.0;
     results.push_back({{"threads", t},
