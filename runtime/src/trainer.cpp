@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/objective.hpp"
 #include "vexp/base/files.hpp"
@@ -117,7 +118,7 @@ Execution set_up_execution(const dsl::RunConfig& run, const std::string& recipe_
 void build(Run& r, Session& s) {
   const dsl::RecipePlan& plan = r.plan;
   at::manual_seed(static_cast<uint64_t>(plan.run.seed));
-  r.data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  r.data = make_dataset(s.host, plan);  // with the recipe's transform pipelines (data_pipeline.hpp)
   r.model = std::make_shared<ModelGraph>(plan, s.host);
   for (const auto& rep : r.model->pretrained_reports()) log_info(rep);
   r.model->train();

@@ -186,6 +186,8 @@ std::vector<std::string> measured() {
                   .v("skipped_samples", &Dataset::skipped_samples)
                   .v("inspect", &Dataset::inspect)
                   .v("bad_items", &Dataset::bad_items)
+                  .v("set_transforms", &Dataset::set_transforms)
+                  .v("default_transforms", &Dataset::default_transforms)
                   .n("slots", slots_of<Dataset>()));
   // Communication.
   l.push_back(Line("ReduceOp", sizeof(ReduceOp))
@@ -227,17 +229,30 @@ std::vector<std::string> measured() {
                   .t("soft_targets", typeid(&Loss::soft_targets)));
   l.push_back(Line("ClipGeometry", sizeof(ClipGeometry))
                   .f("src_w", &ClipGeometry::src_w)
+                  .f("src_h", &ClipGeometry::src_h)
                   .f("x", &ClipGeometry::x)
+                  .f("y", &ClipGeometry::y)
+                  .f("w", &ClipGeometry::w)
+                  .f("h", &ClipGeometry::h)
                   .f("out_w", &ClipGeometry::out_w)
+                  .f("out_h", &ClipGeometry::out_h)
                   .f("flip", &ClipGeometry::flip));
   l.push_back(Line("TransformContext", sizeof(TransformContext))
                   .f("train", &TransformContext::train)
                   .f("index", &TransformContext::index)
                   .f("view", &TransformContext::view)
                   .f("views", &TransformContext::views));
+  l.push_back(Line("TransformSpec", sizeof(TransformSpec))
+                  .f("type", &TransformSpec::type)
+                  .f("params", &TransformSpec::params));
   l.push_back(Line("ClipTransform", sizeof(ClipTransform))
+                  .v("stages", &ClipTransform::stages)
+                  .v("views", &ClipTransform::views)
+                  .v("check", &ClipTransform::check)
                   .v("geometry", &ClipTransform::geometry)
                   .v("pixels", &ClipTransform::pixels)
+                  .n("Geometry", ClipTransform::kGeometry)
+                  .n("Pixels", ClipTransform::kPixels)
                   .n("slots", slots_of<ClipTransform>()));
   l.push_back(Line("BatchContext", sizeof(BatchContext))
                   .f("step", &BatchContext::step)
@@ -361,7 +376,7 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "Sample size=16 clip@0 label@8",
            "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
            "Split size=4 Train=0 Val=1",
-           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 slots=11",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 set_transforms#11 default_transforms#12 slots=13",
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",

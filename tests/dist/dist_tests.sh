@@ -195,6 +195,22 @@ mixup_2rank_vs_emulated)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/up" --resume
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/up"
+parity_2rank_vs_emulated_transforms)
+  # The clip transforms draw from (run.seed, epoch, clip) alone: with random resized
+  # crops, flips, colour jitter, grayscale and RandAugment in the loader threads (and a
+  # 3-crop test), 2 ranks == 1 rank emulating 2 GPUs, bit for bit, and a run stopped on
+  # 2 ranks and resumed on 1 ends as the uninterrupted one.
+  A=data/tiny_dist_aug.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/two"
+  expect_out "top-1"
+  expect_rc 0 -- "$vexp" run $A --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s)"
+  grep -q 'type = "rand_augment"' "$tmp/one/resolved.toml" || fail "the run did not take the recipe's transforms"
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/down" --stop-after 1
+  expect_rc 0 -- "$vexp" run $A --out "$tmp/down" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/down"
   ;;
 resume_on_other_ranks)
   # A run started on 2 ranks and resumed on 1 rank emulating 2 (a requeued job granted

@@ -503,5 +503,104 @@ def test_eval_protocol():
                                                                                    top1, top5))
 
 
+def test_transforms_ops():
+    """The clip transforms' pixel operations (plugins/transforms/clip/image_ops.cpp)
+    against torchvision 0.14's functional, one frame at a time: colour jitter and
+    grayscale on float frames, every RandAugment op on uint8 frames at magnitudes of
+    torchvision's table, and that table itself."""
+    import numpy as np
+    import torchvision.transforms.functional as F
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.autoaugment import RandAugment, _apply_op
+    tool = os.path.join(os.path.dirname(os.path.abspath(VEXP)), "vexp_transform_ops")
+
+    def run(op, value, img, dtype):
+        C, H, W = img.shape
+        inp, out = path("in.raw"), path("out.raw")
+        img.contiguous().numpy().tofile(inp)
+        p = subprocess.run([tool, op, repr(float(value)), str(C), str(H), str(W), inp, out], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("FAIL: vexp_transform_ops %s: %s" % (op, p.stdout + p.stderr))
+        return torch.from_numpy(np.fromfile(out, dtype=dtype))
+
+    g = torch.Generator().manual_seed(7)
+    # A noisy frame and a smooth one (gradients and a disc), RGB and gray, odd sizes.
+    yy, xx = torch.meshgrid(torch.arange(37.0), torch.arange(53.0), indexing="ij")
+    smooth = torch.stack([xx / 52 * 255, yy / 36 * 255, ((xx - 26) ** 2 + (yy - 18) ** 2 < 150).float() * 200 + 20])
+    frames = [torch.randint(0, 256, (3, 37, 53), generator=g, dtype=torch.uint8), smooth.round().to(torch.uint8),
+              torch.randint(0, 256, (1, 24, 31), generator=g, dtype=torch.uint8), torch.full((3, 9, 11), 77, dtype=torch.uint8)]
+    worst = 0.0
+    for img8 in frames:
+        img = img8.float() / 255
+        C = img.shape[0]
+        cases = [("brightness", 0.3, lambda x, v: F.adjust_brightness(x, v)), ("brightness", 1.7, lambda x, v: F.adjust_brightness(x, v)),
+                 ("contrast", 0.5, lambda x, v: F.adjust_contrast(x, v)), ("contrast", 1.6, lambda x, v: F.adjust_contrast(x, v)),
+                 ("saturation", 0.2, lambda x, v: F.adjust_saturation(x, v)), ("saturation", 1.9, lambda x, v: F.adjust_saturation(x, v)),
+                 ("hue", 0.23, lambda x, v: F.adjust_hue(x, v)), ("hue", -0.41, lambda x, v: F.adjust_hue(x, v)),
+                 ("grayscale", 0, lambda x, v: F.rgb_to_grayscale(x, num_output_channels=C))]
+        for op, v, ref in cases:
+            want = ref(img, v).reshape(-1)
+            got = run(op, v, img, np.float32)
+            d = (got - want).abs().max().item()
+            worst = max(worst, d)
+            if not d <= 2e-6:
+                sys.exit("FAIL: %s(%g) on a %s frame differs from torchvision by %g" % (op, v, tuple(img.shape), d))
+    print("colour jitter and grayscale (float): max |diff| %.2e" % worst)
+
+    names = {"identity": "Identity", "shear_x": "ShearX", "shear_y": "ShearY", "translate_x": "TranslateX",
+             "translate_y": "TranslateY", "rotate": "Rotate", "brightness": "Brightness", "color": "Color",
+             "contrast": "Contrast", "sharpness": "Sharpness", "posterize": "Posterize", "solarize": "Solarize",
+             "autocontrast": "AutoContrast", "equalize": "Equalize"}
+    geometric = {"shear_x", "shear_y", "translate_x", "translate_y", "rotate"}
+    mismatched = total = 0
+    for img8 in frames:
+        C, H, W = img8.shape
+        space = RandAugment()._augmentation_space(31, (H, W))
+        for ours, theirs in names.items():
+            mags, signed = space[theirs]
+            for b in (0, 5, 9, 20, 30):
+                m = float(mags[b].item()) if mags.ndim > 0 else 0.0
+                for sign in ((1, -1) if signed else (1,)):
+                    for interp in (("nearest", "bilinear") if ours in geometric else ("nearest",)):
+                        mode = InterpolationMode.NEAREST if interp == "nearest" else InterpolationMode.BILINEAR
+                        want = _apply_op(img8, theirs, sign * m, interpolation=mode, fill=None).reshape(-1)
+                        got = run("ra_" + ours + ("_bilinear" if interp == "bilinear" else ""), sign * m, img8, np.uint8)
+                        diff = (got.int() - want.int()).abs()
+                        if ours in geometric:
+                            # The same grid to float rounding: a pixel whose source lies on a
+                            # rounding boundary may take its neighbour.
+                            bad = int((diff > (1 if interp == "bilinear" else 0)).sum())
+                            mismatched += bad
+                            total += diff.numel()
+                            if bad > max(2, diff.numel() // 200):
+                                sys.exit("FAIL: %s(%g, %s) on %s: %d of %d pixels differ from torchvision" %
+                                         (ours, sign * m, interp, tuple(img8.shape), bad, diff.numel()))
+                        elif int(diff.max()) != 0:
+                            sys.exit("FAIL: %s(%g) on %s differs from torchvision by up to %d levels" %
+                                     (ours, sign * m, tuple(img8.shape), int(diff.max())))
+    print("RandAugment ops (uint8): colour ops bit-identical; geometric ops: %d of %d pixels off by rounding" %
+          (mismatched, total))
+
+    # The magnitude table.
+    for (H, W) in ((37, 53), (224, 224)):
+        for bins in (31, 11):
+            space = RandAugment()._augmentation_space(bins, (H, W))
+            for ours, theirs in names.items():
+                mags, _ = space[theirs]
+                for b in range(bins):
+                    want = float(mags[b].item()) if mags.ndim > 0 else 0.0
+                    inp, out = path("in.raw"), path("mag.raw")
+                    open(inp, "wb").close()
+                    p = subprocess.run([tool, "ra_magnitude_" + ours, str(b), str(bins), str(H), str(W), inp, out],
+                                       capture_output=True, text=True)
+                    if p.returncode != 0:
+                        sys.exit("FAIL: " + p.stdout + p.stderr)
+                    got = float(np.fromfile(out, dtype=np.float64)[0])
+                    if not abs(got - want) <= 1e-6 * max(1.0, abs(want)):
+                        sys.exit("FAIL: magnitude of %s at bin %d of %d (%dx%d): %r, torchvision %r" %
+                                 (ours, b, bins, H, W, got, want))
+    print("RandAugment magnitude table: as torchvision's (to float rounding)")
+
+
 globals()["test_" + NAME]()
 print("PASS", NAME)

@@ -17,6 +17,7 @@
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "commands/model_session.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/dataset.hpp"
@@ -69,6 +70,7 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
   if (short_side > 0) p.values()["scale_size"] = dsl::Value(short_side);
   try {
     auto data = s.host.make<Dataset>("dataset", "kinetics", p);
+    attach_transforms(*data, s.host, *s.plan);  // the recipe's test pipeline, when it gives one
     std::vector<at::Tensor> views;
     for (int64_t v = 0; v < data->views(Split::Val); ++v) views.push_back(data->get_view(Split::Val, 0, v, 0).clip);
     return at::stack(views);

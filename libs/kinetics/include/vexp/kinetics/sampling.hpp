@@ -101,29 +101,51 @@ inline const std::array<std::array<int, 2>, 13>& fix_offsets() {
   return o;
 }
 
+// Offsets of the multi-scale crop: the 13 fixed ones (official TSM, more_fix_crop),
+// the first 5 of them (fix_crop only: corners and centre), or anywhere (random).
+enum class CropOffsets { Fixed13, Fixed5, Random };
+
+// The multi-scale crop of a W x H frame for an out_w x out_h output (official TSM
+// GroupMultiScaleCrop): crop sizes `scales` x the short side, truncated; sizes within
+// 3 px of the output side snap to it; a (width, height) pair of scale indices at most
+// `max_distort` apart, drawn uniformly, then an offset. The flip is not drawn here.
+// Draws: the pair, then the offset (one draw from the fixed ones; x then y when random).
+inline Crop multiscale_crop_rect(int W, int H, int out_w, int out_h, const std::vector<double>& scales,
+                                 int max_distort, CropOffsets offsets, Rng& rng) {
+  const int base = std::min(W, H);
+  const size_t n = scales.size();
+  std::vector<int> sizes_w(n), sizes_h(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int s = static_cast<int>(base * scales[i]);
+    sizes_w[i] = std::abs(s - out_w) < 3 ? out_w : s;
+    sizes_h[i] = std::abs(s - out_h) < 3 ? out_h : s;
+  }
+  std::vector<std::array<size_t, 2>> pairs;  // (width index, height index)
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (std::abs(static_cast<int>(i) - static_cast<int>(j)) <= max_distort) pairs.push_back({i, j});
+  const auto& p = pairs[static_cast<size_t>(rng.below(static_cast<int64_t>(pairs.size())))];
+  Crop c;
+  c.w = std::max(1, std::min(sizes_w[p[0]], W));
+  c.h = std::max(1, std::min(sizes_h[p[1]], H));
+  if (offsets == CropOffsets::Random) {
+    c.x = static_cast<int>(rng.below(W - c.w + 1));
+    c.y = static_cast<int>(rng.below(H - c.h + 1));
+  } else {
+    const int ws = (W - c.w) / 4, hs = (H - c.h) / 4;
+    const auto& off = fix_offsets()[static_cast<size_t>(rng.below(offsets == CropOffsets::Fixed13 ? 13 : 5))];
+    c.x = off[0] * ws;
+    c.y = off[1] * hs;
+  }
+  return c;
+}
+
 // Train: multi-scale crop (scales 1, .875, .75, .66 of the short side; the width
 // and height scale indices differ by at most 1; sizes within 3 px of `out` snap
 // to `out`; one of the 13 offsets), horizontal flip with probability 0.5.
 inline Crop multiscale_crop(int W, int H, int out, bool flip, Rng& rng) {
-  static const double scales[4] = {1.0, 0.875, 0.75, 0.66};
-  const int base = std::min(W, H);
-  int sizes[4];
-  for (int i = 0; i < 4; ++i) {
-    sizes[i] = static_cast<int>(base * scales[i]);
-    if (std::abs(sizes[i] - out) < 3) sizes[i] = out;
-  }
-  std::vector<std::array<int, 2>> pairs;  // (width index, height index)
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
-      if (std::abs(i - j) <= 1) pairs.push_back({i, j});
-  const auto& p = pairs[static_cast<size_t>(rng.below(static_cast<int64_t>(pairs.size())))];
-  Crop c;
-  c.w = std::min(sizes[p[0]], W);
-  c.h = std::min(sizes[p[1]], H);
-  const int ws = (W - c.w) / 4, hs = (H - c.h) / 4;
-  const auto& off = fix_offsets()[static_cast<size_t>(rng.below(13))];
-  c.x = off[0] * ws;
-  c.y = off[1] * hs;
+  static const std::vector<double> scales{1.0, 0.875, 0.75, 0.66};
+  Crop c = multiscale_crop_rect(W, H, out, out, scales, 1, CropOffsets::Fixed13, rng);
   c.flip = flip && rng.uniform() < 0.5;
   return c;
 }
@@ -173,6 +195,13 @@ inline std::vector<Crop> test_crops(int W, int H, int crop, int scale, int crops
     }
   }
   return v;
+}
+
+// Test view `i` of `crops` for an out x out clip: the kinetics dataset's rule (the
+// short side resized to scale_size, then the official crops of `out`; out =
+// scale_size is the full-resolution test), shared with the test_crops transform.
+inline Crop test_view(int W, int H, int out, int scale_size, int crops, int i) {
+  return test_crops(W, H, out, scale_size, crops)[static_cast<size_t>(i)];
 }
 
 }  // namespace vexp::kinetics
