@@ -113,6 +113,13 @@ at::Tensor Objective::loss(const at::Tensor& logits, const Batch& b) const {
 }
 
 void check_objective(const dsl::RecipePlan& plan, const PluginHost& host, dsl::Diagnostics& diags) {
+  // A recipe without [loss] trains with the default, which an installation may lack.
+  if (plan.loss.type.empty() && !host.find("loss", kDefaultLoss)) {
+    diags.error(dsl::Loc{}, "the recipe has no [loss], and the default loss '" + std::string(kDefaultLoss) +
+                                "' is not installed (the plugin library 'losses'; vexp plugins lists what is): "
+                                "install it, or name a loss in [loss] type");
+    return;
+  }
   if (plan.batch_transforms.empty()) return;
   std::shared_ptr<Loss> loss;
   try {

@@ -77,7 +77,8 @@ void cutmix(at::Tensor& clips, at::Tensor& targets, const at::Tensor& partner, d
   if (y1 > y0 && x1 > x0) {
     at::Tensor out = clips.clone();
     const int64_t hd = clips.dim() - 2, wd = clips.dim() - 1;
-    out.slice(hd, y0, y1).slice(wd, x0, x1).copy_(clips.index_select(0, partner).slice(hd, y0, y1).slice(wd, x0, x1));
+    // The partners' boxes only (slicing H, W commutes with picking clips).
+    out.slice(hd, y0, y1).slice(wd, x0, x1).copy_(clips.slice(hd, y0, y1).slice(wd, x0, x1).index_select(0, partner));
     clips = out;
   }
   mix_targets(targets, partner, corrected);

@@ -78,9 +78,9 @@ class Objective {
 };
 
 // What only the plugins' objects know, as diagnostics at the recipe's lines (vexp
-// check, run, sweep and plan refuse before anything starts): the batch transforms
-// make soft targets and the loss's soft_targets() is false; a batch transform
-// with no class count. Nothing for a recipe without batch transforms.
+// check, run, sweep and plan refuse before anything starts): no [loss] and the
+// default loss not installed; the batch transforms make soft targets and the loss's
+// soft_targets() is false; a batch transform with no class count.
 void check_objective(const dsl::RecipePlan& plan, const PluginHost& host, dsl::Diagnostics& diags);
 
 }  // namespace vexp
