@@ -195,6 +195,7 @@ mixup_2rank_vs_emulated)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/up" --resume
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/up"
+  ;;
 parity_2rank_vs_emulated_transforms)
   # The clip transforms draw from (run.seed, epoch, clip) alone: with random resized
   # crops, flips, colour jitter, grayscale and RandAugment in the loader threads (and a
