@@ -31,8 +31,17 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656
   return h;
 }
 
+// Removes the fixture's folder when the test binary exits.
+struct FixtureFolder {
+  fs::path path;
+  ~FixtureFolder() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
 inline fs::path root() {
-  static const fs::path dir = [] {
+  static const FixtureFolder folder{[] {
     fs::path d = fs::temp_directory_path() / ("vexp_pipeline_test_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d / "vid");
@@ -61,8 +70,8 @@ inline fs::path root() {
       frames << "frames/c" << i << " 24 " << i << "\n";
     }
     return d;
-  }();
-  return dir;
+  }()};
+  return folder.path;
 }
 
 // The fixture as this machine's FFmpeg and libjpeg-turbo decode it (every frame of
