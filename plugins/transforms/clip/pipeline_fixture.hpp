@@ -31,8 +31,17 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656
   return h;
 }
 
+// Removes the fixture's folder when the test binary exits.
+struct FixtureFolder {
+  fs::path path;
+  ~FixtureFolder() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
 inline fs::path root() {
-  static const fs::path dir = [] {
+  static const FixtureFolder folder{[] {
     fs::path d = fs::temp_directory_path() / ("vexp_pipeline_test_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d / "vid");
@@ -61,8 +70,8 @@ inline fs::path root() {
       frames << "frames/c" << i << " 24 " << i << "\n";
     }
     return d;
-  }();
-  return dir;
+  }()};
+  return folder.path;
 }
 
 // The fixture as this machine's FFmpeg and libjpeg-turbo decode it (every frame of
@@ -104,21 +113,30 @@ inline uint64_t hash_sample(const vexp::Sample& s) {
   return fnv1a(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size(), h);
 }
 
-// The hash of every sample a case reads: train indices 0..2 under seeds 5 and 77,
-// then every view of every val index.
-inline uint64_t hash_dataset(const vexp::Dataset& d) {
+// The hash of every sample a case reads from a split: train indices 0..2 under
+// seeds 5 and 77; every view of val indices 0..2.
+inline uint64_t hash_split(const vexp::Dataset& d, Split split) {
   uint64_t h = 1469598103934665603ull;
-  for (uint64_t seed : {5ull, 77ull})
-    for (int64_t i = 0; i < d.size(Split::Train) && i < 3; ++i) {
-      const uint64_t s = hash_sample(d.get(Split::Train, i, seed));
-      h = fnv1a(&s, sizeof s, h);
-    }
+  if (split == Split::Train) {
+    for (uint64_t seed : {5ull, 77ull})
+      for (int64_t i = 0; i < d.size(Split::Train) && i < 3; ++i) {
+        const uint64_t s = hash_sample(d.get(Split::Train, i, seed));
+        h = fnv1a(&s, sizeof s, h);
+      }
+    return h;
+  }
   for (int64_t i = 0; i < d.size(Split::Val) && i < 3; ++i)
     for (int64_t v = 0; v < d.views(Split::Val); ++v) {
       const uint64_t s = hash_sample(d.get_view(Split::Val, i, v, 9));
       h = fnv1a(&s, sizeof s, h);
     }
   return h;
+}
+
+// Both splits.
+inline uint64_t hash_dataset(const vexp::Dataset& d) {
+  const uint64_t parts[2] = {hash_split(d, Split::Train), hash_split(d, Split::Val)};
+  return fnv1a(parts, sizeof parts);
 }
 
 // The cases the golden hashes cover: name -> (dataset, parameters).
