@@ -48,6 +48,18 @@ EvalProtocol eval_protocol(const dsl::RecipePlan& plan, int64_t views) {
   e.scale_size = int_param(p, "scale_size", 0);
   e.crop_size = e.full_res ? e.scale_size : e.input_size;
   e.views = views;
+  for (const dsl::PluginUse& t : plan.test_transforms) {
+    std::string text = t.type + "(";
+    bool first = true;
+    for (const auto& [k, v] : t.params.values()) {
+      text += (first ? "" : ", ") + k + " = " + v.to_toml_inline();
+      first = false;
+    }
+    e.transforms.push_back(text + ")");
+  }
+  // A test pipeline makes the crops: views / temporal clips of them.
+  const int64_t temporal = e.clips * (e.twice_sample ? 2 : 1);
+  if (!e.transforms.empty() && temporal > 0 && views % temporal == 0) e.crops = views / temporal;
   return e;
 }
 
@@ -74,6 +86,7 @@ nlohmann::json EvalProtocol::to_json() const {
   j["input_size"] = input_size > 0 ? nlohmann::json(input_size) : nlohmann::json();
   j["crop_size"] = crop_size > 0 ? nlohmann::json(crop_size) : nlohmann::json();
   j["views"] = views;
+  if (!transforms.empty()) j["test_transforms"] = transforms;
   j["averaging"] = "the mean of a video's views' logits (before softmax)";
   return j;
 }

@@ -377,7 +377,8 @@ def test_eval_protocol():
     (GroupFullResSample), 10 corners + centre and their mirror images (GroupOverSample); --full_res: crops of the
     scale size), /255 and the ImageNet mean and std, TSM-R50 on each view, the views' logits averaged per video.
     vexp's per-video logits (--logits) equal the reference's to float tolerance for 10 clips x 3 crops at full
-    resolution (the paper's 74.1 protocol), 1 clip x 1 crop (the 71.2 protocol) and twice_sample x 10 crops."""
+    resolution (the paper's 74.1 protocol), 1 clip x 1 crop (the 71.2 protocol), twice_sample x 10 crops, and 10
+    crops made by the recipe's [[data.test_transforms]] (test_crops, normalize) instead of the dataset's own."""
     import av
     import numpy as np
     T, SCALE, INPUT = 8, 40, 32
@@ -469,14 +470,21 @@ def test_eval_protocol():
               "--set", "data.params.val_list=list.txt", "--set", "data.params.format=mmaction",
               "--set", "data.params.input_size=%d" % INPUT, "--set", "data.params.scale_size=%d" % SCALE,
               "--set", "run.threads=2", "--set", "data.workers=2"]
-    cases = (("dense", 10, 3, False, True, "dense-10x3-fullres"),
-             ("tsn", 1, 1, False, False, "tsn-1x1"),
-             ("tsn", 1, 10, True, False, "tsn-1x10-twice"))
-    for sampling, clips, crops, twice, full_res, name in cases:
+    # The recipe's test pipeline as transform plugins ([[data.test_transforms]]) makes the same views.
+    piped = path("tsm_test_transforms.toml")
+    with open(piped, "w") as f:
+        f.write('extends = "%s"\n\n[[data.test_transforms]]\ntype = "test_crops"\ncrops = 10\nscale_size = %d\n\n'
+                '[[data.test_transforms]]\ntype = "normalize"\n' % (os.path.abspath(recipe), SCALE))
+    cases = (("dense", 10, 3, False, True, "dense-10x3-fullres", recipe),
+             ("tsn", 1, 1, False, False, "tsn-1x1", recipe),
+             ("tsn", 1, 10, True, False, "tsn-1x10-twice", recipe),
+             ("tsn", 1, 10, False, False, "tsn-1x10", piped))
+    for sampling, clips, crops, twice, full_res, name, rec in cases:
         out = path("eval_" + name)
-        vexp("eval", recipe, *common, "--out", out, "--set", "data.params.sampling=" + sampling,
+        vexp("eval", rec, *common, "--out", out, "--set", "data.params.sampling=" + sampling,
              "--set", "data.params.frame_interval=8", "--set", "data.params.test_clips=%d" % clips,
-             "--set", "data.params.test_crops=%d" % crops, "--set", "data.params.twice_sample=%s" % str(twice).lower(),
+             "--set", "data.params.test_crops=%d" % (1 if rec == piped else crops),
+             "--set", "data.params.twice_sample=%s" % str(twice).lower(),
              "--set", "data.params.test_full_res=%s" % str(full_res).lower())
         with open(os.path.join(out, "eval.json")) as f:
             ej = json.load(f)
@@ -487,7 +495,8 @@ def test_eval_protocol():
         nviews = len(indices(80, sampling, clips, twice)) * crops
         print("%s: %d views per video, vexp's protocol %s with %s views" % (name, nviews, ej["protocol"]["name"],
                                                                           ej["protocol"]["views"]))
-        if ej["protocol"]["name"] != name or ej["protocol"]["views"] != nviews:
+        if ej["protocol"]["name"] != name or ej["protocol"]["views"] != nviews or \
+                (rec == piped) != ("test_transforms" in ej["protocol"]):
             sys.exit("FAIL: eval.json's protocol is %s" % ej["protocol"])
         compare("vexp eval %s: per-video logits vs the official test pipeline" % name, got, ref)
         err = (got - ref.double()).abs().max().item()

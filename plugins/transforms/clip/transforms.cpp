@@ -347,9 +347,10 @@ VEXP_PLUGIN("transforms", "0.1.0") {
   {
     vexp::PluginDecl d;
     d.name = "test_crops";
-    d.doc = "Test views: 1 centre, 3 along the long side, or 10 (corners + centre, and mirrored) crops per clip";
+    d.doc = "Test views, as the official TSM test: 1 centre, 3 left/right/centre, or 10 (corners + centre, and "
+            "mirrored) crops per clip";
     d.schema.integer("crops", 1, "Crops per clip (views)").one_of({1, 3, 10});
-    d.schema.integer("scale_size", 256, "Short side resized to this before cropping (1 and 10 crops)")
+    d.schema.integer("scale_size", 256, "Short side resized to this before cropping")
         .range(8, 2048);
     registrar.add_transform(std::move(d), factory<TestCrops>());
   }

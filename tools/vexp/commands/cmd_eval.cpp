@@ -27,6 +27,7 @@
 #include "vexp/base/text.hpp"
 #include "vexp/dataset.hpp"
 #include "vexp/dsl/recipe.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/evaluation.hpp"
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/precision.hpp"
@@ -324,11 +325,14 @@ std::unique_ptr<Prepared> prepare(const RecipeArgs& given, const EvalArgs& e, bo
   try {
     if (!open_session(s, p->args)) throw base::invalid("");
     refuse_backend_of_one(p->args.path, s.plan->comm, "evaluate");
-    // A bad video is recorded as failed, never replaced by the next good one.
+    // A bad video is recorded as failed, never replaced by the next good one. The
+    // dataset with the recipe's test pipeline, as the trainer and predict make it.
     dsl::Params params = s.plan->dataset_params;
     if (params.has("strict")) params.values()["strict"] = dsl::Value(true);
     try {
-      p->data = s.host.make<Dataset>("dataset", s.plan->dataset, params);
+      p->data = make_dataset(s.host, *s.plan, params);
+    } catch (const base::Error&) {
+      throw;  // names the recipe's list (attach_transforms)
     } catch (const std::exception& ex) {
       throw base::failure(p->args.path + ": dataset '" + s.plan->dataset + "': " + ex.what());
     }

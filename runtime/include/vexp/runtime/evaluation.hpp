@@ -44,6 +44,9 @@ struct EvalProtocol {
   bool full_res = false;         // test_full_res: crops of scale_size
   int64_t input_size = 0, scale_size = 0, crop_size = 0;  // 0: the dataset has no such parameter
   int64_t views = 1;             // Dataset::views(Val): clips (x2 twice) x crops
+  // [[data.test_transforms]] when the recipe gives its test pipeline as transform plugins
+  // ("test_crops(crops = 3, scale_size = 256)", ...): they make the crops (test_crops stays 1).
+  std::vector<std::string> transforms;
 
   // "tsn-1x1", "dense-10x3-fullres", "tsn-2x3-twice": sampling, clips x crops and the
   // options on; used in the eval folder's default name.
@@ -51,8 +54,9 @@ struct EvalProtocol {
   nlohmann::json to_json() const;
 };
 
-// The protocol of the recipe's (validated) dataset parameters; `views` is the
-// dataset's own count (Dataset::views(Split::Val)).
+// The protocol of the recipe's (validated) dataset parameters and test transforms;
+// `views` is the dataset's own count (Dataset::views(Split::Val)), which with a test
+// pipeline gives the crops per clip.
 EvalProtocol eval_protocol(const dsl::RecipePlan& plan, int64_t views);
 
 struct EvalOptions {
