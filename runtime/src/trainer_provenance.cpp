@@ -130,11 +130,13 @@ ProvenanceRecord::ProvenanceRecord(Run& r, const Session& s) : out_(r.out), writ
   }
 }
 
-void ProvenanceRecord::finish(const std::string& outcome) noexcept {
+void ProvenanceRecord::finish(const std::string& outcome, const std::map<std::string, std::string>& weights) noexcept {
   if (!writer_ || number_ == 0 || done_) return;
   done_ = true;
   try {
-    rundir::finish_invocation(out_, number_, outcome);
+    std::map<std::string, rundir::HashedFile> files;
+    for (const auto& [tag, rel] : weights) files[tag] = hashed((out_ / rel).string());
+    rundir::finish_invocation(out_, number_, outcome, files);
   } catch (const std::exception& e) {
     log_warn("cannot complete this invocation's record in '" + rundir::RunDir(out_).provenance().string() +
              "': " + e.what());

@@ -53,6 +53,28 @@ TEST(RunDirFiles, CheckpointNamesOrderAndPruning) {
   EXPECT_TRUE(fs::exists(tmp.path() / "notes.txt"));
 }
 
+TEST(RunDirFiles, SideFilesGoWithTheirCheckpoint) {
+  EXPECT_EQ(checkpoint_side_file("epoch_0003.pt", "ema"), "epoch_0003.ema.pt");
+  EXPECT_EQ(checkpoint_side_file("/r/checkpoints/epoch_0003_step_000017.pt", "ema_slow"),
+            "/r/checkpoints/epoch_0003_step_000017.ema_slow.pt");
+  vexp::base::TempDir tmp;
+  for (const char* n : {"epoch_0001.pt", "epoch_0001.ema.pt", "epoch_0001.ema2.pt", "epoch_0001_step_000002.pt",
+                        "epoch_0001_step_000002.ema.pt", "epoch_0002.pt", "epoch_0002.ema.pt", "epoch_0001.a.b.pt",
+                        "epoch_0001.ema.pt.corrupt"})
+    write(tmp.path() / n, "x");
+  // Side files are not checkpoints.
+  const auto all = checkpoints_newest_first(tmp.path().string());
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(fs::path(latest_checkpoint(tmp.path().string())).filename(), "epoch_0002.pt");
+  const auto removed = prune_checkpoints(tmp.path().string(), 1, (tmp.path() / "epoch_0002.pt").string());
+  EXPECT_EQ(removed.size(), 5u);  // 2 checkpoints, 3 side files
+  for (const char* gone : {"epoch_0001.pt", "epoch_0001.ema.pt", "epoch_0001.ema2.pt", "epoch_0001_step_000002.pt",
+                           "epoch_0001_step_000002.ema.pt"})
+    EXPECT_FALSE(fs::exists(tmp.path() / gone)) << gone;
+  for (const char* kept : {"epoch_0002.pt", "epoch_0002.ema.pt", "epoch_0001.a.b.pt", "epoch_0001.ema.pt.corrupt"})
+    EXPECT_TRUE(fs::exists(tmp.path() / kept)) << kept;
+}
+
 TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   vexp::base::TempDir tmp;
   write(tmp.path() / "metrics.jsonl",
