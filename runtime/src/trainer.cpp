@@ -184,15 +184,17 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (r.writer) start_run_dir(r);
   // provenance.jsonl: this invocation, completed below however it ends (where it can).
   ProvenanceRecord provenance(r, s);
+  // The hooks' weights files of this invocation, recorded with its end.
+  auto hook_weights = [&r] { return r.hooks ? r.hooks->weights_files() : std::map<std::string, std::string>{}; };
   try {
     TrainResult res = train_run(r, s, resume);
-    provenance.finish(res.finished ? "finished" : "stopped", r.hooks ? r.hooks->weights_files() : std::map<std::string, std::string>{});
+    provenance.finish(res.finished ? "finished" : "stopped", hook_weights());
     return res;
   } catch (const DivergedError&) {
     provenance.finish("diverged");
     throw;
   } catch (const InterruptedError&) {
-    provenance.finish("interrupted", r.hooks ? r.hooks->weights_files() : std::map<std::string, std::string>{});
+    provenance.finish("interrupted", hook_weights());
     throw;
   } catch (...) {
     provenance.finish("failed");

@@ -79,10 +79,20 @@ EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64
   return r;
 }
 
-EvalResult evaluate_after(Run& r, int64_t done_epochs) {
+namespace {
+
+// The run's validation protocol on the model as it is: the one evaluation of the
+// trained weights (evaluate_after) and of a hook's (evaluate_weights).
+EvalResult evaluate_run_model(Run& r) {
   const int64_t eval_batch = r.plan.run.eval_batch > 0 ? r.plan.run.eval_batch : r.dp.per_gpu;
-  EvalResult e = evaluate(*r.model, *r.data, eval_batch, r.plan.data_facts.classes, r.loader_opts, r.exec.device,
-                          r.exec.precision);
+  return evaluate(*r.model, *r.data, eval_batch, r.plan.data_facts.classes, r.loader_opts, r.exec.device,
+                  r.exec.precision);
+}
+
+}  // namespace
+
+EvalResult evaluate_after(Run& r, int64_t done_epochs) {
+  EvalResult e = evaluate_run_model(r);
   if (r.faults.hit("nan_val", done_epochs, r.rank)) e.loss = std::numeric_limits<double>::quiet_NaN();
   return e;
 }
@@ -114,9 +124,7 @@ EvalResult evaluate_weights(Run& r, const std::map<std::string, at::Tensor>& wei
       for (auto& [t, own] : kept) t.copy_(own);
     }
   } put_back{kept};
-  const int64_t eval_batch = r.plan.run.eval_batch > 0 ? r.plan.run.eval_batch : r.dp.per_gpu;
-  return evaluate(*r.model, *r.data, eval_batch, r.plan.data_facts.classes, r.loader_opts, r.exec.device,
-                  r.exec.precision);
+  return evaluate_run_model(r);
 }
 
 void check_eval(Run& r, const EvalResult& e, int64_t done_epochs) {

@@ -70,6 +70,17 @@ PY
   expect_rc 0 -- "$vexp" run "$tmp/ema.toml" --out "$tmp/keep" --set run.keep_checkpoints=1
   [ ! -e "$tmp/keep/checkpoints/epoch_0001.ema.pt" ] && [ -f "$tmp/keep/checkpoints/epoch_0002.ema.pt" ] ||
     fail "the pruned checkpoint's ema file stayed (or the kept one's went): $(ls "$tmp/keep/checkpoints")"
+  # vexp compare: a column for the averaged weights' top-1 (a run without it shows "-");
+  # vexp report: the ema curves beside the trained weights' ones.
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/plain"
+  expect_rc 0 -- "$vexp" compare "$tmp/run" "$tmp/plain" --no-provenance
+  expect_out "ema_top1"
+  ema=$($PY -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["ema_top1"])' "$tmp/run/summary.json")
+  grep -E "^tiny \(run\) .* $ema " "$tmp/out" >/dev/null || { cat "$tmp/out"; fail "vexp compare does not show ema_top1 $ema"; }
+  grep -E "^tiny \(plain\) .* - " "$tmp/out" >/dev/null || { cat "$tmp/out"; fail "vexp compare does not show '-' for a run without it"; }
+  expect_rc 0 -- "$vexp" report "$tmp/run" --out "$tmp/report.html"
+  grep -q '"name":"ema_top1"' "$tmp/report.html" && grep -q '"name":"ema_loss"' "$tmp/report.html" ||
+    fail "the report has no ema_top1 / ema_loss series"
   ;;
 ema_resume)
   # Stopped after epoch 1 and resumed, and interrupted mid-epoch (SIGINT during step 9 of 12)

@@ -346,6 +346,7 @@ std::optional<double> EvalRecord::value(const std::string& key) const {
   if (key == "top1") return top1;
   if (key == "top5") return top5;
   if (key == "val_loss") return val_loss;
+  if (auto it = hooks.find(key); it != hooks.end()) return it->second;
   return std::nullopt;
 }
 
@@ -401,6 +402,10 @@ Metrics read_metrics(const fs::path& dir) {
           e.top1 = opt_num(j, "top1");
           e.top5 = opt_num(j, "top5");
           e.val_loss = opt_num(j, "val_loss");
+          for (auto it = j.begin(); it != j.end(); ++it)
+            if (it->is_number() && it.key() != "epoch" && it.key() != "global_step" && it.key() != "top1" &&
+                it.key() != "top5" && it.key() != "val_loss")
+              e.hooks[it.key()] = it->get<double>();
           m.evals.push_back(e);
         }
       },

@@ -83,7 +83,8 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
         "not json\n"
         "{\"type\":\"step\",\"global_step\":\"3\"}\n"
         "{\"type\":\"step\",\"epoch\":1,\"step\":4,\"global_step\":4,\"loss\":null}\n"
-        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":4,\"top1\":0.25,\"top5\":null,\"val_loss\":1.2}\n"
+        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":4,\"top1\":0.25,\"top5\":null,\"val_loss\":1.2,"
+        "\"ema_top1\":0.5,\"ema_loss\":null}\n"
         "{\"type\":\"step\",\"epoch\":2,\"st");  // a torn last line
   const Metrics m = read_metrics(tmp.path());
   ASSERT_EQ(m.steps.size(), 2u);
@@ -95,6 +96,10 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   EXPECT_EQ(m.evals[0].value("top1"), 0.25);
   EXPECT_FALSE(m.evals[0].value("top5"));
   EXPECT_FALSE(m.evals[0].value("clips_per_s"));
+  // A hook's metrics (numbers; null is not finite and left out).
+  EXPECT_EQ(m.evals[0].hooks, (std::map<std::string, double>{{"ema_top1", 0.5}}));
+  EXPECT_EQ(m.evals[0].value("ema_top1"), 0.5);
+  EXPECT_FALSE(m.evals[0].value("ema_loss"));
   EXPECT_EQ(m.skipped.count, 3);
   EXPECT_NE(m.skipped.where.find("metrics.jsonl:3: key 'global_step' is a string, expected a number"), std::string::npos)
       << m.skipped.where;

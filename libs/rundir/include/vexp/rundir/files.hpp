@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -177,7 +178,10 @@ struct StepRecord {
 struct EvalRecord {
   int64_t epoch = 0, global_step = 0;
   std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
-  // top1, top5 or val_loss by name (nullopt for any other name or a null value).
+  // The [[hooks]]' metrics in the record (the ema hook's ema_top1, ema_top5,
+  // ema_loss): every other key whose value is a number.
+  std::map<std::string, double> hooks;
+  // top1, top5, val_loss or a hook's metric by name (nullopt for any other name or a null value).
   std::optional<double> value(const std::string& key) const;
 };
 // Counts skipped lines and remembers where, for one warning: "skipped 2 lines of
