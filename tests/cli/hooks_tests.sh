@@ -66,6 +66,10 @@ import json, sys
 a, b = (json.load(open(f))["logits"][0] for f in sys.argv[1:3])
 assert max(abs(x - y) for x, y in zip(a, b)) > 1e-6, (a, b)
 PY
+  # vexp export converts them to another project's names, as the trained weights.
+  expect_rc 0 -- "$vexp" export "$tmp/run/checkpoints/epoch_0002.ema.pt" --recipe "$tmp/ema.toml" --to "$tmp/ema_tsm.pth" \
+    --naming tsm
+  expect_out "wrote 122 tensors (tsm names"
   # keep_checkpoints: a checkpoint's side file goes with it.
   expect_rc 0 -- "$vexp" run "$tmp/ema.toml" --out "$tmp/keep" --set run.keep_checkpoints=1
   [ ! -e "$tmp/keep/checkpoints/epoch_0001.ema.pt" ] && [ -f "$tmp/keep/checkpoints/epoch_0002.ema.pt" ] ||
