@@ -118,8 +118,10 @@ struct Added {
     return [this, label](const std::string& name, double value) {
       if (!word(name, false))
         throw std::invalid_argument("metric name '" + name + "' is not letters, digits and '_' (at most 64)");
-      if (reserved_names().count(name) || reserved.count(name))
+      if (reserved_names().count(name))
         throw std::invalid_argument("metric '" + name + "' is one of the trainer's own; name it otherwise");
+      if (reserved.count(name))
+        throw std::invalid_argument("metric '" + name + "' is in summary.json already (the last evaluation's); name it otherwise");
       auto it = by.find(name);
       if (it != by.end())
         throw std::invalid_argument("metric '" + name + "' was added at this point already, by " +

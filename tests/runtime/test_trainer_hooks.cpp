@@ -12,6 +12,9 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/error.hpp"
+#include "vexp/hook.hpp"
+#include "vexp/registrar.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/runtime/trainer.hpp"
@@ -241,6 +244,30 @@ TEST(TrainerHooks, ErrorsNameTheHookAndThePoint) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(TrainerHooks, AFactoryThatRefusesItsParametersStopsTheRunBeforeItsDirectory) {
+  TempDir t("refuse");
+  const std::string r = recipe_with(t.path, "[[hooks]]\ntype = \"refuser\"\n");
+  vexp::Session s;
+  vexp::PluginDecl d;
+  d.name = "refuser";
+  d.doc = "A hook whose factory refuses (test only)";
+  s.host.builtin_registrar("test").add_hook(d, [](const vexp::Params&) -> std::shared_ptr<vexp::Hook> {
+    throw std::invalid_argument("level: not today");
+  });
+  open(s, r, tiny());
+  vexp::TrainOptions opt;
+  opt.out_dir = (t.path / "run").string();
+  try {
+    vexp::train(s, opt);
+    FAIL() << "expected an error";
+  } catch (const vexp::base::Error& e) {
+    EXPECT_EQ(e.kind(), vexp::base::ErrorKind::invalid);
+    EXPECT_EQ(std::string(e.what()).rfind(r + ":2:1: hooks[0]: hook 'refuser'", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("level: not today"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(t.path / "run"));
 }
 
 // ---- the ema hook ----
