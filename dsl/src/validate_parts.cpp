@@ -102,6 +102,12 @@ void Validator::check_parts(const Value& root) {
     const Value* v = given("data", l.key);
     if (!v) continue;
     Value::Array resolved;
+    // An empty clip pipeline is the dataset's own (a list replaces it): said, as a
+    // researcher may mean "no augmentation" by it.
+    if (std::string(l.kind) == "transform" && v->is_array() && v->as_array().empty())
+      diags_.warning(v->loc(), std::string("data.") + l.key +
+                                   " is empty: the dataset's own pipeline runs (list transforms to replace it, "
+                                   "e.g. only { type = \"normalize\" } for no augmentation)");
     check_plugin_list(v, l.kind, std::string("data.") + l.key, *l.out, resolved);
     parts_resolved_[std::string("data.") + l.key] = Value::array(std::move(resolved)).at(v->loc());
   }

@@ -267,6 +267,7 @@ void DeviceFeeder::put(Batch b) {
     c10::StreamGuard on_copy_stream(s.copy_stream);
     b.clips = b.clips.to(device_, /*non_blocking=*/true);
     b.labels = b.labels.to(device_, /*non_blocking=*/true);
+    if (b.targets.defined()) b.targets = b.targets.to(device_, /*non_blocking=*/true);
     copied.record(s.copy_stream);
   }
   s.pending.push_back(State::Pending{std::move(b), std::move(copied)});
@@ -289,6 +290,7 @@ Batch DeviceFeeder::take() {
   // allocator must not hand it out again before the compute stream is done with it.
   p.batch.clips.record_stream(compute);
   p.batch.labels.record_stream(compute);
+  if (p.batch.targets.defined()) p.batch.targets.record_stream(compute);
   return std::move(p.batch);
 }
 

@@ -8,12 +8,13 @@
 #include "vexp/comm.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/optimizer.hpp"
 
 namespace vexp {
 
-Rig::Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::shared_ptr<Comm> comm,
-         RigOptions options)
+Rig::Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<ModelGraph> model,
+         std::shared_ptr<Comm> comm, RigOptions options)
     : seed_(static_cast<uint64_t>(plan.run.seed)),
       clip_grad_norm_(plan.optim.clip_grad_norm),
       model_(std::move(model)),
@@ -30,6 +31,7 @@ Rig::Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::sh
   sgd_ = std::make_unique<Sgd>(param_groups(*model_, o, params_), o.momentum, o.nesterov);
   if (o.lars) sgd_->set_lars(o.lars_eta);
   scaler_ = std::make_unique<GradScaler>(opt_.precision == Precision::Fp16);
+  objective_ = std::make_unique<Objective>(plan, host);
 }
 
 Rig::~Rig() = default;
@@ -57,9 +59,11 @@ StepOptions Rig::step_options(const DistPlan& dp) const {
 
 TrainStep& Rig::start(const DistPlan& dp) {
   if (step_) throw std::logic_error("Rig::start: already started");
+  objective_->set_schedule(dp.total_steps, dp.global_batch, dp.train_size);
   if (uses_reducer(dp)) reducer_ = std::make_unique<Reducer>(params_, comm_, reducer_options(dp));
   step_ = std::make_unique<TrainStep>(
-      StepParts{model_.get(), sgd_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get()}, step_options(dp));
+      StepParts{model_.get(), sgd_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get(), objective_.get()},
+      step_options(dp));
   return *step_;
 }
 

@@ -1,8 +1,11 @@
 #include "vexp/runtime/session.hpp"
 
+#include "vexp/runtime/data_pipeline.hpp"
+
 #include <initializer_list>
 #include <stdexcept>
 
+#include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp {
@@ -179,6 +182,11 @@ bool open_recipe(Session& s, const std::string& path, const OpenOptions& o) {
   dsl::ValidateOptions vo;
   vo.require_data = o.require_data;
   s.plan = dsl::validate(*s.recipe, catalog, s.diags, vo);
+  // What only the plugins' objects know: a loss that cannot take the soft targets
+  // of the recipe's batch transforms (objective.hpp).
+  if (s.plan && !s.diags.has_errors()) check_objective(*s.plan, s.host, s.diags);
+  // The transform lists' checks that need the plugins' objects (data_pipeline.hpp).
+  if (s.plan && !s.diags.has_errors()) check_transform_lists(s.host, *s.plan, s.diags);
   return s.plan.has_value() && !s.diags.has_errors();
 }
 

@@ -16,6 +16,7 @@
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/exact_sum.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/reducer.hpp"
 
@@ -72,6 +73,8 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
     Batch b = next(m);
     times_.data += since(t);
     t = Clock::now();
+    // Mixup, cutmix: drawn from (seed, step, GPU) as well (objective.hpp).
+    if (parts_.objective) parts_.objective->transform(b, global_step, static_cast<int64_t>(gpu));
     // On a cluster every GPU's BatchNorm keeps running statistics of its own, and a
     // rank's first GPU's are the ones its checkpoints and evaluations use. A rank
     // that emulates several GPUs computes the others' micro-batches too (those after
@@ -83,7 +86,8 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
     {
       AutocastScope autocast(opt_.device.type(), opt_.precision);
       at::Tensor logits = parts_.model->forward(b.clips);
-      loss = at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
+      loss = parts_.objective ? parts_.objective->loss(logits.to(at::kFloat), b)
+                              : at::cross_entropy_loss(logits.to(at::kFloat), b.labels);
     }
     double lv = loss.item<double>();  // waits for the forward pass
     times_.forward += since(t);

@@ -17,7 +17,9 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/launcher.hpp"
+#include "vexp/runtime/objective.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
@@ -116,7 +118,7 @@ Execution set_up_execution(const dsl::RunConfig& run, const std::string& recipe_
 void build(Run& r, Session& s) {
   const dsl::RecipePlan& plan = r.plan;
   at::manual_seed(static_cast<uint64_t>(plan.run.seed));
-  r.data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  r.data = make_dataset(s.host, plan);  // with the recipe's transform pipelines (data_pipeline.hpp)
   r.model = std::make_shared<ModelGraph>(plan, s.host);
   for (const auto& rep : r.model->pretrained_reports()) log_info(rep);
   r.model->train();
@@ -128,7 +130,7 @@ void build(Run& r, Session& s) {
   ro.device = r.exec.device;
   ro.precision = r.exec.precision;
   ro.memory_format = r.exec.memory_format;
-  r.rig = std::make_unique<Rig>(plan, r.model, r.comm, ro);
+  r.rig = std::make_unique<Rig>(plan, s.host, r.model, r.comm, ro);
   r.exec.memory_format = r.rig->memory_format();
 
   r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numel());
@@ -152,6 +154,13 @@ void log_start(const Run& r) {
            (x.precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(x.precision) + " autocast") +
            ", " + memory_format_name(x.memory_format) + ", global batch " + std::to_string(r.dp.global_batch) + ", " +
            steps_per_epoch_text(r.dp) + " steps per epoch (every clip once per epoch)");
+  // The objective when the recipe chooses one (objective.hpp): its loss, its batch transforms.
+  if (!r.plan.loss.type.empty() || !r.plan.batch_transforms.empty()) {
+    std::string parts = "training loss '" + r.rig->objective().loss_name() + "'";
+    for (size_t i = 0; i < r.plan.batch_transforms.size(); ++i)
+      parts += (i ? ", " : " on soft targets of the batch transforms ") + r.plan.batch_transforms[i].type;
+    log_info(parts + "; val_loss is cross-entropy over the labels");
+  }
   // Where another rank count would not train bit for bit alike, say so at the start.
   if (!r.dp.exact && r.dp.world > 1) log_info("dist.reduction = \"fast\": " + reduction_text(r.dp).substr(6));
 }
@@ -183,7 +192,7 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (resume.checkpoint && opt.resume_from.empty()) check_same_recipe(r, *resume.checkpoint, resume.path);
   if (r.writer) start_run_dir(r);
   // provenance.jsonl: this invocation, completed below however it ends (where it can).
-  ProvenanceRecord provenance(r, s);
+  ProvenanceRecord provenance(r.out, r.writer, describe_invocation(r, s), *r.comm);
   // The hooks' weights files of this invocation, recorded with its end.
   auto hook_weights = [&r] { return r.hooks ? r.hooks->weights_files() : std::map<std::string, std::string>{}; };
   try {

@@ -37,6 +37,7 @@
 #include "vexp/runtime/loader.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/precision.hpp"
+#include "vexp/runtime/provenance.hpp"
 #include "vexp/runtime/reducer.hpp"
 #include "vexp/runtime/rig.hpp"
 #include "vexp/runtime/session.hpp"
@@ -279,25 +280,9 @@ class RunHooks {
 
 // ---- trainer_provenance.cpp ----
 
-// This invocation as provenance.jsonl records it (hosts left empty: host_names is a collective).
+// This invocation as provenance.jsonl records it (hosts left empty: host_names is a
+// collective); the record itself is a vexp::ProvenanceRecord (provenance.hpp).
 rundir::Invocation describe_invocation(const Run& r, const Session& s);
-// The record of this invocation: appended by rank 0 when constructed (every rank
-// constructs it: the host names are gathered from all), completed by finish().
-// Failing to write it is a warning, never the run's failure.
-class ProvenanceRecord {
- public:
-  ProvenanceRecord(Run& r, const Session& s);
-  // finished | stopped | interrupted | diverged | failed; only the first call counts.
-  // `weights`: the hooks' weights files (tag -> path relative to the run directory),
-  // recorded with their SHA-256.
-  void finish(const std::string& outcome, const std::map<std::string, std::string>& weights = {}) noexcept;
-
- private:
-  fs::path out_;
-  bool writer_;
-  int64_t number_ = 0;
-  bool done_ = false;
-};
 
 // ---- trainer_report.cpp ----
 

@@ -186,6 +186,8 @@ std::vector<std::string> measured() {
                   .v("skipped_samples", &Dataset::skipped_samples)
                   .v("inspect", &Dataset::inspect)
                   .v("bad_items", &Dataset::bad_items)
+                  .v("set_transforms", &Dataset::set_transforms)
+                  .v("default_transforms", &Dataset::default_transforms)
                   .n("slots", slots_of<Dataset>()));
   // Communication.
   l.push_back(Line("ReduceOp", sizeof(ReduceOp))
@@ -218,27 +220,49 @@ std::vector<std::string> measured() {
                   .v("state", &Optimizer::state)
                   .v("load_state", &Optimizer::load_state)
                   .n("slots", slots_of<Optimizer>()));
+  // (.t: the virtuals' signatures, so that a parameter change fails too)
   l.push_back(Line("Loss", sizeof(Loss))
                   .v("forward", &Loss::forward)
                   .v("soft_targets", &Loss::soft_targets)
-                  .n("slots", slots_of<Loss>()));
+                  .n("slots", slots_of<Loss>())
+                  .t("forward", typeid(&Loss::forward))
+                  .t("soft_targets", typeid(&Loss::soft_targets)));
   l.push_back(Line("ClipGeometry", sizeof(ClipGeometry))
                   .f("src_w", &ClipGeometry::src_w)
+                  .f("src_h", &ClipGeometry::src_h)
                   .f("x", &ClipGeometry::x)
+                  .f("y", &ClipGeometry::y)
+                  .f("w", &ClipGeometry::w)
+                  .f("h", &ClipGeometry::h)
                   .f("out_w", &ClipGeometry::out_w)
+                  .f("out_h", &ClipGeometry::out_h)
                   .f("flip", &ClipGeometry::flip));
   l.push_back(Line("TransformContext", sizeof(TransformContext))
                   .f("train", &TransformContext::train)
                   .f("index", &TransformContext::index)
                   .f("view", &TransformContext::view)
                   .f("views", &TransformContext::views));
+  l.push_back(Line("TransformSpec", sizeof(TransformSpec))
+                  .f("type", &TransformSpec::type)
+                  .f("params", &TransformSpec::params));
   l.push_back(Line("ClipTransform", sizeof(ClipTransform))
+                  .v("stages", &ClipTransform::stages)
+                  .v("views", &ClipTransform::views)
+                  .v("check", &ClipTransform::check)
                   .v("geometry", &ClipTransform::geometry)
                   .v("pixels", &ClipTransform::pixels)
+                  .n("Geometry", ClipTransform::kGeometry)
+                  .n("Pixels", ClipTransform::kPixels)
                   .n("slots", slots_of<ClipTransform>()));
+  l.push_back(Line("BatchContext", sizeof(BatchContext))
+                  .f("step", &BatchContext::step)
+                  .f("steps", &BatchContext::steps)
+                  .f("epoch", &BatchContext::epoch)
+                  .f("micro_batch", &BatchContext::micro_batch));
   l.push_back(Line("BatchTransform", sizeof(BatchTransform))
                   .v("apply", &BatchTransform::apply)
-                  .n("slots", slots_of<BatchTransform>()));
+                  .n("slots", slots_of<BatchTransform>())
+                  .t("apply", typeid(&BatchTransform::apply)));
   l.push_back(Line("HookContext", sizeof(HookContext))
                   .f("model", &HookContext::model)
                   .f("run_dir", &HookContext::run_dir)
@@ -360,17 +384,19 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "Sample size=16 clip@0 label@8",
            "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
            "Split size=4 Train=0 Val=1",
-           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 slots=11",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 set_transforms#11 default_transforms#12 slots=13",
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
            "ParamGroup size=96 name@0 lr_mult@32 weight_decay@40 names@48 params@72",
            "Optimizer size=32 set_groups#2 step#3 state#4 load_state#5 slots=6",
-           "Loss size=8 forward#2 soft_targets#3 slots=4",
-           "ClipGeometry size=36 src_w@0 x@8 out_w@24 flip@32",
+           "Loss size=8 forward#2 soft_targets#3 slots=4 forward=MN4vexp4LossEFN2at6TensorERKS2_S4_E soft_targets=MN4vexp4LossEKFbvE",
+           "ClipGeometry size=36 src_w@0 src_h@4 x@8 y@12 w@16 h@20 out_w@24 out_h@28 flip@32",
            "TransformContext size=32 train@0 index@8 view@16 views@24",
-           "ClipTransform size=8 geometry#2 pixels#3 slots=4",
-           "BatchTransform size=8 apply#2 slots=3",
+           "TransformSpec size=80 type@0 params@32",
+           "ClipTransform size=8 stages#2 views#3 check#4 geometry#5 pixels#6 Geometry=1 Pixels=2 slots=7",
+           "BatchContext size=32 step@0 steps@8 epoch@16 micro_batch@24",
+           "BatchTransform size=8 apply#2 slots=3 apply=MN4vexp14BatchTransformEFvRN2at6TensorES3_RNS_3RngERKNS_12BatchContextEE",
            "HookContext size=272 model@0 run_dir@8 step@40 epoch@48 epoch_step@56 epochs@64 rank@72 ranks@76 world@80 logged@88 metrics@96 add_metric@144 evaluate@176 checkpoint@208 save_weights@240",
            "Hook size=8 start#2 after_step#3 after_eval#4 at_checkpoint#5 at_end#6 state#7 load_state#8 slots=9",
            "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",

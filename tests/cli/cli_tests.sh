@@ -730,6 +730,143 @@ TOML
     --set run.epochs=1 --set data.params.size=16 --set run.threads=1
   expect_out "top-1"
   ;;
+sdk_build_tree)
+  # find_package(vexp) from the build folder, nothing installed (build/vexpConfig.cmake,
+  # build/vexpTargets.cmake): the example configured with CMAKE_PREFIX_PATH, and with
+  # vexp_DIR, pointing at the build folder, built, and loaded by vexp plugins --path.
+  [ -f "$build/vexpConfig.cmake" ] && [ -f "$build/vexpTargets.cmake" ] ||
+    fail "the build folder has no vexpConfig.cmake and vexpTargets.cmake"
+  # Like the installed package, it asks for libtorch and nothing else.
+  grep -E 'find_dependency\((spdlog|tomlplusplus|nlohmann_json|CLI11)' "$build/vexpConfig.cmake" &&
+    fail "the build folder's package asks for a dependency the SDK does not expose"
+  grep -q 'find_dependency(Torch' "$build/vexpConfig.cmake" || fail "the build folder's package does not ask for Torch"
+  cmake -S "$src/examples/plugin" -B "$tmp/ex" -DCMAKE_PREFIX_PATH="$build" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example against the build folder failed"; }
+  # The example says which package it found: this build's, with this build's plugin folder.
+  expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  cmake -S "$src/examples/plugin" -B "$tmp/ex_dir" -Dvexp_DIR="$build" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example with -Dvexp_DIR=<build folder> failed"; }
+  expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  cmake --build "$tmp/ex" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building the example failed"; }
+  so="$tmp/ex/temporal_smooth.so"
+  [ -f "$so" ] || fail "temporal_smooth.so not built"
+  # It links this build's SDK library, where it lies (no copy, no install).
+  ldd "$so" > "$tmp/ldd" 2>&1 || fail "ldd $so failed"
+  grep -qF "$build/lib/libvexp_sdk.so" "$tmp/ldd" || fail "the example does not load the build's libvexp_sdk.so: $(cat "$tmp/ldd")"
+  expect_rc 0 -- "$vexp" plugins --path "$tmp/ex"
+  expect_out "op temporal_smooth  ["; expect_out "temporal_smooth.so 0.1.0]"
+  expect_out "- weight (float, default 0.5, range [0.0, 1.0])"
+  expect_no_out "warning:"
+  cat > "$tmp/smooth.toml" <<TOML
+extends = "$src/recipes/quickstart/tsm_motion.toml"
+[plugins]
+paths = ["$tmp/ex"]
+[[model.rewrite]]
+at = "features/layer*/block*/residual_in"
+insert = { op = "temporal_smooth" }
+TOML
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/ex" "$tmp/smooth.toml"
+  expect_out "8 inserted operators"
+  ;;
+sdk_learnable_example)
+  # The guide's operator with learnable weights (examples/learnable_op): built against
+  # the build folder, listed as the guide shows it, its recipe checked and trained.
+  cmake -S "$src/examples/learnable_op" -B "$tmp/mix" -DCMAKE_PREFIX_PATH="$build" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring examples/learnable_op against the build folder failed"; }
+  expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  cmake --build "$tmp/mix" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building examples/learnable_op failed"; }
+  [ -f "$tmp/mix/temporal_mix.so" ] || fail "temporal_mix.so not built"
+  # docs/writing-a-plugin.md shows what `vexp plugins --path` prints for it: keep it current.
+  "$vexp" plugins --path "$tmp/mix" >"$tmp/plugins.txt" 2>&1 || fail "vexp plugins --path failed"
+  n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    grep -qF "# $line" "$src/docs/writing-a-plugin.md" ||
+      fail "docs/writing-a-plugin.md does not show this line of 'vexp plugins --path' for temporal_mix: $line"
+  done < <(grep -A7 '^op temporal_mix' "$tmp/plugins.txt" | tail -n +2)
+  [ "$n" -eq 7 ] || fail "expected 7 lines after 'op temporal_mix' in: $(cat "$tmp/plugins.txt")"
+  # The example's recipe as shipped, but for its two relative paths.
+  mkdir -p "$tmp/r"
+  sed -e "s#\"\.\./\.\./build-mix\"#\"$tmp/mix\"#" -e "s#\"\.\./\.\./recipes/#\"$src/recipes/#" \
+    "$src/examples/learnable_op/tsn_mix.toml" > "$tmp/r/tsn_mix.toml"
+  grep -qF "\"$tmp/mix\"" "$tmp/r/tsn_mix.toml" && grep -qF "\"$src/recipes/" "$tmp/r/tsn_mix.toml" ||
+    fail "examples/learnable_op/tsn_mix.toml no longer names ../../build-mix and ../../recipes/: update this test"
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/mix" "$tmp/r/tsn_mix.toml"
+  expect_out "8 inserted operators"
+  # Trained twice (2 epochs of 6 steps, ~5 s each): the same seed gives the same weights
+  # bit for bit, the op's random starting taps included.
+  for d in a b; do
+    expect_rc 0 -- "$vexp" run --plugin-path "$tmp/mix" "$tmp/r/tsn_mix.toml" --out "$tmp/$d" \
+      --set run.epochs=2 --set run.log_every=1 --set run.progress=none
+    expect_out "top-1"
+  done
+  # init = "shift" (the default) without noise starts as the tiny TSM recipe: the same
+  # first loss up to rounding (out = x + 1 * (y - x)), then its taps move.
+  cat > "$tmp/r/shift.toml" <<TOML
+extends = "$here/data/tiny.toml"
+unset = ["model.rewrite"]
+[plugins]
+paths = ["$tmp/mix"]
+[[model.rewrite]]
+at = "features/layer*/block*/residual_in"
+insert = { op = "temporal_mix" }
+TOML
+  expect_rc 0 -- "$vexp" run --plugin-path "$tmp/mix" "$tmp/r/shift.toml" --out "$tmp/shift" \
+    --set run.epochs=1 --set run.log_every=1 --set run.progress=none
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/tsm" --set run.epochs=1 --set run.log_every=1 --set run.progress=none
+  $PY - "$tmp" <<'PY' || fail "temporal_mix's parameters"
+import json, sys, torch
+t = sys.argv[1]
+def model(run, epoch):
+    return torch.load(f"{t}/{run}/checkpoints/epoch_{epoch:04d}.pt", weights_only=True)["model"]
+def losses(run):
+    rows = (json.loads(l) for l in open(f"{t}/{run}/metrics.jsonl"))
+    return [r["loss"] for r in rows if r["type"] == "step"]
+# Shape-dependent parameters, named as a state dict names them: [C, 3] taps and a [C] gate
+# at each residual_in, C the channels entering the block's residual branch.
+points = [f"features.layer{s}.{b}.residual_in" for s in (1, 2, 3, 4) for b in (0, 1)]
+channels = [8, 8, 8, 16, 16, 32, 32, 64]
+a1, a2, b2, s1 = model("a", 1), model("a", 2), model("b", 2), model("shift", 1)
+mix = sorted(k for k in a2 if ".residual_in." in k)
+assert mix == sorted(f"{p}.{n}" for p in points for n in ("gate", "weight")), mix
+for p, c in zip(points, channels):
+    assert a2[p + ".weight"].shape == (c, 3) and a2[p + ".gate"].shape == (c,), (p, a2[p + ".weight"].shape)
+# The same recipe and seed: the same weights, bit for bit.
+for k in a2:
+    assert torch.equal(a2[k], b2[k]), ("two runs of one recipe differ", k)
+# Trained: every tap and gate tensor moved during the second epoch.
+for k in mix:
+    assert not torch.equal(a1[k], a2[k]), ("not updated by training", k)
+# init = "shift": TSM's taps (channels [0, C/8) from t+1, [C/8, C/4) from t-1, the rest t)
+# and gates at 1, and training moved all of them.
+for p, c in zip(points, channels):
+    w0 = torch.zeros(c, 3); w0[:, 1] = 1; f = c // 8
+    w0[:2 * f, 1] = 0; w0[:f, 2] = 1; w0[f:2 * f, 0] = 1
+    w, g = s1[p + ".weight"], s1[p + ".gate"]
+    assert not torch.equal(w, w0) and not torch.equal(g, torch.ones(c)), ("shift: not updated", p)
+    assert (w - w0).abs().max() < 0.5 and (g - 1).abs().max() < 0.5, ("shift: far from its start", p, w, g)
+ls, lt = losses("shift"), losses("tsm")
+assert len(ls) == len(lt) == 6, (len(ls), len(lt))
+assert abs(ls[0] - lt[0]) <= 1e-4 * lt[0], ("init = shift does not start as TSM", ls[0], lt[0])
+PY
+  # A bad value is refused before anything is built, at the recipe's line and column:
+  # the schema's limits (one_of, a list element's range) and the shape hook's rules.
+  printf 'extends = "%s"\n\n[[model.rewrite]]\nat = "features/layer*/block*/residual_in"\ninsert = { op = "temporal_mix", kernel = 4 }\n' \
+    "$src/recipes/quickstart/tsn_motion.toml" > "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/mix" "$tmp/bad.toml"
+  expect_out "bad.toml:5:33: error: 'kernel' in the insert of rewrite 'features/layer*/block*/residual_in' (temporal_mix): must be one of 1, 3, 5, 7, got 4"
+  sed -i 's/kernel = 4/init = "taps", taps = [0.25, 1.5, 0.25]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/mix" "$tmp/bad.toml"
+  expect_out "bad.toml:5:48: error: 'taps' in the insert of rewrite 'features/layer*/block*/residual_in' (temporal_mix): element 1: must be in [-1, 1], got 1.5"
+  sed -i 's/taps = \[0.25, 1.5, 0.25\]/taps = [0.5, 0.5]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/mix" "$tmp/bad.toml"
+  expect_out "bad.toml:3:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_mix): init = \"taps\" needs one value per tap in taps (kernel = 3), got 2"
+  # ... and vexp run refuses it the same way, writing nothing.
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/mix" "$tmp/bad.toml" --out "$tmp/bad"
+  expect_out "bad.toml:3:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_mix)"
+  [ ! -e "$tmp/bad" ] || fail "an invalid temporal_mix value created a run directory"
+  no_crash
+  ;;
 run_precision)
   # bf16 autocast on the CPU: the same first losses as fp32 (same weights and
   # data), and the tiny run still learns.

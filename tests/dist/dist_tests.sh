@@ -177,6 +177,44 @@ print("buckets per step", steps[0]["buckets"], "launched during backward", steps
 PY
   [ ! -e "$tmp/two/failures" ] || fail "failures reported by a good run"
   ;;
+mixup_2rank_vs_emulated)
+  # Batch transforms (mixup, then cutmix on shuffled partners) and label smoothing:
+  # each micro-batch's draws are keyed by (seed, step, GPU), so 2 ranks equal 1 rank
+  # emulating 2, bit for bit (parameters, BatchNorm buffers, optimizer state, top-1),
+  # and a run resumed on the other rank count ends the same.
+  { printf 'extends = "%s"\n' "$here/$R"
+    printf '%s\n' '[loss]' 'type = "label_smoothing"' 'smoothing = 0.1' '' \
+      '[[data.batch_transforms]]' 'type = "mixup"' 'alpha = 0.4' '' \
+      '[[data.batch_transforms]]' 'type = "cutmix"' 'pairing = "shuffle"' 'prob = 0.7'; } >"$tmp/mix.toml"
+  M=$tmp/mix.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/two"
+  expect_out "top-1"
+  expect_rc 0 -- "$vexp" run $M --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s): 2 micro-batches of 8 clips per step"
+  same_params "$tmp/two" "$tmp/one" curve
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "$vexp" run $M --out "$tmp/up" --stop-after 1
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $M --out "$tmp/up" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/up"
+  ;;
+parity_2rank_vs_emulated_transforms)
+  # The clip transforms draw from (run.seed, epoch, clip) alone: with random resized
+  # crops, flips, colour jitter, grayscale and RandAugment in the loader threads (and a
+  # 3-crop test), 2 ranks == 1 rank emulating 2 GPUs, bit for bit, and a run stopped on
+  # 2 ranks and resumed on 1 ends as the uninterrupted one.
+  A=data/tiny_dist_aug.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/two"
+  expect_out "top-1"
+  expect_rc 0 -- "$vexp" run $A --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s)"
+  grep -q 'type = "rand_augment"' "$tmp/one/resolved.toml" || fail "the run did not take the recipe's transforms"
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/down" --stop-after 1
+  expect_rc 0 -- "$vexp" run $A --out "$tmp/down" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/down"
+  ;;
 hooks_2rank_vs_emulated)
   # The ema hook (and so any hook) on 2 ranks equals 1 rank emulating 2 GPUs: the
   # averaged weights beside every checkpoint, the ema figures of every evaluation, and

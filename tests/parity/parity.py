@@ -369,5 +369,238 @@ def test_info():
         sys.exit("FAIL: I3D 3x3x3 MACs differ from the PyTorch reference count")
 
 
+def test_eval_protocol():
+    """`vexp eval` against a PyTorch reference of the official TSM test (test_models.py and ops/ of
+    mit-han-lab/temporal-shift-module, written here from its protocol): the test indices (TSN segment centres
+    int(tick / 2 + tick * i), twice_sample's segment starts, dense clips at np.linspace(0, nf - 64, 10) with a
+    stride of 64 // T), GroupScale to the scale size, the crops (1 centre, 3 left/right/centre
+    (GroupFullResSample), 10 corners + centre and their mirror images (GroupOverSample); --full_res: crops of the
+    scale size), /255 and the ImageNet mean and std, TSM-R50 on each view, the views' logits averaged per video.
+    vexp's per-video logits (--logits) equal the reference's to float tolerance for 10 clips x 3 crops at full
+    resolution (the paper's 74.1 protocol), 1 clip x 1 crop (the 71.2 protocol) and twice_sample x 10 crops."""
+    import av
+    import numpy as np
+    T, SCALE, INPUT = 8, 40, 32
+    H, W = SCALE, 56  # the short side is the scale: see below
+    root = path("data")
+    os.makedirs(os.path.join(root, "vid"))
+    # The videos are lossless RGB (PNG frames in AVI): PyAV here and vexp's FFmpeg + swscale decode exactly the
+    # bytes written (no YUV conversion, whose rounding differs between the two). Their short side is already the
+    # test scale, so GroupScale is the identity and the official resize-then-crop takes the same pixels as vexp's
+    # crop resized straight to the output (a same-size swscale pass is a copy); W - crop and H - crop are
+    # multiples of 4, so even the rounding of the crop offsets is not what is compared. What is compared is the
+    # sampling, the crop offsets and flips, the normalisation, the model and the averaging, to 1e-4.
+    rng = np.random.RandomState(0)
+    videos, lines = [], []
+    for v, (nf, label) in enumerate(((80, 3), (71, 17), (96, 399))):
+        yy, xx = np.mgrid[0:H, 0:W]
+        frames = []
+        for t in range(nf):
+            base = np.stack([(xx * 4 + t * 7 + v * 40) % 256, (yy * 5 + t * 3) % 256, ((xx + 2 * yy) * 3 + t) % 256], -1)
+            frames.append(np.clip(base + rng.randint(-40, 41, base.shape), 0, 255).astype(np.uint8))
+        name = "vid/v%d.avi" % v
+        c = av.open(os.path.join(root, name), "w")
+        st = c.add_stream("png", rate=25)
+        st.width, st.height, st.pix_fmt = W, H, "rgb24"
+        for f in frames:
+            for pkt in st.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
+                c.mux(pkt)
+        for pkt in st.encode():
+            c.mux(pkt)
+        c.close()
+        decoded = [f.to_ndarray(format="rgb24") for f in av.open(os.path.join(root, name)).decode(video=0)]
+        assert len(decoded) == nf and all((a == b).all() for a, b in zip(decoded, frames)), "PyAV does not give back the frames"
+        videos.append((decoded, label))
+        lines.append("%s %d\n" % (name, label))
+    with open(os.path.join(root, "list.txt"), "w") as f:
+        f.writelines(lines)
+
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+
+    def indices(nf, sampling, clips, twice):
+        if sampling == "dense":  # the official dense test: 64-frame windows, 10 starts over [0, nf - 64]
+            stride = 64 // T
+            starts = np.linspace(0, max(1, 1 + nf - 64) - 1, num=clips, dtype=int)
+            return [[(i * stride + int(s)) % nf for i in range(T)] for s in starts]
+        tick = nf / float(T)
+        if clips == 1:
+            out = [[int(tick / 2.0 + tick * i) for i in range(T)]]
+        else:  # vexp's generalisation: the centres shifted by (c + 0.5) / clips of a segment
+            out = [[int(tick * (c + 0.5) / clips + tick * i) for i in range(T)] for c in range(clips)]
+        if twice:
+            out.append([int(tick * i) for i in range(T)])
+        return out
+
+    def group_scale(clip):  # [T, 3, h, w] floats: the short side to SCALE (torchvision's Resize)
+        h, w = clip.shape[2:]
+        if min(h, w) == SCALE:
+            return clip  # PIL's resize to the same size is a copy
+        size = (int(SCALE * h / w), SCALE) if w <= h else (SCALE, int(SCALE * w / h))
+        return torch.nn.functional.interpolate(clip, size=size, mode="bilinear", align_corners=False)
+
+    def offsets(h, w, crop, crops):
+        if crops == 1:  # GroupCenterCrop: torchvision's CenterCrop
+            return [(int(round((w - crop) / 2.0)), int(round((h - crop) / 2.0)), False)]
+        ws, hs = (w - crop) // 4, (h - crop) // 4
+        if crops == 3:  # GroupFullResSample(flip=False): left, right, centre
+            return [(0, 2 * hs, False), (4 * ws, 2 * hs, False), (2 * ws, 2 * hs, False)]
+        # GroupOverSample: upper left, upper right, lower left, lower right, centre; each then mirrored
+        return [(x, y, f) for x, y in ((0, 0), (4 * ws, 0), (0, 4 * hs), (4 * ws, 4 * hs), (2 * ws, 2 * hs))
+                for f in (False, True)]
+
+    def views(frames, sampling, clips, crops, twice, full_res):
+        crop = SCALE if full_res else INPUT  # --full_res: input_size = scale_size
+        out = []
+        for idx in indices(len(frames), sampling, clips, twice):
+            clip = group_scale(torch.tensor(np.stack([frames[i] for i in idx])).permute(0, 3, 1, 2).float())
+            for x, y, flip in offsets(clip.shape[2], clip.shape[3], crop, crops):
+                c = clip[:, :, y:y + crop, x:x + crop]
+                if flip:
+                    c = c.flip(3)
+                out.append((c / 255.0 - mean) / std)
+        return torch.stack(out)  # [views, T, 3, crop, crop]
+
+    m = tsn_reference(True, 8)
+    w = path("tsm_official.pth")
+    torch.save({"epoch": 50, "state_dict": {"module." + k: v for k, v in m.state_dict().items()}}, w)
+    recipe = os.path.join(K400, "tsm_r50_8f.toml")
+    common = ["--weights", w, "--logits", "--set", "data.params.root=" + root, "--set", "data.params.train_list=list.txt",
+              "--set", "data.params.val_list=list.txt", "--set", "data.params.format=mmaction",
+              "--set", "data.params.input_size=%d" % INPUT, "--set", "data.params.scale_size=%d" % SCALE,
+              "--set", "run.threads=2", "--set", "data.workers=2"]
+    cases = (("dense", 10, 3, False, True, "dense-10x3-fullres"),
+             ("tsn", 1, 1, False, False, "tsn-1x1"),
+             ("tsn", 1, 10, True, False, "tsn-1x10-twice"))
+    for sampling, clips, crops, twice, full_res, name in cases:
+        out = path("eval_" + name)
+        vexp("eval", recipe, *common, "--out", out, "--set", "data.params.sampling=" + sampling,
+             "--set", "data.params.frame_interval=8", "--set", "data.params.test_clips=%d" % clips,
+             "--set", "data.params.test_crops=%d" % crops, "--set", "data.params.twice_sample=%s" % str(twice).lower(),
+             "--set", "data.params.test_full_res=%s" % str(full_res).lower())
+        with open(os.path.join(out, "eval.json")) as f:
+            ej = json.load(f)
+        saved = torch.load(os.path.join(out, "logits.pt"))
+        got = saved["logits"].double()
+        with torch.no_grad():
+            ref = torch.stack([m(views(fr, sampling, clips, crops, twice, full_res)).mean(0) for fr, _ in videos])
+        nviews = len(indices(80, sampling, clips, twice)) * crops
+        print("%s: %d views per video, vexp's protocol %s with %s views" % (name, nviews, ej["protocol"]["name"],
+                                                                          ej["protocol"]["views"]))
+        if ej["protocol"]["name"] != name or ej["protocol"]["views"] != nviews:
+            sys.exit("FAIL: eval.json's protocol is %s" % ej["protocol"])
+        compare("vexp eval %s: per-video logits vs the official test pipeline" % name, got, ref)
+        err = (got - ref.double()).abs().max().item()
+        if err > 1e-4 * max(1.0, ref.abs().max().item()):
+            sys.exit("FAIL: %s: max abs difference %.3e" % (name, err))
+        labels = torch.tensor([lab for _, lab in videos])
+        if saved["labels"].tolist() != labels.tolist() or not bool(saved["evaluated"].all()):
+            sys.exit("FAIL: %s: logits.pt labels %s, evaluated %s" % (name, saved["labels"], saved["evaluated"]))
+        top1 = (ref.argmax(1) == labels).double().mean().item()
+        top5 = sum(int(l in r.topk(5).indices.tolist()) for r, l in zip(ref, labels.tolist())) / 3.0
+        if abs(ej["top1"] - top1) > 1e-9 or abs(ej["top5"] - top5) > 1e-9 or ej["videos"] != 3 or ej["failed"] != 0:
+            sys.exit("FAIL: %s: eval.json top-1 %s top-5 %s, the reference's %s %s" % (name, ej["top1"], ej["top5"],
+                                                                                   top1, top5))
+
+
+def test_transforms_ops():
+    """The clip transforms' pixel operations (plugins/transforms/clip/image_ops.cpp)
+    against torchvision 0.14's functional, one frame at a time: colour jitter and
+    grayscale on float frames, every RandAugment op on uint8 frames at magnitudes of
+    torchvision's table, and that table itself."""
+    import numpy as np
+    import torchvision.transforms.functional as F
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.autoaugment import RandAugment, _apply_op
+    tool = os.path.join(os.path.dirname(os.path.abspath(VEXP)), "vexp_transform_ops")
+
+    def run(op, value, img, dtype):
+        C, H, W = img.shape
+        inp, out = path("in.raw"), path("out.raw")
+        img.contiguous().numpy().tofile(inp)
+        p = subprocess.run([tool, op, repr(float(value)), str(C), str(H), str(W), inp, out], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("FAIL: vexp_transform_ops %s: %s" % (op, p.stdout + p.stderr))
+        return torch.from_numpy(np.fromfile(out, dtype=dtype))
+
+    g = torch.Generator().manual_seed(7)
+    # A noisy frame and a smooth one (gradients and a disc), RGB and gray, odd sizes.
+    yy, xx = torch.meshgrid(torch.arange(37.0), torch.arange(53.0), indexing="ij")
+    smooth = torch.stack([xx / 52 * 255, yy / 36 * 255, ((xx - 26) ** 2 + (yy - 18) ** 2 < 150).float() * 200 + 20])
+    frames = [torch.randint(0, 256, (3, 37, 53), generator=g, dtype=torch.uint8), smooth.round().to(torch.uint8),
+              torch.randint(0, 256, (1, 24, 31), generator=g, dtype=torch.uint8), torch.full((3, 9, 11), 77, dtype=torch.uint8)]
+    worst = 0.0
+    for img8 in frames:
+        img = img8.float() / 255
+        C = img.shape[0]
+        cases = [("brightness", 0.3, lambda x, v: F.adjust_brightness(x, v)), ("brightness", 1.7, lambda x, v: F.adjust_brightness(x, v)),
+                 ("contrast", 0.5, lambda x, v: F.adjust_contrast(x, v)), ("contrast", 1.6, lambda x, v: F.adjust_contrast(x, v)),
+                 ("saturation", 0.2, lambda x, v: F.adjust_saturation(x, v)), ("saturation", 1.9, lambda x, v: F.adjust_saturation(x, v)),
+                 ("hue", 0.23, lambda x, v: F.adjust_hue(x, v)), ("hue", -0.41, lambda x, v: F.adjust_hue(x, v)),
+                 ("grayscale", 0, lambda x, v: F.rgb_to_grayscale(x, num_output_channels=C))]
+        for op, v, ref in cases:
+            want = ref(img, v).reshape(-1)
+            got = run(op, v, img, np.float32)
+            d = (got - want).abs().max().item()
+            worst = max(worst, d)
+            if not d <= 2e-6:
+                sys.exit("FAIL: %s(%g) on a %s frame differs from torchvision by %g" % (op, v, tuple(img.shape), d))
+    print("colour jitter and grayscale (float): max |diff| %.2e" % worst)
+
+    names = {"identity": "Identity", "shear_x": "ShearX", "shear_y": "ShearY", "translate_x": "TranslateX",
+             "translate_y": "TranslateY", "rotate": "Rotate", "brightness": "Brightness", "color": "Color",
+             "contrast": "Contrast", "sharpness": "Sharpness", "posterize": "Posterize", "solarize": "Solarize",
+             "autocontrast": "AutoContrast", "equalize": "Equalize"}
+    geometric = {"shear_x", "shear_y", "translate_x", "translate_y", "rotate"}
+    mismatched = total = 0
+    for img8 in frames:
+        C, H, W = img8.shape
+        space = RandAugment()._augmentation_space(31, (H, W))
+        for ours, theirs in names.items():
+            mags, signed = space[theirs]
+            for b in (0, 5, 9, 20, 30):
+                m = float(mags[b].item()) if mags.ndim > 0 else 0.0
+                for sign in ((1, -1) if signed else (1,)):
+                    for interp in (("nearest", "bilinear") if ours in geometric else ("nearest",)):
+                        mode = InterpolationMode.NEAREST if interp == "nearest" else InterpolationMode.BILINEAR
+                        want = _apply_op(img8, theirs, sign * m, interpolation=mode, fill=None).reshape(-1)
+                        got = run("ra_" + ours + ("_bilinear" if interp == "bilinear" else ""), sign * m, img8, np.uint8)
+                        diff = (got.int() - want.int()).abs()
+                        if ours in geometric:
+                            # The same grid to float rounding: a pixel whose source lies on a
+                            # rounding boundary may take its neighbour.
+                            bad = int((diff > (1 if interp == "bilinear" else 0)).sum())
+                            mismatched += bad
+                            total += diff.numel()
+                            if bad > max(2, diff.numel() // 200):
+                                sys.exit("FAIL: %s(%g, %s) on %s: %d of %d pixels differ from torchvision" %
+                                         (ours, sign * m, interp, tuple(img8.shape), bad, diff.numel()))
+                        elif int(diff.max()) != 0:
+                            sys.exit("FAIL: %s(%g) on %s differs from torchvision by up to %d levels" %
+                                     (ours, sign * m, tuple(img8.shape), int(diff.max())))
+    print("RandAugment ops (uint8): colour ops bit-identical; geometric ops: %d of %d pixels off by rounding" %
+          (mismatched, total))
+
+    # The magnitude table.
+    for (H, W) in ((37, 53), (224, 224)):
+        for bins in (31, 11):
+            space = RandAugment()._augmentation_space(bins, (H, W))
+            for ours, theirs in names.items():
+                mags, _ = space[theirs]
+                for b in range(bins):
+                    want = float(mags[b].item()) if mags.ndim > 0 else 0.0
+                    inp, out = path("in.raw"), path("mag.raw")
+                    open(inp, "wb").close()
+                    p = subprocess.run([tool, "ra_magnitude_" + ours, str(b), str(bins), str(H), str(W), inp, out],
+                                       capture_output=True, text=True)
+                    if p.returncode != 0:
+                        sys.exit("FAIL: " + p.stdout + p.stderr)
+                    got = float(np.fromfile(out, dtype=np.float64)[0])
+                    if not abs(got - want) <= 1e-6 * max(1.0, abs(want)):
+                        sys.exit("FAIL: magnitude of %s at bin %d of %d (%dx%d): %r, torchvision %r" %
+                                 (ours, b, bins, H, W, got, want))
+    print("RandAugment magnitude table: as torchvision's (to float rounding)")
+
+
 globals()["test_" + NAME]()
 print("PASS", NAME)

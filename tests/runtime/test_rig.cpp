@@ -12,8 +12,11 @@
 #include <ATen/ATen.h>
 
 #include "vexp/comm.hpp"
+#include "vexp/dsl/diagnostics.hpp"
+#include "vexp/loss.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/rig.hpp"
 #include "vexp/runtime/session.hpp"
@@ -23,7 +26,7 @@ namespace {
 const std::string kRecipe = std::string(VEXP_SOURCE_DIR) + "/recipes/quickstart/tsm_motion.toml";
 
 // The quickstart recipe shrunk (as test_trainer.cpp's), with `more` overrides.
-void open(vexp::Session& s, const std::vector<std::string>& more) {
+void open(vexp::Session& s, const std::vector<std::string>& more, bool must_be_valid = true) {
   std::vector<vexp::dsl::Override> o;
   for (const char* t : {"data.params.train_clips=48", "data.params.val_clips=16", "data.params.size=16",
                         "data.params.frames=4", "data.params.classes=4", "dist.batch_per_gpu=8", "run.epochs=2",
@@ -36,7 +39,7 @@ void open(vexp::Session& s, const std::vector<std::string>& more) {
   vexp::OpenOptions options;
   options.load_plugins = false;
   options.overrides = std::move(o);
-  if (!vexp::open_recipe(s, kRecipe, options)) throw std::runtime_error(s.diags.str());
+  if (!vexp::open_recipe(s, kRecipe, options) && must_be_valid) throw std::runtime_error(s.diags.str());
 }
 
 struct Built {
@@ -53,7 +56,7 @@ std::unique_ptr<Built> build(const std::vector<std::string>& more, int64_t ranks
   const vexp::dsl::RecipePlan& plan = *b->s.plan;
   b->comm = b->s.host.make<vexp::Comm>("comm", plan.comm, plan.comm_params);
   at::manual_seed(0);
-  b->rig = std::make_unique<vexp::Rig>(plan, std::make_shared<vexp::ModelGraph>(plan, b->s.host), b->comm, ro);
+  b->rig = std::make_unique<vexp::Rig>(plan, b->s.host, std::make_shared<vexp::ModelGraph>(plan, b->s.host), b->comm, ro);
   b->dp = vexp::make_dist_plan(plan, ranks, 48, b->rig->grad_numel());
   return b;
 }
@@ -104,7 +107,7 @@ TEST(Rig, OneRankTakesNoReducer) {
   EXPECT_FALSE(vexp::Rig::uses_reducer(b->dp));
   b->rig->start(b->dp);
   EXPECT_EQ(b->rig->reducer(), nullptr);
-  EXPECT_THROW(vexp::Rig(*b->s.plan, nullptr, b->comm, {}), std::logic_error);
+  EXPECT_THROW(vexp::Rig(*b->s.plan, b->s.host, nullptr, b->comm, {}), std::logic_error);
 }
 
 TEST(Rig, OptimizerScalerAndStepOptionsAreTheRecipes) {
@@ -156,6 +159,106 @@ TEST(Rig, StepsTrain) {
   const double loss = step.run(0, 0.1, [&](int64_t) { return batch; });
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_FALSE(at::equal(before, b->rig->params().front()));
+}
+
+// ---- the objective (objective.hpp): the loss plugin and the batch transforms ----
+
+const char* kMixup = "data.batch_transforms=[{ type = \"mixup\", alpha = 0.4 }, { type = \"cutmix\" }]";
+
+TEST(Rig, DefaultObjectiveIsTheFormerCrossEntropy) {
+  auto b = build({}, 1);
+  const vexp::Objective& o = b->rig->objective();
+  EXPECT_EQ(o.loss_name(), "cross_entropy");
+  EXPECT_FALSE(o.has_batch_transforms());
+  at::manual_seed(3);
+  vexp::Batch batch{at::randn({8, 4, 1, 16, 16}), at::randint(0, 4, {8}, at::kLong)};
+  o.transform(batch, 0, 0);
+  EXPECT_FALSE(batch.targets.defined());  // no batch transform: the labels are the targets
+  const at::Tensor logits = at::randn({8, 4});
+  EXPECT_TRUE(at::equal(o.loss(logits, batch), at::cross_entropy_loss(logits, batch.labels)));
+}
+
+TEST(Rig, BatchTransformsDrawFromSeedStepAndMicroBatch) {
+  auto b = build({kMixup, "loss.type=\"label_smoothing\""}, 1);
+  auto b2 = build({kMixup}, 1);
+  auto other_seed = build({kMixup, "run.seed=1"}, 1);
+  const vexp::Objective& o = b->rig->objective();
+  EXPECT_EQ(o.loss_name(), "label_smoothing");
+  EXPECT_TRUE(o.has_batch_transforms());
+  EXPECT_EQ(o.classes(), 4);
+  at::manual_seed(3);
+  const vexp::Batch batch{at::randn({8, 4, 1, 16, 16}), at::randint(0, 4, {8}, at::kLong)};
+  const at::Tensor clips = batch.clips.clone();
+  auto run = [&](const vexp::Objective& obj, int64_t step, int64_t micro) {
+    vexp::Batch x = batch;
+    obj.transform(x, step, micro);
+    return x;
+  };
+  const vexp::Batch a = run(o, 5, 1);
+  EXPECT_TRUE(at::equal(batch.clips, clips));  // the loader's clips are not written into
+  ASSERT_TRUE(a.targets.defined());
+  EXPECT_EQ(a.targets.sizes(), (at::IntArrayRef{8, 4}));
+  EXPECT_TRUE(at::allclose(a.targets.sum(1), at::ones({8}), 0, 1e-6));
+  EXPECT_FALSE(at::equal(a.targets, at::one_hot(batch.labels, 4).to(at::kFloat)));
+  // A function of (run.seed, step, micro-batch): the same in another rig (another
+  // rank, a resumed run), different for another step, micro-batch or seed.
+  const vexp::Batch same = run(b2->rig->objective(), 5, 1);
+  EXPECT_TRUE(at::equal(same.clips, a.clips));
+  EXPECT_TRUE(at::equal(same.targets, a.targets));
+  EXPECT_FALSE(at::equal(run(o, 6, 1).targets, a.targets));
+  EXPECT_FALSE(at::equal(run(o, 5, 0).targets, a.targets));
+  EXPECT_FALSE(at::equal(run(other_seed->rig->objective(), 5, 1).targets, a.targets));
+  // The loss gets the soft targets.
+  const at::Tensor logits = at::randn({8, 4});
+  EXPECT_TRUE(at::equal(o.loss(logits, a), at::cross_entropy_loss(logits, a.targets, {}, at::Reduction::Mean, -100, 0.1)));
+}
+
+TEST(Rig, StepsTrainWithMixup) {
+  auto b = build({kMixup, "loss.type=\"soft_target_cross_entropy\""}, 1);
+  vexp::TrainStep& step = b->rig->start(b->dp);
+  const at::Tensor before = b->rig->params().front().clone();
+  at::manual_seed(1);
+  const vexp::Batch batch{at::randn({8, 4, 1, 16, 16}), at::randint(0, 4, {8}, at::kLong)};
+  const double loss = step.run(0, 0.1, [&](int64_t) { return batch; });
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_FALSE(at::equal(before, b->rig->params().front()));
+}
+
+// A loss that takes class labels only.
+struct HardOnly : vexp::Loss {
+  at::Tensor forward(const at::Tensor& logits, const at::Tensor& target) override {
+    return at::cross_entropy_loss(logits, target);
+  }
+};
+
+TEST(Rig, ALossWithoutSoftTargetsBehindABatchTransformIsRefused) {
+  auto with_hard_loss = [](vexp::Session& s, const std::vector<std::string>& more) {
+    vexp::PluginDecl d;
+    d.name = "hard_only";
+    d.doc = "labels only (test)";
+    s.host.builtin_registrar("<test>").add_loss(std::move(d), [](const vexp::Params&) { return std::make_shared<HardOnly>(); });
+    open(s, more, false);
+  };
+  vexp::Session ok;
+  with_hard_loss(ok, {"loss.type=\"hard_only\""});
+  EXPECT_FALSE(ok.diags.has_errors()) << ok.diags.str();  // no batch transform: fine
+  vexp::Session s;
+  with_hard_loss(s, {"loss.type=\"hard_only\"", kMixup});
+  ASSERT_EQ(s.diags.error_count(), 1u) << s.diags.str();
+  const vexp::dsl::Diagnostic& d = s.diags.items().front();
+  EXPECT_EQ(d.loc.file, std::string("--set ") + kMixup);  // the batch transforms' entry, where it was written
+  EXPECT_NE(d.message.find("batch transform 'mixup' makes soft targets [N, classes] and loss 'hard_only'"),
+            std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("takes class labels only"), std::string::npos) << d.message;
+  // The rig refuses the same recipe (a caller that skipped open_recipe's check).
+  ASSERT_TRUE(s.plan.has_value());
+  try {
+    vexp::Objective o(*s.plan, s.host);
+    FAIL() << "made an objective that cannot train";
+  } catch (const vexp::base::Error& e) {
+    EXPECT_EQ(e.kind(), vexp::base::ErrorKind::invalid);
+    EXPECT_NE(std::string(e.what()).find("makes soft targets"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   add_bench_comm(app);
   add_info(app);
   add_predict(app);
+  add_eval(app);
   add_export(app);
   add_sweep(app);
   add_results(app);

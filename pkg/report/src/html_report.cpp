@@ -22,6 +22,7 @@
 #include "vexp/report/sweep_results.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/build_tag.hpp"
+#include "vexp/rundir/eval_file.hpp"
 #include "vexp/rundir/provenance.hpp"
 
 namespace vexp::report {
@@ -81,50 +82,6 @@ void jobs_section(Page& p, const RunData& r) {
     p.body += "<p>" + std::to_string(rec.bad_lines) + " line(s) of jobs.jsonl are not job events (skipped).</p>\n";
 }
 
-// Where the run came from (provenance.jsonl): each invocation in a line, then the
-// last one's record whole, and what an earlier invocation had otherwise.
-void provenance_section(Page& p, const RunData& r) {
-  p.h2("Provenance");
-  if (r.provenance.empty()) {
-    p.body += "<p>Not recorded in the run directory: it has no provenance.jsonl (a run of a vexp before 0.1's "
-              "provenance records).</p>\n";
-    return;
-  }
-  p.body += "<div class=\"scroll\"><table id=\"provenance-invocations\">\n<tr><th>invocation</th><th>start</th>"
-            "<th>end</th><th>outcome</th><th>command line</th></tr>\n";
-  for (const auto& rec : r.provenance) {
-    std::string argv;
-    for (const auto& [k, v] : rundir::flatten_record(rec))
-      if (k == "argv") argv = v;
-    auto text = [&](const char* key) {
-      const auto it = rec.find(key);
-      return it == rec.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
-    };
-    const std::string outcome = text("outcome");
-    p.body += "<tr><td>" + esc(text("invocation")) + "</td><td>" + esc(text("start")) + "</td><td>" +
-              esc(text("end").empty() ? "(not recorded)" : text("end")) + "</td><td>" +
-              esc(outcome.empty() ? "(running, or ended without a word)" : outcome) + "</td><td><code>" + esc(argv) +
-              "</code></td></tr>\n";
-  }
-  p.body += "</table></div>\n";
-  const json& last = r.provenance.back();
-  p.body += "<p>The " + std::string(r.provenance.size() > 1 ? "last invocation's" : "invocation's") +
-            " record (<code>provenance.jsonl</code>):</p>\n<div class=\"scroll\"><table id=\"provenance\">\n";
-  for (const auto& [k, v] : rundir::flatten_record(last))
-    p.body += "<tr><th><code>" + esc(k) + "</code></th><td><code>" + esc(v) + "</code></td></tr>\n";
-  p.body += "</table></div>\n";
-  for (size_t i = 0; i + 1 < r.provenance.size(); ++i) {
-    const auto diff = rundir::differences(r.provenance[i], last);
-    if (diff.empty()) continue;
-    p.body += "<p>Invocation " + esc(r.provenance[i].value("invocation", json()).dump()) + " differed in:</p>\n"
-              "<div class=\"scroll\"><table>\n<tr><th>key</th><th>then</th><th>last</th></tr>\n";
-    for (const auto& d : diff)
-      p.body += "<tr><td><code>" + esc(d.key) + "</code></td><td><code>" + esc(d.a) + "</code></td><td><code>" +
-                esc(d.b) + "</code></td></tr>\n";
-    p.body += "</table></div>\n";
-  }
-}
-
 void run_report(Page& p, const RunData& r) {
   message_box(p, r);
   const json& s = r.summary;
@@ -168,6 +125,7 @@ void run_report(Page& p, const RunData& r) {
   if (r.unreadable_lines) row("skipped metrics.jsonl lines (not JSON, or of the wrong types)", std::to_string(r.unreadable_lines));
   row("directory", esc(r.dir.string()));
   p.body += "</table></div>\n";
+  if (!r.eval_folders.empty()) eval_table(p, r.eval_folders, r.dir);
   jobs_section(p, r);
   p.h2("Curves");
   run_charts(p, {&r}, {r.name}, "");
@@ -197,7 +155,7 @@ void run_report(Page& p, const RunData& r) {
   if (!r.resolved.empty())
     p.body += "<details><summary>resolved.toml (" + std::to_string(r.keys.size()) + " keys)</summary><pre>" +
               esc(r.resolved) + "</pre></details>\n";
-  provenance_section(p, r);
+  provenance_section(p, r.provenance);
 }
 
 // ---- comparison -------------------------------------------------------------
@@ -317,6 +275,50 @@ void write_atomic(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+// Where the run came from (provenance.jsonl): each invocation in a line, then the
+// last one's record whole, and what an earlier invocation had otherwise.
+void html::provenance_section(Page& p, const std::vector<json>& provenance) {
+  p.h2("Provenance");
+  if (provenance.empty()) {
+    p.body += "<p>Not recorded in the run directory: it has no provenance.jsonl (a run of a vexp before 0.1's "
+              "provenance records).</p>\n";
+    return;
+  }
+  p.body += "<div class=\"scroll\"><table id=\"provenance-invocations\">\n<tr><th>invocation</th><th>start</th>"
+            "<th>end</th><th>outcome</th><th>command line</th></tr>\n";
+  for (const auto& rec : provenance) {
+    std::string argv;
+    for (const auto& [k, v] : rundir::flatten_record(rec))
+      if (k == "argv") argv = v;
+    auto text = [&](const char* key) {
+      const auto it = rec.find(key);
+      return it == rec.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+    };
+    const std::string outcome = text("outcome");
+    p.body += "<tr><td>" + esc(text("invocation")) + "</td><td>" + esc(text("start")) + "</td><td>" +
+              esc(text("end").empty() ? "(not recorded)" : text("end")) + "</td><td>" +
+              esc(outcome.empty() ? "(running, or ended without a word)" : outcome) + "</td><td><code>" + esc(argv) +
+              "</code></td></tr>\n";
+  }
+  p.body += "</table></div>\n";
+  const json& last = provenance.back();
+  p.body += "<p>The " + std::string(provenance.size() > 1 ? "last invocation's" : "invocation's") +
+            " record (<code>provenance.jsonl</code>):</p>\n<div class=\"scroll\"><table id=\"provenance\">\n";
+  for (const auto& [k, v] : rundir::flatten_record(last))
+    p.body += "<tr><th><code>" + esc(k) + "</code></th><td><code>" + esc(v) + "</code></td></tr>\n";
+  p.body += "</table></div>\n";
+  for (size_t i = 0; i + 1 < provenance.size(); ++i) {
+    const auto diff = rundir::differences(provenance[i], last);
+    if (diff.empty()) continue;
+    p.body += "<p>Invocation " + esc(provenance[i].value("invocation", json()).dump()) + " differed in:</p>\n"
+              "<div class=\"scroll\"><table>\n<tr><th>key</th><th>then</th><th>last</th></tr>\n";
+    for (const auto& d : diff)
+      p.body += "<tr><td><code>" + esc(d.key) + "</code></td><td><code>" + esc(d.a) + "</code></td><td><code>" +
+                esc(d.b) + "</code></td></tr>\n";
+    p.body += "</table></div>\n";
+  }
+}
+
 std::string default_html_path(const std::vector<std::string>& dirs) {
   if (dirs.size() == 1) return (fs::path(dirs[0]) / "report.html").string();
   return "comparison.html";
@@ -334,6 +336,14 @@ Written write_html_report(const std::vector<std::string>& dirs, const std::strin
     subtitle = "batch-size x learning-rate study";
   } else {
     std::vector<RunData> runs;
+    if (dirs.size() == 1 && rundir::is_eval_dir(dirs[0]) && !rundir::RunDir(dirs[0]).is_run_dir(true)) {
+      w.kind = "eval";
+      eval_report(p, dirs[0], title, subtitle);
+      const std::string html = p.html(title, subtitle);
+      write_atomic(out, html);
+      w.bytes = html.size();
+      return w;
+    }
     for (const auto& d : dirs) {
       if (dirs.size() > 1 && fs::exists(fs::path(d) / "sweep.db"))
         throw base::invalid("'" + d + "' is a sweep directory: report it alone (vexp report " + d +

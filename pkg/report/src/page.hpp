@@ -2,6 +2,7 @@
 // comparison and sweep pages share (escaping, rounding, the line charts of runs).
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ std::string status_span(const std::string& status);
 // or not a number: summary_text.
 std::string count_text(const json& s, const char* key);
 std::string summary_text(const json& s, const char* key);
+
+// Where a run (or an eval folder) came from: its provenance.jsonl records, each
+// invocation in a line, then the last one's record whole (html_report.cpp).
+void provenance_section(Page& p, const std::vector<json>& provenance);
+
+// vexp eval's results (eval_page.cpp): the table of a run's evaluations (its
+// eval-*/eval.json), and the page of one eval folder (title and subtitle set).
+void eval_table(Page& p, const std::vector<RunData::EvalFolder>& evals, const std::filesystem::path& run_dir);
+void eval_report(Page& p, const std::string& dir, std::string& title, std::string& subtitle);
 
 // The sweep page (sweep_page.cpp): its title is set from the sweep's name.
 void sweep_report(Page& p, const std::string& dir, std::string& title);

@@ -1,4 +1,5 @@
 #include "vexp/report/run_data.hpp"
+#include "vexp/rundir/eval_file.hpp"
 
 #include <cmath>
 #include <iostream>
@@ -98,6 +99,17 @@ RunData read_run(const fs::path& dir_in) {
   rundir::Provenance prov = rundir::read_provenance(r.dir);
   r.provenance = std::move(prov.records);
   if (prov.skipped.count > 0) std::cerr << "vexp: warning: " << prov.skipped.text(d.provenance()) << "\n";
+  // vexp eval's folders inside the run
+  for (const fs::path& e : rundir::eval_dirs_of(r.dir)) {
+    RunData::EvalFolder f;
+    f.dir = e;
+    try {
+      f.eval = rundir::read_eval(e);
+    } catch (const std::exception& ex) {
+      f.problem = ex.what();
+    }
+    r.eval_folders.push_back(std::move(f));
+  }
   // name and status
   r.name = r.summary.is_object() ? r.summary.value("name", "") : "";
   if (r.name.empty()) r.name = key_value(r, "run.name");

@@ -4,6 +4,13 @@
 // the official Kinetics CSV (`label,youtube_id,time_start,time_end,split`), all read
 // by vexp::kinetics (libs/kinetics), the rules `vexp data` follows too.
 //
+// Test views follow the official TSM test (test_models.py): TSN segment centres or
+// dense clips, test_clips x test_crops, twice_sample, test_full_res (its --full_res).
+// The pipelines: the built-in one (multi-scale crop, flip, normalisation; test
+// crops), or the recipe's transform plugins (set_transforms): geometry before
+// decoding (the decoder resizes the chosen rectangle straight to input_size), the
+// pixel transforms after.
+//
 // A sample is a pure function of (split, index, seed): sampling and augmentation
 // draw from a stream keyed by them, so any number of loader threads, in any
 // order, produce the same clips. Bad files are replaced by the next good sample
@@ -42,7 +49,7 @@ using vexp::kinetics::dense_test;
 using vexp::kinetics::dense_train;
 using vexp::kinetics::multiscale_crop;
 using vexp::kinetics::Rng;
-using vexp::kinetics::test_crops;
+using vexp::kinetics::test_view;
 using vexp::kinetics::tsn_test;
 using vexp::kinetics::tsn_train;
 using vexp::kinetics::tsn_twice_starts;
@@ -59,7 +66,7 @@ struct Entry {
 struct Config {
   std::string root, train_list, val_list, train_prefix, val_prefix, format, layout, label_map, frame_template, sampling;
   int64_t classes, frames, clip_len, frame_interval, test_clips, test_crops, input_size, scale_size, channels;
-  bool twice_sample, flip, strict;
+  bool twice_sample, test_full_res, flip, strict;
   std::string csv_path;
   double max_bad_fraction;
   std::vector<double> mean, std;
@@ -92,6 +99,7 @@ Config read_config(const vexp::Params& p) {
   c.scale_size = p.i64("scale_size");
   c.channels = p.i64("channels");
   c.twice_sample = p.flag("twice_sample");
+  c.test_full_res = p.flag("test_full_res");
   c.flip = p.flag("flip");
   c.strict = p.flag("strict");
   c.csv_path = p.str("csv_path");
@@ -215,7 +223,38 @@ class Kinetics final : public vexp::Dataset {
   int64_t views(Split s) const override {
     if (s == Split::Train) return 1;
     const int64_t clips = c_.sampling == "tsn" && c_.twice_sample ? 2 * c_.test_clips : c_.test_clips;
-    return clips * c_.test_crops;
+    return clips * spatial_views();
+  }
+
+  bool set_transforms(Split s, vexp::ClipPipeline pipeline) override {
+    if (s == Split::Val && c_.test_crops != 1 && c_.test_crops != vexp::pipeline_views(pipeline))
+      throw std::invalid_argument("test_crops = " + std::to_string(c_.test_crops) + " but data.test_transforms make " +
+                                  std::to_string(vexp::pipeline_views(pipeline)) +
+                                  " views of each clip: the list chooses the test crops (leave test_crops at 1)");
+    if (s == Split::Train && !c_.flip)
+      vexp::log_warn("kinetics: flip = false has no effect with data.train_transforms (the list replaces the "
+                     "built-in pipeline: leave the flip transform out)");
+    (s == Split::Train ? train_pipe_ : test_pipe_) = std::make_shared<const vexp::ClipPipeline>(std::move(pipeline));
+    return true;
+  }
+
+  // The built-in pipelines as transform plugins (transforms.so), bit for bit.
+  std::vector<vexp::TransformSpec> default_transforms(Split s) const override {
+    using vexp::schema::Value;
+    auto list = [](const std::vector<double>& v) {
+      Value::Array a;
+      for (double x : v) a.emplace_back(x);
+      return Value::array(std::move(a));
+    };
+    std::vector<vexp::TransformSpec> out;
+    if (s == Split::Train) {
+      out.push_back({"multiscale_crop", {}});
+      if (c_.flip) out.push_back({"flip", {{"p", Value(0.5)}}});
+    } else {
+      out.push_back({"test_crops", {{"crops", Value(c_.test_crops)}, {"scale_size", Value(c_.scale_size)}}});
+    }
+    out.push_back({"normalize", {{"mean", list(c_.mean)}, {"std", list(c_.std)}}});
+    return out;
   }
 
   vexp::Sample get(Split s, int64_t index, uint64_t seed) const override { return get_view(s, index, 0, seed); }
@@ -334,7 +373,9 @@ class Kinetics final : public vexp::Dataset {
   vexp::Sample load(Split s, int64_t index, int64_t view, uint64_t seed) const {
     const Entry& e = entries(s)[static_cast<size_t>(index)];
     const bool train = s == Split::Train;
-    const int out = static_cast<int>(c_.input_size);
+    // The side of the clips: the input size, or at test time with test_full_res the
+    // scale size (the official --full_res: crops of the resized frame's short side).
+    const int out = static_cast<int>(!train && c_.test_full_res ? c_.scale_size : c_.input_size);
     const int ch = static_cast<int>(c_.channels);
     // The frame count and size: one open of the video serves both and the decode.
     std::unique_ptr<vexp::media::VideoReader> video;
@@ -351,23 +392,26 @@ class Kinetics final : public vexp::Dataset {
     }
     const int64_t T = c_.frames;
     Rng rng(seed, static_cast<uint64_t>(index) * 2 + (train ? 0 : 1), 0x51);
+    const vexp::ClipPipeline* pipe = (train ? train_pipe_ : test_pipe_).get();  // null: the built-in one
     std::vector<int64_t> idx;
     Crop crop;
+    int64_t crop_i = 0;
     if (train) {
       idx = c_.sampling == "tsn" ? tsn_train(nf, T, rng) : dense_train(nf, c_.clip_len, c_.frame_interval, rng);
-      crop = multiscale_crop(W, H, out, c_.flip, rng);
+      if (!pipe) crop = multiscale_crop(W, H, out, c_.flip, rng);
     } else {
-      const int64_t crops = c_.test_crops;
-      const int64_t clip = view / crops, crop_i = view % crops;
+      const int64_t crops = spatial_views();
+      const int64_t clip = view / crops;
+      crop_i = view % crops;
       if (c_.sampling == "tsn") {
         if (c_.twice_sample && clip >= c_.test_clips) idx = tsn_twice_starts(nf, T);
         else idx = tsn_test(nf, T, clip, c_.test_clips);
       } else {
         idx = dense_test(nf, c_.clip_len, c_.frame_interval, clip, c_.test_clips);
       }
-      const int scale = crops == 3 ? out : static_cast<int>(c_.scale_size);
-      crop = test_crops(W, H, out, scale, static_cast<int>(crops))[static_cast<size_t>(crop_i)];
+      if (!pipe) crop = test_view(W, H, out, static_cast<int>(c_.scale_size), static_cast<int>(crops), static_cast<int>(crop_i));
     }
+    if (pipe) crop = pipeline_crop(*pipe, W, H, out, rng, train, index, crop_i);
     const size_t plane = static_cast<size_t>(out) * out;
     std::vector<uint8_t> buf(static_cast<size_t>(T) * plane * ch);
     if (frames) {
@@ -375,16 +419,17 @@ class Kinetics final : public vexp::Dataset {
     } else {
       video->read(idx, {crop.x, crop.y, crop.w, crop.h}, out, out, ch, buf.data());
     }
-    // [T, H, W, C] bytes -> [T, C, H, W] normalised floats, flipped when drawn.
+    // [T, H, W, C] bytes -> [T, C, H, W] floats, flipped when drawn: normalised
+    // (built-in), or in [0, 1] for the pipeline's pixel transforms.
     at::Tensor clip = at::empty({T, ch, out, out}, at::TensorOptions().dtype(at::kFloat));
     float* dst = clip.data_ptr<float>();
     for (int64_t t = 0; t < T; ++t) {
       const uint8_t* src = buf.data() + static_cast<size_t>(t) * plane * ch;
       for (int k = 0; k < ch; ++k) {
-        const float mean = static_cast<float>(c_.mean.size() == 1 ? c_.mean[0] : c_.mean[k]);
-        const float inv = 1.f / static_cast<float>(c_.std.size() == 1 ? c_.std[0] : c_.std[k]);
+        const float mean = pipe ? 0.f : static_cast<float>(c_.mean.size() == 1 ? c_.mean[0] : c_.mean[k]);
+        const float inv = pipe ? 1.f : 1.f / static_cast<float>(c_.std.size() == 1 ? c_.std[0] : c_.std[k]);
         float lut[256];
-        for (int v = 0; v < 256; ++v) lut[v] = (static_cast<float>(v) / 255.f - mean) * inv;
+        for (int v = 0; v < 256; ++v) lut[v] = pipe ? static_cast<float>(v) / 255.f : (static_cast<float>(v) / 255.f - mean) * inv;
         float* o = dst + (t * ch + k) * static_cast<int64_t>(plane);
         for (int y = 0; y < out; ++y) {
           const uint8_t* row = src + static_cast<size_t>(y) * out * ch + k;
@@ -397,7 +442,26 @@ class Kinetics final : public vexp::Dataset {
         }
       }
     }
+    if (pipe) vexp::run_pixels(*pipe, clip, rng, train, index, crop_i);
     return {clip, e.label};
+  }
+
+  // Test crops per clip: the test pipeline's views, or test_crops.
+  int64_t spatial_views() const { return test_pipe_ ? vexp::pipeline_views(*test_pipe_) : c_.test_crops; }
+
+  // The rectangle a pipeline chooses for a W x H video (checked: the decoder reads it).
+  static Crop pipeline_crop(const vexp::ClipPipeline& pipe, int W, int H, int out, Rng& rng, bool train,
+                            int64_t index, int64_t view) {
+    const vexp::ClipGeometry g = vexp::run_geometry(pipe, W, H, out, out, rng, train, index, view);
+    if (g.out_w != out || g.out_h != out)
+      throw std::runtime_error("kinetics: a transform changed the output size to " + std::to_string(g.out_w) + "x" +
+                               std::to_string(g.out_h) + "; clips are input_size (" + std::to_string(out) +
+                               ") square");
+    if (g.w < 1 || g.h < 1 || g.x < 0 || g.y < 0 || g.x + g.w > W || g.y + g.h > H)
+      throw std::runtime_error("kinetics: the transforms chose the rectangle " + std::to_string(g.w) + "x" +
+                               std::to_string(g.h) + "+" + std::to_string(g.x) + "+" + std::to_string(g.y) +
+                               ", outside the " + std::to_string(W) + "x" + std::to_string(H) + " frame");
+    return {g.x, g.y, g.w, g.h, g.flip};
   }
 
   Config c_;
@@ -406,6 +470,8 @@ class Kinetics final : public vexp::Dataset {
   mutable std::mutex mu_;
   mutable std::set<std::pair<int, int64_t>> bad_;
   mutable std::atomic<int64_t> skipped_{0};
+  // The recipe's pipelines (set_transforms, before any loader runs); null: built-in.
+  std::shared_ptr<const vexp::ClipPipeline> train_pipe_, test_pipe_;
 };
 
 }  // namespace
@@ -435,8 +501,13 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
   s.integer("frame_interval", 8, "Dense sampling: frames between sampled frames").at_least(1);
   s.boolean("twice_sample", false, "TSN test: also the segment starts as a second clip (official TSM)");
   s.integer("test_clips", 1, "Temporal clips per test sample (dense: evenly spaced starts)").at_least(1);
-  s.integer("test_crops", 1, "Spatial crops per test clip: 1 centre, 3 full-height, 10 corners+centre+flips")
+  s.integer("test_crops", 1,
+            "Spatial crops per test clip, as the official TSM test: 1 centre, 3 left/right/centre (full-height with "
+            "test_full_res), 10 corners+centre and their flips")
       .one_of({1, 3, 10});
+  s.boolean("test_full_res", false,
+            "Test: crops of scale_size instead of input_size (the official TSM test's --full_res, the Non-local "
+            "networks' 256x256 test): the model sees scale_size x scale_size clips");
   s.integer("input_size", 224, "Crop size fed to the model").range(8, 1024);
   s.integer("scale_size", 256, "Test: short side resized to this before cropping").range(8, 2048);
   s.boolean("flip", true, "Train: random horizontal flip (turn off for direction-sensitive classes)");

@@ -121,8 +121,14 @@ TEST(KineticsSampling, DenseWindowsWrapAndSpreadOverTheVideo) {
     EXPECT_LE(idx.back(), 299);
   }
   EXPECT_EQ(dense_train(20, 4, 8, r), (std::vector<int64_t>{0, 8, 16, 4}));  // shorter than the window: wraps
-  // Ten evenly spaced clips over nf - 64 = 236.
-  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(dense_test(300, 8, 8, c, 10)[0], c * 236 / 10);
+  // Ten clips over nf - 64 = 236, both ends included: the official code's
+  // np.linspace(0, 236, 10, dtype=int).
+  const std::vector<int64_t> starts{0, 26, 52, 78, 104, 131, 157, 183, 209, 236};
+  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(dense_test(300, 8, 8, c, 10)[0], starts[c]) << c;
+  // np.linspace(0, 5, 10, dtype=int) and a video shorter than the window (all at 0).
+  const std::vector<int64_t> small{0, 0, 1, 1, 2, 2, 3, 3, 4, 5};
+  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(dense_test(69, 8, 8, c, 10)[0], small[c]) << c;
+  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(dense_test(40, 8, 8, c, 10)[0], 0);
   EXPECT_EQ(dense_test(300, 8, 8, 0, 1)[0], 118);
 }
 
@@ -159,19 +165,47 @@ TEST(KineticsAugment, MultiScaleCropUsesTheFixedScalesAndOffsets) {
 }
 
 TEST(KineticsAugment, TestCropsCoverOneThreeAndTenViews) {
-  auto one = test_crops(340, 256, 224, 256, 1);
+  // A 341 x 256 frame at scale 256 (no resize): the official transforms' offsets.
+  auto one = test_crops(341, 256, 224, 256, 1);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].w, 224);
-  EXPECT_EQ(one[0].x, (340 - 224) / 2);
-  auto three = test_crops(340, 256, 224, 224, 3);  // full-height crops
+  EXPECT_EQ(one[0].x, 58);  // round(117 / 2) = 58, ties to even (torchvision's CenterCrop)
+  EXPECT_EQ(one[0].y, 16);
+  EXPECT_EQ(test_crops(343, 256, 224, 256, 1)[0].x, 60);  // round(59.5) = 60
+  // 3 crops: left, right, centre at w = 117 // 4 = 29, h = 32 // 4 = 8 (GroupFullResSample).
+  auto three = test_crops(341, 256, 224, 256, 3);
   ASSERT_EQ(three.size(), 3u);
-  EXPECT_EQ(three[0].h, 256);
   EXPECT_EQ(three[0].x, 0);
-  EXPECT_EQ(three[2].x + three[2].w, 340);
-  auto ten = test_crops(340, 256, 224, 256, 10);
+  EXPECT_EQ(three[1].x, 116);
+  EXPECT_EQ(three[2].x, 58);
+  for (const auto& c : three) EXPECT_EQ(c.y, 16);
+  // Full resolution (crops of the scale): full-height crops.
+  auto full = test_crops(341, 256, 256, 256, 3);
+  for (const auto& c : full) {
+    EXPECT_EQ(c.h, 256);
+    EXPECT_EQ(c.y, 0);
+    EXPECT_EQ(c.w, 256);
+  }
+  EXPECT_EQ(full[1].x, 84);  // 4 * (85 // 4)
+  // 10 crops: each of the five offsets, then its mirror image (GroupOverSample).
+  auto ten = test_crops(341, 256, 224, 256, 10);
   ASSERT_EQ(ten.size(), 10u);
-  EXPECT_FALSE(ten[4].flip);
-  EXPECT_TRUE(ten[9].flip);
+  const std::vector<std::pair<int, int>> offsets{{0, 0}, {116, 0}, {0, 32}, {116, 32}, {58, 16}};
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(ten[i].flip, i % 2 == 1) << i;
+    EXPECT_EQ(std::make_pair(ten[i].x, ten[i].y), offsets[i / 2]) << i;
+  }
+  // Frames of another size: the rectangle in source pixels (680 x 512 is 341 x 256 x 2
+  // after torchvision's int(256 * 680 / 512) = 340).
+  auto big = test_crops(680, 512, 224, 256, 1);
+  EXPECT_EQ(big[0].w, 448);
+  EXPECT_EQ(big[0].x, 116);  // round(116 / 2) = 58 resized pixels
+  // Portrait: the three crops move along the width only, as the official code's.
+  auto tall = test_crops(256, 341, 224, 256, 3);
+  EXPECT_EQ(tall[0].x, 0);
+  EXPECT_EQ(tall[1].x, 32);
+  EXPECT_EQ(tall[2].x, 16);
+  for (const auto& c : tall) EXPECT_EQ(c.y, 2 * (117 / 4));
 }
 
 // Frame k from VideoReader is FFmpeg's frame k, whatever the order asked.
@@ -399,6 +433,11 @@ TEST(KineticsDataset, ListFormatsAgree) {
   EXPECT_EQ(multi->views(Split::Train), 1);
   EXPECT_TRUE(at::equal(multi->get_view(Split::Val, 2, 0, 0).clip, multi->get(Split::Val, 2, 0).clip));
   EXPECT_FALSE(at::equal(multi->get_view(Split::Val, 2, 5, 0).clip, multi->get(Split::Val, 2, 0).clip));
+  // test_full_res: the test clips are scale_size (40) square, training clips input_size (32).
+  q["test_full_res"] = true;
+  auto full = kinetics(q);
+  EXPECT_EQ(full->get_view(Split::Val, 2, 5, 0).clip.sizes(), (at::IntArrayRef{4, 3, 40, 40}));
+  EXPECT_EQ(full->get(Split::Train, 2, 0).clip.sizes(), (at::IntArrayRef{4, 3, 32, 32}));
 }
 
 TEST(KineticsDataset, CsvFollowsTheRulesOfVexpData) {

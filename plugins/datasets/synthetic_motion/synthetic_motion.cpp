@@ -7,6 +7,12 @@
 // state, so `get` is safe from many loader threads. Indices 2m and 2m+1 (labels 2k
 // and 2k+1 of one pair) share one random draw of the object, so the odd one is the
 // exact time reversal of the even one before noise; noise is drawn per index.
+//
+// Pipelines: without transforms a clip is normalised as (x - 0.5) / 0.25 and never
+// augmented. With the recipe's transform lists (set_transforms) the frame is rendered
+// (noise included) in [0, 1], the geometry crops it and resizes it bilinearly back to
+// size x size (mirrored when drawn), then the pixel transforms run; their draws come
+// from a stream keyed by (the loader's seed: run.seed and epoch, split, index).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -85,7 +91,7 @@ class Rng {
   bool has_spare_ = false;
 };
 
-enum Purpose : uint64_t { kObjectDraw = 1, kNoiseDraw = 2 };
+enum Purpose : uint64_t { kObjectDraw = 1, kNoiseDraw = 2, kTransformDraw = 3 };
 
 // ---- shapes as signed distances (negative inside), rendered with 1-px soft edges ----
 
@@ -297,9 +303,32 @@ class SyntheticMotion final : public vexp::Dataset {
     return {kClassNames.begin(), kClassNames.begin() + c_.classes};
   }
 
-  // `seed` (the epoch seed) is ignored: there is no augmentation, every epoch sees
-  // the same clip for an index; the trainer's shuffling is the only epoch effect.
-  vexp::Sample get(vexp::Split split, int64_t index, uint64_t /*seed*/) const override {
+  int64_t views(vexp::Split split) const override {
+    return split == vexp::Split::Val && test_pipe_ ? vexp::pipeline_views(*test_pipe_) : 1;
+  }
+
+  bool set_transforms(vexp::Split split, vexp::ClipPipeline pipeline) override {
+    (split == vexp::Split::Train ? train_pipe_ : test_pipe_) =
+        std::make_shared<const vexp::ClipPipeline>(std::move(pipeline));
+    return true;
+  }
+
+  // The built-in normalisation as a transform plugin (transforms.so), bit for bit.
+  std::vector<vexp::TransformSpec> default_transforms(vexp::Split) const override {
+    using vexp::schema::Value;
+    return {{"normalize", {{"mean", Value::array({Value(0.5)})}, {"std", Value::array({Value(0.25)})}}}};
+  }
+
+  vexp::Sample get(vexp::Split split, int64_t index, uint64_t seed) const override {
+    return get_view(split, index, 0, seed);
+  }
+
+  // Without a pipeline `seed` (the epoch seed) is ignored: there is no augmentation,
+  // every epoch sees the same clip for an index; the trainer's shuffling is the only
+  // epoch effect.
+  vexp::Sample get_view(vexp::Split split, int64_t index, int64_t view, uint64_t seed) const override {
+    if (view < 0 || view >= views(split))
+      throw std::out_of_range("synthetic_motion: view " + std::to_string(view) + " out of range");
     if (index < 0 || index >= size(split))
       throw std::out_of_range("synthetic_motion: index " + std::to_string(index) + " is outside the " +
                               vexp::split_name(split) + " split of " + std::to_string(size(split)) +
@@ -319,23 +348,76 @@ class SyntheticMotion final : public vexp::Dataset {
     at::Tensor clip = at::empty({T, C, S, S}, at::TensorOptions().dtype(at::kFloat));
     float* out = clip.data_ptr<float>();
     const float sigma = static_cast<float>(c_.noise);
+    const vexp::ClipPipeline* pipe = (split == vexp::Split::Train ? train_pipe_ : test_pipe_).get();
     for (int64_t t = 0; t < T; ++t) {
       const int forward_t = reversed ? steps - static_cast<int>(t) : static_cast<int>(t);
       float* frame = out + t * C * plane;
       render(pose_at(draw, forward_t, steps), draw.background, draw.foreground, static_cast<int>(S), frame);
-      // x in [0, 1] plus noise, saturating like a sensor, then (x - 0.5) / 0.25.
+      // x in [0, 1] plus noise, saturating like a sensor, then (x - 0.5) / 0.25
+      // (built-in; a pipeline's pixel transforms get x).
       for (int64_t i = 0; i < plane; ++i) {
         float x = frame[i];
         if (sigma > 0) x = std::clamp(x + sigma * noise_rng.normal(), 0.f, 1.f);
-        frame[i] = (x - 0.5f) * 4.f;
+        frame[i] = pipe ? x : (x - 0.5f) * 4.f;
       }
       for (int64_t ch = 1; ch < C; ++ch) std::memcpy(frame + ch * plane, frame, sizeof(float) * plane);
+    }
+    if (pipe) {
+      const bool train = split == vexp::Split::Train;
+      vexp::Rng rng(seed, static_cast<uint64_t>(index) * 2 + split_id, kTransformDraw);
+      const int s = static_cast<int>(S);
+      const vexp::ClipGeometry g = vexp::run_geometry(*pipe, s, s, s, s, rng, train, index, view);
+      if (g.out_w != s || g.out_h != s)
+        throw std::runtime_error("synthetic_motion: a transform changed the output size to " + std::to_string(g.out_w) +
+                                 "x" + std::to_string(g.out_h) + "; clips are size (" + std::to_string(s) +
+                                 ") square");
+      if (g.w < 1 || g.h < 1 || g.x < 0 || g.y < 0 || g.x + g.w > s || g.y + g.h > s)
+        throw std::runtime_error("synthetic_motion: the transforms chose a rectangle outside the frame");
+      if (g.x != 0 || g.y != 0 || g.w != s || g.h != s || g.flip) resample(clip, g);
+      vexp::run_pixels(*pipe, clip, rng, train, index, view);
     }
     return {clip, label};
   }
 
  private:
+  // Every plane of `clip` ([T, C, S, S]) := its rectangle g resized to S x S
+  // (bilinear, pixel centres aligned as torchvision's resize without antialiasing,
+  // edges clamped), mirrored when g.flip.
+  static void resample(at::Tensor& clip, const vexp::ClipGeometry& g) {
+    const int64_t S = clip.size(3), planes = clip.size(0) * clip.size(1);
+    std::vector<float> src(static_cast<size_t>(S * S));
+    std::vector<int> x0(static_cast<size_t>(S)), x1(static_cast<size_t>(S));
+    std::vector<float> wx(static_cast<size_t>(S));
+    auto axis = [S](int origin, int len, int64_t i, int& a, int& b, float& w) {
+      const double pos = std::clamp(origin + (static_cast<double>(i) + 0.5) * len / static_cast<double>(S) - 0.5,
+                                    static_cast<double>(origin), static_cast<double>(origin + len - 1));
+      a = static_cast<int>(std::floor(pos));
+      b = std::min(a + 1, origin + len - 1);
+      w = static_cast<float>(pos - a);
+    };
+    for (int64_t j = 0; j < S; ++j) axis(g.x, g.w, g.flip ? S - 1 - j : j, x0[j], x1[j], wx[j]);
+    float* data = clip.data_ptr<float>();
+    for (int64_t p = 0; p < planes; ++p) {
+      float* plane = data + p * S * S;
+      std::memcpy(src.data(), plane, sizeof(float) * static_cast<size_t>(S * S));
+      for (int64_t i = 0; i < S; ++i) {
+        int y0, y1;
+        float wy;
+        axis(g.y, g.h, i, y0, y1, wy);
+        const float* r0 = src.data() + static_cast<int64_t>(y0) * S;
+        const float* r1 = src.data() + static_cast<int64_t>(y1) * S;
+        for (int64_t j = 0; j < S; ++j) {
+          const float top = r0[x0[j]] + (r0[x1[j]] - r0[x0[j]]) * wx[j];
+          const float bottom = r1[x0[j]] + (r1[x1[j]] - r1[x0[j]]) * wx[j];
+          plane[i * S + j] = top + (bottom - top) * wy;
+        }
+      }
+    }
+  }
+
   Config c_;
+  // The recipe's pipelines (set_transforms, before any loader runs); null: built-in.
+  std::shared_ptr<const vexp::ClipPipeline> train_pipe_, test_pipe_;
 };
 
 }  // namespace

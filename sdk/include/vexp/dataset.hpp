@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "vexp/transform.hpp"
+
 namespace vexp {
 
 enum class Split { Train, Val };
@@ -71,6 +73,23 @@ class Dataset {
   // them in checkpoints and reports how many distinct ones a run met, across
   // resumes, as `skipped_samples` in summary.json. Thread-safe.
   virtual std::vector<std::string> bad_items() const { return {}; }
+
+  // ---- optional (since plugin ABI 5): clip transform pipelines (vexp/transform.hpp) ----
+
+  // Runs `pipeline` for `split` from now on in place of the dataset's own (the
+  // recipe's [[data.train_transforms]] / [[data.test_transforms]], made by the
+  // host before any sample is read; never called while loaders run). The list
+  // replaces the whole pipeline of the split, its normalisation included; for
+  // Split::Val its views are the test crops (views() is then clips x
+  // pipeline_views). Returns false when the dataset takes no pipeline (the host
+  // refuses the recipe at the list); throws std::invalid_argument when its own
+  // parameters contradict the list (the host reports it at the list).
+  virtual bool set_transforms(Split /*split*/, ClipPipeline /*pipeline*/) { return false; }
+  // The dataset's own pipeline of `split` (with no list in the recipe) as transform
+  // plugin uses that compute it bit for bit (the same draws from the same Rng in
+  // the same order): what `vexp bench data --pipelines` times against the built-in
+  // one, and what the tests compare. Empty: not expressible (or no pipeline).
+  virtual std::vector<TransformSpec> default_transforms(Split /*split*/) const { return {}; }
 };
 
 }  // namespace vexp

@@ -17,7 +17,8 @@
  *      other symbol and type_info names; vexp::dsl::X stays a source alias until 6
  *   5  the training parts as plugin kinds: optimizer, loss, transform,
  *      batch_transform, hook (Interface 4-8; optimizer.hpp, loss.hpp,
- *      transform.hpp, hook.hpp, rng.hpp) */
+ *      transform.hpp, hook.hpp, rng.hpp); Dataset::set_transforms and
+ *      default_transforms appended */
 #ifndef VEXP_PLUGIN_ABI_H
 #define VEXP_PLUGIN_ABI_H
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vexp/runtime/checkpoint.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/runtime/loader.hpp"
@@ -97,14 +98,14 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   // the scaler), then the plan, and the rig's reducer and step (rig.hpp).
   at::manual_seed(seed);
   std::shared_ptr<Dataset> data;
-  if (!opt.synthetic) data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+  if (!opt.synthetic) data = make_dataset(s.host, plan);
   auto model = std::make_shared<ModelGraph>(plan, s.host);
   RigOptions ro;
   ro.device = device;
   ro.precision = precision;
   ro.memory_format = memory_format;
   ro.sync_phases = true;  // each phase is charged its own GPU time
-  Rig rig(plan, model, comm, ro);
+  Rig rig(plan, s.host, model, comm, ro);
   r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
   if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");

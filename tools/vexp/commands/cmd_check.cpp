@@ -6,6 +6,7 @@
 #include "commands/common.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/plan/cluster.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/dataset.hpp"
 
@@ -23,12 +24,17 @@ void check_global_batch(Session& s, const std::string& path) {
   const PluginDecl* decl = s.host.find("dataset", plan.dataset);
   if (!decl) return;
   int64_t train = 0;
+  std::shared_ptr<Dataset> data;
   try {
     if (decl->check_data) decl->check_data(plan.dataset_params);
-    train = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params)->size(Split::Train);
+    data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
+    train = data->size(Split::Train);
   } catch (const std::exception&) {
     return;  // vexp run reports why the data cannot be read
   }
+  // The recipe's transform lists, handed over as vexp run does: a dataset that takes
+  // none (or whose parameters contradict a list) is refused here too, at the list.
+  attach_transforms(*data, s.host, plan);
   const std::string why = batch_fit_problem(plan.dist, train);
   if (why.empty()) return;
   dsl::Loc loc = plan.dist.batch_per_gpu_loc;

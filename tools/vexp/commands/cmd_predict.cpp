@@ -15,10 +15,9 @@
 
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
-#include "vexp/kinetics/error.hpp"
-#include "vexp/kinetics/label_map.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "commands/model_session.hpp"
+#include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/precision.hpp"
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/dataset.hpp"
@@ -35,58 +34,6 @@ bool has_ext(const std::string& path, std::initializer_list<const char*> exts) {
   for (const char* x : exts)
     if (e == x) return true;
   return false;
-}
-
-// Class names, one per line (line k is class k): read by vexp::kinetics, the one
-// reader of label maps, as the kinetics dataset reads its label_map.
-std::vector<std::string> read_labels(const std::string& path) {
-  try {
-    return kinetics::read_label_map(path).names();
-  } catch (const kinetics::Error&) {
-    throw;  // names the file and line
-  } catch (const base::Error& e) {
-    throw base::failure("cannot read the label file '" + path + "': " + e.what());
-  }
-}
-
-// A string parameter of the recipe's dataset ("" when it has none).
-std::string dataset_text(const Session& s, const char* key) {
-  const dsl::Params& p = s.plan->dataset_params;
-  return p.has(key) && p.get(key).is_string() ? p.str(key) : std::string();
-}
-
-// A path of the dataset's parameters: relative ones are under data.params.root, as
-// the kinetics dataset resolves its lists and label_map.
-fs::path under_data_root(const Session& s, const std::string& p) {
-  const fs::path q(p);
-  const std::string root = dataset_text(s, "root");
-  return q.is_absolute() || root.empty() ? q : fs::path(root) / q;
-}
-
-// The class names to print and where they come from, the first that has them:
-// --labels FILE, the recipe's data.params.label_map, the dataset's own names
-// (Dataset::class_names: synthetic_motion's, a kinetics CSV's), classes.txt in the
-// data root (what `vexp data make-synthetic` and `vexp data prepare` write).
-std::pair<std::vector<std::string>, std::string> class_names(const Session& s, const std::string& labels) {
-  if (!labels.empty()) return {read_labels(labels), "'" + labels + "'"};
-  const std::string label_map = dataset_text(s, "label_map");
-  if (!label_map.empty()) {
-    const std::string path = under_data_root(s, label_map).string();
-    return {read_labels(path), "the label map '" + path + "'"};
-  }
-  try {
-    auto data = s.host.make<Dataset>("dataset", s.plan->dataset, s.plan->dataset_params);
-    std::vector<std::string> names = data->class_names();
-    if (!names.empty()) return {names, "the dataset '" + s.plan->dataset + "'"};
-  } catch (const std::exception&) {
-    // The data is not on this machine (or the plugin is not loaded): no names from it.
-  }
-  if (!dataset_text(s, "root").empty()) {
-    const fs::path classes = under_data_root(s, "classes.txt");
-    std::error_code ec;
-    if (fs::is_regular_file(classes, ec)) return {read_labels(classes.string()), "'" + classes.string() + "'"};
-  }
-  return {{}, ""};
 }
 
 // The recipe's test pipeline for one video: the kinetics dataset plugin, given a
@@ -123,6 +70,7 @@ at::Tensor recipe_test_views(const Session& s, const std::string& video, const d
   if (short_side > 0) p.values()["scale_size"] = dsl::Value(short_side);
   try {
     auto data = s.host.make<Dataset>("dataset", "kinetics", p);
+    attach_transforms(*data, s.host, *s.plan);  // the recipe's test pipeline, when it gives one
     std::vector<at::Tensor> views;
     for (int64_t v = 0; v < data->views(Split::Val); ++v) views.push_back(data->get_view(Split::Val, 0, v, 0).clip);
     return at::stack(views);

@@ -97,6 +97,7 @@ void add_bench_allreduce(CLI::App& bench);  // `vexp bench allreduce` (cmd_bench
 void add_bench_comm(CLI::App& app);  // `vexp bench comm` (creates `bench` if needed)
 void add_info(CLI::App& app);
 void add_predict(CLI::App& app);
+void add_eval(CLI::App& app);     // cmd_eval.cpp
 void add_export(CLI::App& app);
 void add_sweep(CLI::App& app);    // cmd_sweep.cpp
 void add_results(CLI::App& app);  // cmd_results.cpp

@@ -5,6 +5,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "vexp/dataset.hpp"
+
+#include "vexp/kinetics/error.hpp"
+#include "vexp/kinetics/label_map.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
 namespace vexp::cli {
@@ -37,6 +41,63 @@ dsl::Shape clip_shape(const Session& s) { return s.plan->data_facts.clip; }
 
 std::shared_ptr<ModelGraph> build_model(const Session& s) {
   return std::make_shared<ModelGraph>(*s.plan, s.host);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Class names, one per line (line k is class k): read by vexp::kinetics, the one
+// reader of label maps, as the kinetics dataset reads its label_map.
+std::vector<std::string> read_labels(const std::string& path) {
+  try {
+    return kinetics::read_label_map(path).names();
+  } catch (const kinetics::Error&) {
+    throw;  // names the file and line
+  } catch (const base::Error& e) {
+    throw base::failure("cannot read the label file '" + path + "': " + e.what());
+  }
+}
+
+// A string parameter of the recipe's dataset ("" when it has none).
+std::string dataset_text(const Session& s, const char* key) {
+  const dsl::Params& p = s.plan->dataset_params;
+  return p.has(key) && p.get(key).is_string() ? p.str(key) : std::string();
+}
+
+// A path of the dataset's parameters: relative ones are under data.params.root, as
+// the kinetics dataset resolves its lists and label_map.
+fs::path under_data_root(const Session& s, const std::string& p) {
+  const fs::path q(p);
+  const std::string root = dataset_text(s, "root");
+  return q.is_absolute() || root.empty() ? q : fs::path(root) / q;
+}
+
+}  // namespace
+
+// The first of: --labels FILE, the recipe's data.params.label_map, the dataset's own
+// names (Dataset::class_names: synthetic_motion's, a kinetics CSV's), classes.txt in
+// the data root (what `vexp data make-synthetic` and `vexp data prepare` write).
+std::pair<std::vector<std::string>, std::string> class_names(const Session& s, const std::string& labels) {
+  if (!labels.empty()) return {read_labels(labels), "'" + labels + "'"};
+  const std::string label_map = dataset_text(s, "label_map");
+  if (!label_map.empty()) {
+    const std::string path = under_data_root(s, label_map).string();
+    return {read_labels(path), "the label map '" + path + "'"};
+  }
+  try {
+    auto data = s.host.make<Dataset>("dataset", s.plan->dataset, s.plan->dataset_params);
+    std::vector<std::string> names = data->class_names();
+    if (!names.empty()) return {names, "the dataset '" + s.plan->dataset + "'"};
+  } catch (const std::exception&) {
+    // The data is not on this machine (or the plugin is not loaded): no names from it.
+  }
+  if (!dataset_text(s, "root").empty()) {
+    const fs::path classes = under_data_root(s, "classes.txt");
+    std::error_code ec;
+    if (fs::is_regular_file(classes, ec)) return {read_labels(classes.string()), "'" + classes.string() + "'"};
+  }
+  return {{}, ""};
 }
 
 std::string latest_checkpoint_of(const std::string& dir) {

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "commands/common.hpp"
 #include "vexp/runtime/graph.hpp"
@@ -32,6 +34,12 @@ dsl::Shape clip_shape(const Session& s);
 
 // Builds the model; a failure (e.g. a bad `pretrained` file) becomes Exit 1.
 std::shared_ptr<ModelGraph> build_model(const Session& s);
+
+// The class names of the recipe's dataset and where they come from, the first that
+// has them: `labels` (a file, one name per line), the recipe's data.params.label_map
+// (relative to its data root), the dataset's own names (Dataset::class_names),
+// classes.txt in the data root. Empty names when none has them.
+std::pair<std::vector<std::string>, std::string> class_names(const Session& s, const std::string& labels);
 
 // The newest checkpoint (epoch_NNNN.pt) of a run directory (in DIR/checkpoints) or
 // of a checkpoints folder itself; empty when there is none.

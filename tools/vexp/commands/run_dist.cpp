@@ -23,7 +23,7 @@ namespace {
 bool under_launcher() { return detect_launcher().mpi; }
 }  // namespace
 
-void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend) {
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend, const std::string& work) {
   if (backend != "local") return;
   const Launcher l = detect_launcher();
   if (!l.several()) return;
@@ -38,10 +38,10 @@ void refuse_backend_of_one(const std::string& recipe_path, const std::string& ba
   const std::string tasks =
       l.tasks > 0 ? std::to_string(l.tasks) + " tasks (" + l.var + "=" + std::to_string(l.tasks) + ")"
                   : "more than one task (" + l.var + ")";
-  throw base::invalid(recipe_path + ": dist.backend = \"local\" trains in one process, but " + l.name +
-                               " started " + tasks +
-                               ", which would each train alone; add --set dist.backend=mpi (or set it in the "
-                               "recipe's [dist]), or start one task");
+  throw base::invalid(recipe_path + ": dist.backend = \"local\" " + work + "s in one process, but " + l.name +
+                               " started " + tasks + ", which would each " + work +
+                               " alone; add --set dist.backend=mpi (or set it in the recipe's [dist]), or start one "
+                               "task");
 }
 
 void print_dry_run(const RecipeArgs& args, int nproc) {
@@ -65,6 +65,7 @@ namespace {
 // The launcher's child (mpirun) and how many stop signals arrived.
 volatile pid_t g_mpirun = 0;
 volatile std::sig_atomic_t g_signals = 0;
+volatile std::sig_atomic_t g_training = 1;  // the ranks run `vexp run` (they stop after a step, with a checkpoint)
 
 extern "C" void forward_stop(int) {
   const std::sig_atomic_t before = g_signals;  // not ++: C++20 deprecates it on volatile
@@ -73,7 +74,9 @@ extern "C" void forward_stop(int) {
     static const char first[] =
         "\nvexp: interrupted: every rank stops after its current step and writes a checkpoint (interrupt again to "
         "exit at once)\n";
-    (void)!::write(STDERR_FILENO, first, sizeof first - 1);
+    static const char first_eval[] = "\nvexp: interrupted: ending the ranks\n";
+    if (g_training) (void)!::write(STDERR_FILENO, first, sizeof first - 1);
+    else (void)!::write(STDERR_FILENO, first_eval, sizeof first_eval - 1);
     if (g_mpirun > 0) ::kill(g_mpirun, SIGUSR1);  // mpirun forwards SIGUSR1 to every rank
     return;
   }
@@ -109,7 +112,8 @@ std::string resume_command() {
   return cmd + " --resume";
 }
 
-bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough) {
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough,
+                        const std::string& command) {
   if (under_launcher()) return false;  // mpirun/srun already started us: --nproc is informational
   Session s;
   RecipeArgs checked = args;
@@ -117,7 +121,7 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   if (!open_session(s, checked)) throw base::invalid("");
   const std::string self = base::exe_path();
   if (self.empty()) throw base::failure("cannot find the vexp executable to start ranks");
-  std::vector<std::string> rank_argv{self, "run", args.path};
+  std::vector<std::string> rank_argv{self, command, args.path};
   for (const auto& set : args.sets) {
     rank_argv.push_back("--set");
     rank_argv.push_back(set);
@@ -131,6 +135,7 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   const std::vector<std::string> argv = base::mpirun_argv(nproc, rank_argv);
   const std::string resume = resume_command();
   std::cerr << "vexp: starting " << nproc << " local ranks with mpirun\n";
+  g_training = command == "run";
   std::cerr.flush();
   // Stop signals are ours: mpirun runs in its own process group (a terminal's
   // Ctrl-C reaches only this process) and gets them forwarded as SIGUSR1.

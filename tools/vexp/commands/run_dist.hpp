@@ -15,16 +15,19 @@ void print_dry_run(const RecipeArgs& args, int nproc);
 // when a launcher started more than one task and `backend` is "local", which
 // cannot span processes: each task would otherwise train alone in the same run
 // directory. Tasks after the first exit 2 silently.
-void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend);
+// `work` says what each would do alone ("train", "evaluate").
+void refuse_backend_of_one(const std::string& recipe_path, const std::string& backend, const std::string& work = "train");
 
-// Runs `mpirun -np N ... vexp run ...` with the same arguments minus --nproc
-// (adding --set dist.backend=mpi when the recipe's backend is "local") and waits
-// for it. Returns false at once when already running under a launcher (this
-// process is a rank), true when the ranks succeeded; otherwise throws base::Error with
-// mpirun's exit code, or 130 when interrupted: the first SIGINT / SIGTERM is
-// forwarded to every rank as SIGUSR1 (each stops after the same step and rank 0
-// writes a checkpoint), a second one ends the job at once.
-bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough);
+// Runs `mpirun -np N ... vexp COMMAND ...` (`vexp run`, or `vexp eval`) with the same
+// arguments minus --nproc (adding --set dist.backend=mpi when the recipe's backend is
+// "local") and waits for it. Returns false at once when already running under a
+// launcher (this process is a rank), true when the ranks succeeded; otherwise throws
+// base::Error with mpirun's exit code, or 130 when interrupted: the first SIGINT /
+// SIGTERM is forwarded to every rank as SIGUSR1 (`vexp run`: each stops after the same
+// step and rank 0 writes a checkpoint; `vexp eval`: each ends), a second one ends the
+// job at once.
+bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std::string>& passthrough,
+                        const std::string& command = "run");
 
 // The command line that continues this invocation's run: its own arguments
 // without --resume [auto] / --resume-from / --stop-after, plus --resume (shell-quoted;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -18,8 +19,15 @@
 namespace vexp {
 
 struct Batch {
+  Batch() = default;
+  Batch(at::Tensor clips_, at::Tensor labels_, at::Tensor targets_ = {})
+      : clips(std::move(clips_)), labels(std::move(labels_)), targets(std::move(targets_)) {}
   at::Tensor clips;   // [N, T, C, H, W]
   at::Tensor labels;  // [N] int64
+  // [N, classes] float32 soft targets, rows summing to 1: set on the training device
+  // by the recipe's batch transforms (objective.hpp, in TrainStep); undefined (the
+  // loader's batches): the labels are the targets.
+  at::Tensor targets;
 };
 
 // Shards the training stream (sample_stream.hpp) over ranks: the per-epoch

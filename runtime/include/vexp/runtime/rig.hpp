@@ -7,6 +7,8 @@
 //   optimizer  Sgd over param_groups ([optim]: decay / no decay, fc_lr5, momentum,
 //              Nesterov), LARS at optim.lars_eta when optim.lars
 //   scaler     the GradScaler, enabled for fp16 ([run] precision)
+//   objective  the loss plugin ([loss]) and the batch transforms
+//              ([[data.batch_transforms]]), made from the host (objective.hpp)
 //   reducer    DDP's bucketed all-reduce with the plan's dist.bucket_mb and
 //              dist.compression (the loss carries 1/ranks: prescaled), when the plan
 //              has more than one rank and dist.reduction = "fast"; none on one rank,
@@ -35,6 +37,8 @@ namespace vexp {
 
 class Comm;
 class ModelGraph;
+class Objective;
+class PluginHost;
 class Sgd;
 struct DistPlan;
 namespace dsl {
@@ -54,9 +58,10 @@ class Rig {
  public:
   // `model`: built from `plan` (ModelGraph(plan, host)) by the caller, which seeds
   // and logs around it; the rig puts it in training mode, on the device and in its
-  // layout, then builds the optimizer and the scaler. `comm`: this rank's.
-  Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::shared_ptr<Comm> comm,
-      RigOptions options);
+  // layout, then builds the optimizer, the scaler and the objective (its plugins
+  // made from `host`, which must outlive the rig). `comm`: this rank's.
+  Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<ModelGraph> model,
+      std::shared_ptr<Comm> comm, RigOptions options);
   ~Rig();
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
@@ -81,6 +86,7 @@ class Rig {
   int64_t grad_numel() const;
   Sgd& sgd() const { return *sgd_; }
   GradScaler& scaler() const { return *scaler_; }
+  const Objective& objective() const { return *objective_; }
   // The layout in effect (apply_memory_format: Contiguous when no weight was re-laid out).
   MemoryFormat memory_format() const { return memory_format_; }
   const RigOptions& options() const { return opt_; }
@@ -98,6 +104,7 @@ class Rig {
   std::vector<at::Tensor> params_;
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<Objective> objective_;
   std::unique_ptr<Reducer> reducer_;
   std::unique_ptr<TrainStep> step_;
 };

@@ -5,8 +5,9 @@
 //
 // A step, for one rank:
 //   forward_backward  each of the rank's `micro` micro-batches: the randomness
-//                     reseeded from (seed, global step, GPU), forward under
-//                     autocast, cross-entropy, the loss checked (a callback: the
+//                     reseeded from (seed, global step, GPU), the recipe's batch
+//                     transforms (mixup, cutmix: objective.hpp), forward under
+//                     autocast, the recipe's loss, the loss checked (a callback: the
 //                     trainer's divergence rules, the benchmarks' refusal of a
 //                     non-finite loss), backward of loss / (micro x ranks) through
 //                     the GradScaler; only the last micro-batch's backward lets the
@@ -43,6 +44,7 @@ class Comm;
 class Dataset;
 class ExactGradSum;
 class ModelGraph;
+class Objective;
 class Reducer;
 class Sgd;
 struct DistPlan;
@@ -56,6 +58,8 @@ struct StepParts {
   const std::vector<at::Tensor>* params = nullptr;  // the trainable parameters (the optimizer's)
   Reducer* reducer = nullptr;                       // null: no bucketed exchange (one rank, or exact)
   Comm* comm = nullptr;                             // the loss / stop all-reduce (and the exact sum's)
+  const Objective* objective = nullptr;             // the loss and batch transforms (objective.hpp);
+                                                    // null: cross-entropy over the labels
 };
 
 struct StepOptions {
@@ -76,7 +80,7 @@ struct StepOptions {
 // Seconds of the last step's phases.
 struct StepTimes {
   double data = 0;       // inside the batch callback
-  double forward = 0;    // forward passes and the losses read back
+  double forward = 0;    // batch transforms, forward passes and the losses read back
   double backward = 0;
   double comm = 0;       // reduce()
   double optimizer = 0;  // update()

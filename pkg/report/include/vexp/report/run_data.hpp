@@ -35,6 +35,14 @@ struct RunData {
   std::vector<std::string> overrides;                     // --set of a sweep trial ("optim.lr=0.1")
   std::string base;                                       // the recipe those overrides apply to
   std::vector<nlohmann::json> provenance;  // provenance.jsonl's records, oldest first (none: an older run)
+  // `vexp eval`'s folders inside the run (DIR/*/eval.json), by name: the folder, its
+  // eval.json (null when it cannot be read: `problem` says why).
+  struct EvalFolder {
+    std::filesystem::path dir;
+    nlohmann::json eval;
+    std::string problem;
+  };
+  std::vector<EvalFolder> eval_folders;
 };
 
 // Reads DIR; throws base::Error (failure) when DIR is not a run directory (no metrics.jsonl,
