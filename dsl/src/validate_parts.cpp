@@ -2,6 +2,9 @@
 // [[data.test_transforms]], [[data.batch_transforms]] and [[hooks]]. Each use is a
 // table `{ type = "NAME", ... }` whose other keys are the plugin's parameters,
 // checked against its schema with the same messages as a node's.
+#include <cctype>
+#include <map>
+
 #include "validator.hpp"
 
 namespace vexp::dsl::detail {
@@ -54,6 +57,34 @@ void Validator::check_plugin_list(const Value* list, const std::string& kind, co
   }
 }
 
+// A hook's `name` parameter (the ema hook's, and any hook's that declares one)
+// names its metrics (NAME_top1) and the files it writes beside checkpoints
+// (epoch_NNNN.NAME.pt): a word, and no two hooks of a recipe share one.
+void Validator::check_hook_names(const Value& list) {
+  if (!list.is_array()) return;
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < plan_.hooks.size() && i < list.as_array().size(); ++i) {
+    const PluginUse& use = plan_.hooks[i];
+    if (use.type.empty() || !use.params.has("name") || !use.params.get("name").is_string()) continue;
+    const std::string& name = use.params.str("name");
+    const Value* given = list.as_array()[i].is_table() ? list.as_array()[i].find("name") : nullptr;
+    const Loc at = given ? given->loc() : use.loc;
+    bool word = !name.empty() && name.size() <= 64;
+    for (char c : name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) word = false;
+    if (!word) {
+      diags_.error(at, "hooks[" + std::to_string(i) + "] (hook '" + use.type + "'): name = \"" + name +
+                           "\" must be letters, digits and '_' (at most 64): it names the hook's metrics and files");
+      continue;
+    }
+    auto [it, fresh] = seen.emplace(name, i);
+    if (!fresh)
+      diags_.error(at, "hooks[" + std::to_string(i) + "] (hook '" + use.type + "'): name = \"" + name +
+                           "\" is hooks[" + std::to_string(it->second) + "]'s already; give each hook its own name "
+                           "(it names the hook's metrics and files)");
+  }
+}
+
 void Validator::check_parts(const Value& root) {
   if (const Value* loss = root.find("loss"); loss && loss->is_table()) {
     Value r;
@@ -84,6 +115,7 @@ void Validator::check_parts(const Value& root) {
     Value::Array resolved;
     check_plugin_list(hooks, "hook", "hooks", plan_.hooks, resolved);
     parts_resolved_["hooks"] = Value::array(std::move(resolved)).at(hooks->loc());
+    check_hook_names(*hooks);
   }
 }
 

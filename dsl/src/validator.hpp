@@ -81,6 +81,7 @@ class Validator {
   void check_plugin_list(const Value* list, const std::string& kind, const std::string& where,
                          std::vector<PluginUse>& out, Value::Array& resolved);
   void check_parts(const Value& root);
+  void check_hook_names(const Value& list);
   // config.cpp
   void read_config();
   // validate_graph.cpp

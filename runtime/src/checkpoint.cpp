@@ -72,6 +72,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   root.insert(c10::IValue(std::string("model")), to_dict(ckpt.model));
   root.insert(c10::IValue(std::string("optimizer")), to_dict(ckpt.optimizer));
   root.insert(c10::IValue(std::string("meta")), c10::IValue(ckpt.meta_json));
+  if (!ckpt.hooks.empty()) root.insert(c10::IValue(std::string("hooks")), to_dict(ckpt.hooks));
   std::vector<char> bytes = pickle_save_plain(c10::IValue(root));
   base::write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));  // folder fsynced too
 }
@@ -97,6 +98,7 @@ Checkpoint checkpoint_from(const PyRef& root, const std::string& path) {
   c.model = from_dict(model, path, "model");
   c.optimizer = from_dict(optimizer, path, "optimizer");
   c.meta_json = meta->s;
+  if (const PyValue* hooks = entry(*root, "hooks")) c.hooks = from_dict(hooks, path, "hooks");
   return c;
 }
 

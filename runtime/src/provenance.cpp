@@ -132,11 +132,13 @@ ProvenanceRecord::ProvenanceRecord(const fs::path& dir, bool writer, rundir::Inv
   }
 }
 
-void ProvenanceRecord::finish(const std::string& outcome) noexcept {
+void ProvenanceRecord::finish(const std::string& outcome, const std::map<std::string, std::string>& weights) noexcept {
   if (!writer_ || number_ == 0 || done_) return;
   done_ = true;
   try {
-    rundir::finish_invocation(dir_, number_, outcome);
+    std::map<std::string, rundir::HashedFile> files;
+    for (const auto& [tag, rel] : weights) files[tag] = hashed((dir_ / rel).string());
+    rundir::finish_invocation(dir_, number_, outcome, files);
   } catch (const std::exception& e) {
     log_warn("cannot complete this invocation's record in '" + rundir::RunDir(dir_).provenance().string() +
              "': " + e.what());

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <string>
 
 namespace vexp {
 
@@ -145,6 +147,12 @@ void EventWriter::metrics(const nlohmann::json& j) {
     auto it = j.find(key);
     if (it != j.end() && it->is_number()) v.emplace_back(tag, it->get<float>());
   };
+  // The trainer's own keys: mapped above, or bookkeeping that is not a curve.
+  static const std::set<std::string> own{"type", "epoch", "step", "global_step", "epochs_trained", "loss", "lr",
+                                         "clips_per_s", "data_s", "compute_s", "comm_s", "step_s", "ranks", "buckets",
+                                         "buckets_in_backward", "loss_scale", "skipped_steps", "top1", "top5", "val_loss",
+                                         "hooks_s"};
+  const char* prefix = nullptr;
   if (type == "step") {
     add("loss", "train/loss");
     add("lr", "train/lr");
@@ -154,11 +162,18 @@ void EventWriter::metrics(const nlohmann::json& j) {
     add("compute_s", "time/compute_s");
     add("comm_s", "time/comm_s");
     add("step_s", "time/step_s");
+    add("hooks_s", "time/hooks_s");
+    prefix = "train/";
   } else if (type == "eval") {
     add("top1", "val/top1");
     add("top5", "val/top5");
     add("val_loss", "val/loss");
+    prefix = "val/";
   }
+  // The hooks' metrics in the record (ema_top1, ...): train/NAME or val/NAME.
+  if (prefix)
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!own.count(it.key()) && it->is_number()) v.emplace_back(prefix + it.key(), it->get<float>());
   scalars(step, v);
 }
 

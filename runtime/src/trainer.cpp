@@ -173,6 +173,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   r.out = run_dir_of(r.plan, opt);
   r.ckpt_dir = rundir::RunDir(r.out).checkpoints();
   r.recipe_hash = dsl::recipe_hash(r.plan.resolved);
+  // The recipe's [[hooks]]: a hook that refuses its parameters does so before the
+  // run directory is touched.
+  if (!r.plan.hooks.empty()) r.hooks = std::make_shared<RunHooks>(r.plan, s.host);
 
   // Held until the run ends (the kernel drops it however this process ends).
   base::DirLock lock;
@@ -190,15 +193,17 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   if (r.writer) start_run_dir(r);
   // provenance.jsonl: this invocation, completed below however it ends (where it can).
   ProvenanceRecord provenance(r.out, r.writer, describe_invocation(r, s), *r.comm);
+  // The hooks' weights files of this invocation, recorded with its end.
+  auto hook_weights = [&r] { return r.hooks ? r.hooks->weights_files() : std::map<std::string, std::string>{}; };
   try {
     TrainResult res = train_run(r, s, resume);
-    provenance.finish(res.finished ? "finished" : "stopped");
+    provenance.finish(res.finished ? "finished" : "stopped", hook_weights());
     return res;
   } catch (const DivergedError&) {
     provenance.finish("diverged");
     throw;
   } catch (const InterruptedError&) {
-    provenance.finish("interrupted");
+    provenance.finish("interrupted", hook_weights());
     throw;
   } catch (...) {
     provenance.finish("failed");
@@ -224,6 +229,8 @@ TrainResult train_run(Run& r, Session& s, ResumePoint& resume) {
   // The reducer (more than one rank, dist.reduction = "fast") and the step.
   r.rig->start(r.dp);
   log_start(r);
+  // The hooks start from the final weights (and a resume's state, restored above).
+  if (r.hooks) r.hooks->start(r);
   r.progress = std::make_unique<Progress>(r.writer ? r.plan.run.progress : "none", r.plan.run.log_every);
   if (const int64_t ms = r.faults.start_sleep_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   LoopResult loop = train_epochs(r);

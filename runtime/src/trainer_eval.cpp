@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -76,12 +79,52 @@ EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64
   return r;
 }
 
-EvalResult evaluate_after(Run& r, int64_t done_epochs) {
+namespace {
+
+// The run's validation protocol on the model as it is: the one evaluation of the
+// trained weights (evaluate_after) and of a hook's (evaluate_weights).
+EvalResult evaluate_run_model(Run& r) {
   const int64_t eval_batch = r.plan.run.eval_batch > 0 ? r.plan.run.eval_batch : r.dp.per_gpu;
-  EvalResult e = evaluate(*r.model, *r.data, eval_batch, r.plan.data_facts.classes, r.loader_opts, r.exec.device,
-                          r.exec.precision);
+  return evaluate(*r.model, *r.data, eval_batch, r.plan.data_facts.classes, r.loader_opts, r.exec.device,
+                  r.exec.precision);
+}
+
+}  // namespace
+
+EvalResult evaluate_after(Run& r, int64_t done_epochs) {
+  EvalResult e = evaluate_run_model(r);
   if (r.faults.hit("nan_val", done_epochs, r.rank)) e.loss = std::numeric_limits<double>::quiet_NaN();
   return e;
+}
+
+EvalResult evaluate_weights(Run& r, const std::map<std::string, at::Tensor>& weights) {
+  c10::NoGradGuard no_grad;
+  std::map<std::string, at::Tensor> mine;
+  for (const auto& p : r.model->named_parameters(true)) mine[p.key()] = p.value();
+  for (const auto& b : r.model->named_buffers(true)) mine[b.key()] = b.value();
+  for (const auto& [k, w] : weights) {
+    auto it = mine.find(k);
+    if (it == mine.end()) throw std::invalid_argument("cannot evaluate weights with '" + k + "': the model has no such tensor");
+    if (!it->second.sizes().equals(w.sizes()))
+      throw std::invalid_argument("cannot evaluate weights with '" + k + "': another shape than the model's");
+  }
+  // The model's own tensors aside, the given ones in their place (on the model's
+  // device and in its layout), the evaluation, the own ones back.
+  std::vector<std::pair<at::Tensor, at::Tensor>> kept;
+  kept.reserve(weights.size());
+  for (const auto& [k, w] : weights) {
+    at::Tensor& t = mine.at(k);
+    kept.emplace_back(t, t.clone());
+    t.copy_(w);
+  }
+  struct PutBack {
+    std::vector<std::pair<at::Tensor, at::Tensor>>& kept;
+    ~PutBack() {
+      c10::NoGradGuard no_grad;
+      for (auto& [t, own] : kept) t.copy_(own);
+    }
+  } put_back{kept};
+  return evaluate_run_model(r);
 }
 
 void check_eval(Run& r, const EvalResult& e, int64_t done_epochs) {

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <string>
 #include <thread>
 
 #include <ATen/ATen.h>
@@ -101,6 +103,17 @@ class MetricsLog {
   EventWriter tb_;
   bool tb_failed_ = false;
 };
+
+// "ema_top1 0.9988 ema_top5 1.0000 ema_loss 0.0123": the hooks' metrics of a record.
+std::string hook_metrics_text(const std::map<std::string, double>& m) {
+  std::string out;
+  for (const auto& [k, v] : m) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    out += (out.empty() ? "" : " ") + k + " " + buf;
+  }
+  return out;
+}
 
 class EpochLoop {
  public:
@@ -225,6 +238,18 @@ class EpochLoop {
     step_.update(lr);
     compute_s += step_.times().optimizer;
     ++st_.global_step;
+    // Steps of this epoch done, of how many (epochs differ by one step when N/G is not whole).
+    const int64_t done = step + 1 - epoch_first_, steps = epoch_end_ - epoch_first_;
+    const bool logged = done % r_.plan.run.log_every == 0 || done == steps;
+    // The hooks after the step (an EMA of the weights ...): their time is the step's,
+    // their metrics join its record.
+    std::map<std::string, double> added;
+    double hooks_s = 0;
+    if (r_.hooks) {
+      const auto t = Clock::now();
+      added = r_.hooks->after_step(r_, epoch + 1, done, step_.mean_loss(), lr, logged);
+      hooks_s = seconds_since(t);
+    }
     const double step_s = seconds_since(step_start);
     st_.train_time += step_s;
     st_.train_clips += dp_.global_batch;
@@ -240,11 +265,9 @@ class EpochLoop {
     const int64_t steps_left = dp_.stream.first_step(end_epoch_) - (step + 1);
     const double eta = static_cast<double>(steps_left) * seconds_since(epoch_start_) /
                        static_cast<double>(step + 1 - first_step_);
-    // Steps of this epoch done, of how many (epochs differ by one step when N/G is not whole).
-    const int64_t done = step + 1 - epoch_first_, steps = epoch_end_ - epoch_first_;
     r_.progress->step(epoch + 1, dp_.epochs, done, steps, st_.window_sum / static_cast<double>(st_.window_n), lr,
                       clips_per_s, eta);
-    if (done % r_.plan.run.log_every == 0 || done == steps) {
+    if (logged) {
       json line{{"type", "step"}, {"epoch", epoch + 1}, {"step", done}, {"global_step", st_.global_step},
                 {"epochs_trained", dp_.stream.epochs_before(st_.global_step)},
                 {"loss", st_.window_sum / static_cast<double>(st_.window_n)}, {"lr", lr}, {"clips_per_s", clips_per_s},
@@ -254,6 +277,8 @@ class EpochLoop {
         line["loss_scale"] = scaler.scale();
         line["skipped_steps"] = scaler.skipped_steps();
       }
+      if (r_.hooks) line["hooks_s"] = hooks_s;
+      for (const auto& [k, v] : added) line[k] = v;
       metrics_.emit(line);
       close_window(epoch);
     }
@@ -302,15 +327,21 @@ class EpochLoop {
     const int64_t done_epochs = epoch + 1;
     const bool last_epoch = done_epochs == dp_.epochs;
     if ((run.eval_every > 0 && done_epochs % run.eval_every == 0) || last_epoch) {
-      const EvalResult e = evaluate_after(r_, done_epochs);
+      EvalResult e = evaluate_after(r_, done_epochs);
+      // The hooks after the evaluation (the EMA's weights evaluated ...): their metrics join its record.
+      if (r_.hooks) r_.hooks->after_eval(r_, done_epochs, e);
       last_eval_ = e;
-      metrics_.emit({{"type", "eval"}, {"epoch", done_epochs}, {"global_step", st_.global_step}, {"top1", e.top1},
-                     {"top5", e.top5}, {"val_loss", e.loss}});
+      json record{{"type", "eval"}, {"epoch", done_epochs}, {"global_step", st_.global_step}, {"top1", e.top1},
+                  {"top5", e.top5}, {"val_loss", e.loss}};
+      for (const auto& [k, v] : e.extra) record[k] = v;
+      metrics_.emit(record);
       char buf[200];
       std::snprintf(buf, sizeof buf, "epoch %lld/%lld: val top-1 %.4f top-5 %.4f loss %.4f (data %.1fs compute %.1fs comm %.1fs)",
                     (long long)done_epochs, (long long)dp_.epochs, e.top1, e.top5, e.loss, epoch_data_,
                     epoch_compute_, epoch_comm_);
       r_.progress->line(buf);
+      if (!e.extra.empty()) r_.progress->line("epoch " + std::to_string(done_epochs) + "/" +
+                                              std::to_string(dp_.epochs) + ": " + hook_metrics_text(e.extra));
       check_eval(r_, e, done_epochs);
     } else {
       r_.progress->end_bar();

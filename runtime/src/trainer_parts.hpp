@@ -8,6 +8,7 @@
 //   trainer_state.cpp    a checkpoint's contents: the state saved and restored
 //   trainer_loop.cpp     the epochs: steps, divergence checks, evaluation, checkpoints
 //   trainer_eval.cpp     evaluation on the validation split
+//   trainer_hooks.cpp    the recipe's [[hooks]] and the calls at their points
 //   trainer_report.cpp   progress display, test fault injection, the summary
 //   trainer_provenance.cpp  provenance.jsonl: this invocation's record
 // Every file of the run directory is named, written and read by vexp::rundir.
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -122,7 +124,10 @@ struct TrainState {
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;
   int64_t clips = 0;
+  std::map<std::string, double> extra;  // metrics the hooks added after it (ema_top1, ...)
 };
+
+class RunHooks;
 
 struct Run {
   Run(const dsl::RecipePlan& plan, const TrainOptions& opt, std::shared_ptr<Comm> comm);
@@ -150,6 +155,7 @@ struct Run {
   TrainState state;
   std::unique_ptr<Progress> progress;
   int64_t metrics_lines_lost = 0;  // metrics.jsonl lines this invocation could not write
+  std::shared_ptr<RunHooks> hooks;  // the recipe's [[hooks]]; null when it has none
 };
 
 // ---- trainer_run_dir.cpp ----
@@ -216,6 +222,10 @@ EvalResult evaluate(ModelGraph& model, const Dataset& data, int64_t batch, int64
                     const c10::Device& device, Precision precision);
 // The evaluation after `done_epochs` epochs (faults injected).
 EvalResult evaluate_after(Run& r, int64_t done_epochs);
+// The same evaluation of the model with `weights` in place of its own tensors (a
+// hook's, HookContext::evaluate); the model's own are put back. Throws
+// std::invalid_argument naming a tensor the model has not, or of another shape.
+EvalResult evaluate_weights(Run& r, const std::map<std::string, at::Tensor>& weights);
 // A non-finite reported metric ends the run as diverged (DivergedError).
 void check_eval(Run& r, const EvalResult& e, int64_t done_epochs);
 // " (lower optim.lr, ...)": what a diverged run can change.
@@ -230,6 +240,43 @@ struct LoopResult {
 // Trains from r.state to the last epoch (or --stop-after): throws
 // InterruptedError when a stop was asked for, DivergedError when the loss diverges.
 LoopResult train_epochs(Run& r);
+
+// ---- trainer_hooks.cpp ----
+
+// The recipe's [[hooks]] (plan.hooks), made once per invocation, and the calls at
+// their points (vexp/hook.hpp) on every rank. A hook's error becomes a failure
+// naming the hook, its recipe line and the point.
+class RunHooks {
+ public:
+  // Makes every hook (a factory's error is invalid, at the hook's recipe line).
+  RunHooks(const dsl::RecipePlan& plan, PluginHost& host);
+  ~RunHooks();
+  // Before the first step of this invocation (the weights final on every rank).
+  void start(Run& r);
+  // After global step r.state.global_step, step `epoch_step` of epoch `epoch` (from 1);
+  // returns the metrics the hooks added (empty unless `logged`).
+  std::map<std::string, double> after_step(Run& r, int64_t epoch, int64_t epoch_step, double loss, double lr,
+                                           bool logged);
+  // After the evaluation `e` after `done_epochs` epochs: the hooks' metrics go to e.extra.
+  void after_eval(Run& r, int64_t done_epochs, EvalResult& e);
+  // After the checkpoint `path` of `done_epochs` epochs and `epoch_step` steps was written.
+  void at_checkpoint(Run& r, int64_t done_epochs, int64_t epoch_step, const std::string& path);
+  // The run trained its last epoch: the metrics the hooks added (for summary.json,
+  // which has `taken` already: the last evaluation's).
+  std::map<std::string, double> at_end(Run& r, const std::set<std::string>& taken);
+  // Every hook's state, named "I.TYPE/NAME" (Checkpoint::hooks), and back.
+  std::map<std::string, at::Tensor> state() const;
+  void load_state(const std::map<std::string, at::Tensor>& state, const std::string& path);
+  // The weights files the hooks wrote (HookContext::save_weights): the last of each
+  // tag, relative to the run directory, in tag order.
+  const std::map<std::string, std::string>& weights_files() const { return weights_files_; }
+
+ private:
+  struct Entry;
+  std::vector<Entry> hooks_;
+  std::map<std::string, std::string> weights_files_;
+  std::map<std::string, size_t> tag_owner_;  // a weights tag belongs to one hook
+};
 
 // ---- trainer_provenance.cpp ----
 

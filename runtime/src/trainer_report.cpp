@@ -131,7 +131,15 @@ TrainResult finish(Run& r, LoopResult loop) {
   res.finished = loop.end_epoch == dp.epochs;
   if (res.finished && !loop.last_eval) {
     loop.last_eval = evaluate_after(r, dp.epochs);
+    if (r.hooks) r.hooks->after_eval(r, dp.epochs, *loop.last_eval);
     check_eval(r, *loop.last_eval, dp.epochs);
+  }
+  // The hooks at the end of a finished run: their metrics join the last evaluation's in summary.json.
+  std::map<std::string, double> hook_metrics = loop.last_eval ? loop.last_eval->extra : std::map<std::string, double>{};
+  if (res.finished && r.hooks) {
+    std::set<std::string> taken;
+    for (const auto& [k, v] : hook_metrics) taken.insert(k);
+    for (const auto& [k, v] : r.hooks->at_end(r, taken)) hook_metrics[k] = v;
   }
   const EvalResult last_eval = loop.last_eval.value_or(EvalResult{});
   res.top1 = last_eval.top1;
@@ -163,6 +171,9 @@ TrainResult finish(Run& r, LoopResult loop) {
   }
   // The reports place chance (1/classes for top-1) from it.
   if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
+  // The hooks' metrics (ema_top1, ...) and weights files (tag -> checkpoints/epoch_NNNN.TAG.pt).
+  for (const auto& [k, v] : hook_metrics) summary[k] = v;
+  if (r.hooks && !r.hooks->weights_files().empty()) summary["hook_weights"] = r.hooks->weights_files();
   rundir::write_summary(r.out, summary);
   return res;
 }

@@ -130,10 +130,14 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   s.window_n = meta.value("window_steps", int64_t(0));
   if (meta.contains("bad_items"))
     for (const auto& b : meta.at("bad_items")) s.bad_saved.insert(b.get<std::string>());
+  if (r.hooks) r.hooks->load_state(c.hooks, path);
   return s;
 }
 
-std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
+namespace {
+
+// The checkpoint after `done_epochs` epochs and `epoch_step` steps (rank 0 writes it).
+std::string write_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   const TrainState& s = r.state;
   const std::set<std::string> bad = all_bad_items(*r.data, *r.comm, s.bad_saved);
   const std::string path = (r.ckpt_dir / checkpoint_file_name(done_epochs, epoch_step)).string();
@@ -142,6 +146,7 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   for (const auto& p : r.model->named_parameters(true)) c.model[p.key()] = p.value();
   for (const auto& b : r.model->named_buffers(true)) c.model[b.key()] = b.value();
   c.optimizer = r.rig->sgd().state();
+  if (r.hooks) c.hooks = r.hooks->state();
   json meta{{"epoch", done_epochs},            {"epoch_step", epoch_step},
             {"sampling", kSampling},           {"epoch_clips", r.dp.stream.clips},
             {"global_step", s.global_step},    {"recipe_hash", r.recipe_hash},
@@ -158,6 +163,15 @@ std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   save_checkpoint(path, c);
   // Only after the new one is safely on disk: a crash in between leaves one more, never one fewer.
   if (r.plan.run.keep_checkpoints > 0) prune_checkpoints(r.ckpt_dir.string(), r.plan.run.keep_checkpoints, path);
+  return path;
+}
+
+}  // namespace
+
+std::string save_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
+  const std::string path = write_state(r, done_epochs, epoch_step);
+  // The hooks at the checkpoint (the EMA's weights written beside it), on every rank.
+  if (r.hooks) r.hooks->at_checkpoint(r, done_epochs, epoch_step, path);
   return path;
 }
 

@@ -268,15 +268,23 @@ std::vector<std::string> measured() {
                   .f("run_dir", &HookContext::run_dir)
                   .f("step", &HookContext::step)
                   .f("epoch", &HookContext::epoch)
+                  .f("epoch_step", &HookContext::epoch_step)
+                  .f("epochs", &HookContext::epochs)
                   .f("rank", &HookContext::rank)
                   .f("ranks", &HookContext::ranks)
+                  .f("world", &HookContext::world)
+                  .f("logged", &HookContext::logged)
                   .f("metrics", &HookContext::metrics)
                   .f("add_metric", &HookContext::add_metric)
-                  .f("evaluate", &HookContext::evaluate));
+                  .f("evaluate", &HookContext::evaluate)
+                  .f("checkpoint", &HookContext::checkpoint)
+                  .f("save_weights", &HookContext::save_weights));
   l.push_back(Line("Hook", sizeof(Hook))
+                  .v("start", &Hook::start)
                   .v("after_step", &Hook::after_step)
                   .v("after_eval", &Hook::after_eval)
                   .v("at_checkpoint", &Hook::at_checkpoint)
+                  .v("at_end", &Hook::at_end)
                   .v("state", &Hook::state)
                   .v("load_state", &Hook::load_state)
                   .n("slots", slots_of<Hook>()));
@@ -389,8 +397,8 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "ClipTransform size=8 stages#2 views#3 check#4 geometry#5 pixels#6 Geometry=1 Pixels=2 slots=7",
            "BatchContext size=32 step@0 steps@8 epoch@16 micro_batch@24",
            "BatchTransform size=8 apply#2 slots=3 apply=MN4vexp14BatchTransformEFvRN2at6TensorES3_RNS_3RngERKNS_12BatchContextEE",
-           "HookContext size=136 model@0 run_dir@8 step@40 epoch@48 rank@56 ranks@60 metrics@64 add_metric@72 evaluate@104",
-           "Hook size=8 after_step#2 after_eval#3 at_checkpoint#4 state#5 load_state#6 slots=7",
+           "HookContext size=272 model@0 run_dir@8 step@40 epoch@48 epoch_step@56 epochs@64 rank@72 ranks@76 world@80 logged@88 metrics@96 add_metric@144 evaluate@176 checkpoint@208 save_weights@240",
+           "Hook size=8 start#2 after_step#3 after_eval#4 at_checkpoint#5 at_end#6 state#7 load_state#8 slots=9",
            "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
 
        }},

@@ -22,9 +22,10 @@ no_crash() {
 # parameters (max abs difference <= 1e-5) and, when asked, the same loss curve.
 same_params() {
   $PY - "$1" "$2" "${3:-}" <<'PY' || fail "runs $1 and $2 differ"
-import glob, json, sys, torch
+import glob, json, os, sys, torch
 a, b, curve = sys.argv[1], sys.argv[2], sys.argv[3] == "curve"
-def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
+def last(d):  # the newest checkpoint (not a hook's epoch_NNNN.TAG.pt beside it)
+    return torch.load(sorted(f for f in glob.glob(d + "/checkpoints/epoch_*.pt") if os.path.basename(f).count(".") == 1)[-1], weights_only=True)
 ca, cb = last(a), last(b)
 ma, mb = ca["model"], cb["model"]
 skip = ("running_mean", "running_var", "num_batches_tracked")   # per-GPU BatchNorm statistics
@@ -50,9 +51,10 @@ PY
 # summaries the same top-1 and top-5.
 same_state() {
   $PY - "$1" "$2" "${3:-0}" <<'PY' || fail "runs $1 and $2 differ"
-import glob, json, sys, torch
+import glob, json, os, sys, torch
 a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
-def last(d): return torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
+def last(d):  # the newest checkpoint (not a hook's epoch_NNNN.TAG.pt beside it)
+    return torch.load(sorted(f for f in glob.glob(d + "/checkpoints/epoch_*.pt") if os.path.basename(f).count(".") == 1)[-1], weights_only=True)
 ca, cb = last(a), last(b)
 for part in ("model", "optimizer"):
     ta, tb = ca[part], cb[part]
@@ -212,6 +214,43 @@ parity_2rank_vs_emulated_transforms)
   expect_rc 0 -- "$vexp" run $A --out "$tmp/down" --resume
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/down"
+  ;;
+hooks_2rank_vs_emulated)
+  # The ema hook (and so any hook) on 2 ranks equals 1 rank emulating 2 GPUs: the
+  # averaged weights beside every checkpoint, the ema figures of every evaluation, and
+  # the trained state, bit for bit; so does a run started on 2 ranks and resumed on 1.
+  printf 'extends = "%s"\n[[hooks]]\ntype = "ema"\ndecay = 0.9\nwarmup = true\n' "$here/$R" > "$tmp/ema.toml"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$tmp/ema.toml" --out "$tmp/two"
+  expect_out "ema_top1"
+  expect_rc 0 -- "$vexp" run "$tmp/ema.toml" --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s)"
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$tmp/ema.toml" --out "$tmp/down" --stop-after 1
+  expect_rc 0 -- "$vexp" run "$tmp/ema.toml" --out "$tmp/down" --resume
+  expect_out "resuming"
+  $PY - "$tmp/two" "$tmp/one" "$tmp/down" <<'PY' || fail "the ema hook differs between 2 ranks, 1 rank emulating 2, and a resumed run"
+import glob, json, os, sys, torch
+runs = sys.argv[1:]
+def ema_files(d): return sorted(os.path.basename(f) for f in glob.glob(d + "/checkpoints/*.ema.pt"))
+def evals(d):
+    return [{k: v for k, v in j.items() if k in ("global_step", "top1", "val_loss", "ema_top1", "ema_top5", "ema_loss")}
+            for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "eval"]
+files = ema_files(runs[0])
+assert files and all(f"epoch_{e:04d}.ema.pt" in files for e in range(1, len(files) + 1)), files
+ref = evals(runs[0])
+assert ref and all("ema_top1" in e for e in ref), ref
+for d in runs[1:]:
+    assert ema_files(d) == files, (d, ema_files(d), files)
+    for f in files:
+        a, b = (torch.load(f"{x}/checkpoints/{f}", weights_only=True) for x in (runs[0], d))
+        assert list(a) == list(b) and a, f
+        for k in a:
+            assert torch.equal(a[k], b[k]), (d, f, k)
+    assert evals(d) == ref, (d, evals(d), ref)
+    s0, s = (json.load(open(x + "/summary.json")) for x in (runs[0], d))
+    assert s["ema_top1"] == s0["ema_top1"] and s["hook_weights"] == s0["hook_weights"], (s, s0)
+print(len(files), "ema files and", len(ref), "evaluations equal over", len(runs), "runs")
+PY
   ;;
 resume_on_other_ranks)
   # A run started on 2 ranks and resumed on 1 rank emulating 2 (a requeued job granted

@@ -60,7 +60,7 @@ TEST(TensorBoard, WriterMapsMetricRecordsToScalars) {
     ASSERT_TRUE(w.open(dir.string()));
     EXPECT_NE(w.path().find("events.out.tfevents."), std::string::npos);
     w.metrics({{"type", "step"}, {"global_step", 5}, {"loss", 1.5}, {"lr", 0.1}, {"epochs_trained", 0.25}});
-    w.metrics({{"type", "eval"}, {"global_step", 5}, {"top1", 0.75}});
+    w.metrics({{"type", "eval"}, {"global_step", 5}, {"top1", 0.75}, {"ema_top1", 0.5}, {"epoch", 1}});
     w.metrics({{"type", "other"}});  // ignored
   }
   int files = 0;
@@ -86,6 +86,10 @@ TEST(TensorBoard, WriterMapsMetricRecordsToScalars) {
     EXPECT_NE(bytes.find("train/lr"), std::string::npos);
     EXPECT_NE(bytes.find("train/epochs"), std::string::npos);
     EXPECT_NE(bytes.find("val/top1"), std::string::npos);
+    // A hook's metric in the record becomes a scalar of its own; bookkeeping keys do not.
+    EXPECT_NE(bytes.find("val/ema_top1"), std::string::npos);
+    EXPECT_EQ(bytes.find("val/epoch"), std::string::npos);
+    EXPECT_EQ(bytes.find("train/global_step"), std::string::npos);
   }
   EXPECT_EQ(files, 1);
   std::filesystem::remove_all(dir);

@@ -160,6 +160,29 @@ std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step) {
   return buf;
 }
 
+std::string checkpoint_side_file(const std::string& checkpoint, const std::string& tag) {
+  fs::path p(checkpoint);
+  return (p.parent_path() / (p.stem().string() + "." + tag + ".pt")).string();
+}
+
+namespace {
+// The side files of checkpoint `path`: STEM.TAG.pt, TAG without a dot.
+std::vector<fs::path> side_files_of(const fs::path& path) {
+  std::vector<fs::path> out;
+  const std::string prefix = path.stem().string() + ".";
+  std::error_code ec;
+  for (fs::directory_iterator it(path.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    if (f.size() <= prefix.size() + 3 || f.compare(0, prefix.size(), prefix) != 0) continue;
+    if (f.compare(f.size() - 3, 3, ".pt") != 0) continue;
+    const std::string tag = f.substr(prefix.size(), f.size() - prefix.size() - 3);
+    std::error_code fec;
+    if (tag.find('.') == std::string::npos && it->is_regular_file(fec)) out.push_back(it->path());
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> checkpoints_newest_first(const std::string& dir) {
   std::vector<std::pair<std::pair<long long, long long>, std::string>> found;
   std::error_code ec;
@@ -193,7 +216,11 @@ std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep,
   std::error_code ec;
   for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) {
     if (!written.empty() && fs::equivalent(all[i], written, ec)) continue;
-    if (fs::remove(all[i], ec)) removed.push_back(all[i]);
+    const std::vector<fs::path> side = side_files_of(all[i]);
+    if (!fs::remove(all[i], ec)) continue;
+    removed.push_back(all[i]);
+    for (const auto& f : side)
+      if (fs::remove(f, ec)) removed.push_back(f.string());
   }
   return removed;
 }
@@ -319,6 +346,7 @@ std::optional<double> EvalRecord::value(const std::string& key) const {
   if (key == "top1") return top1;
   if (key == "top5") return top5;
   if (key == "val_loss") return val_loss;
+  if (auto it = hooks.find(key); it != hooks.end()) return it->second;
   return std::nullopt;
 }
 
@@ -374,6 +402,10 @@ Metrics read_metrics(const fs::path& dir) {
           e.top1 = opt_num(j, "top1");
           e.top5 = opt_num(j, "top5");
           e.val_loss = opt_num(j, "val_loss");
+          for (auto it = j.begin(); it != j.end(); ++it)
+            if (it->is_number() && it.key() != "epoch" && it.key() != "global_step" && it.key() != "top1" &&
+                it.key() != "top5" && it.key() != "val_loss")
+              e.hooks[it.key()] = it->get<double>();
           m.evals.push_back(e);
         }
       },

@@ -150,7 +150,8 @@ int64_t append_invocation(const fs::path& dir, Invocation& inv) {
   return inv.number;
 }
 
-void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome) {
+void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome,
+                       const std::map<std::string, HashedFile>& weights) {
   const fs::path file = RunDir(dir).provenance();
   std::vector<std::string> lines = lines_of(file);
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
@@ -160,6 +161,15 @@ void finish_invocation(const fs::path& dir, int64_t number, const std::string& o
     if (n == r->end() || !n->is_number_integer() || n->get<int64_t>() != number) continue;
     (*r)["end"] = base::utc_now();
     (*r)["outcome"] = outcome;
+    if (!weights.empty()) {
+      json w = json::object();
+      for (const auto& [tag, f] : weights) {
+        json e{{"path", f.path}, {"sha256", f.sha256}};
+        if (!f.error.empty()) e["error"] = f.error;
+        w[tag] = std::move(e);
+      }
+      (*r)["weights"] = std::move(w);
+    }
     *it = r->dump();
     write_lines(file, lines);
     return;

@@ -53,6 +53,28 @@ TEST(RunDirFiles, CheckpointNamesOrderAndPruning) {
   EXPECT_TRUE(fs::exists(tmp.path() / "notes.txt"));
 }
 
+TEST(RunDirFiles, SideFilesGoWithTheirCheckpoint) {
+  EXPECT_EQ(checkpoint_side_file("epoch_0003.pt", "ema"), "epoch_0003.ema.pt");
+  EXPECT_EQ(checkpoint_side_file("/r/checkpoints/epoch_0003_step_000017.pt", "ema_slow"),
+            "/r/checkpoints/epoch_0003_step_000017.ema_slow.pt");
+  vexp::base::TempDir tmp;
+  for (const char* n : {"epoch_0001.pt", "epoch_0001.ema.pt", "epoch_0001.ema2.pt", "epoch_0001_step_000002.pt",
+                        "epoch_0001_step_000002.ema.pt", "epoch_0002.pt", "epoch_0002.ema.pt", "epoch_0001.a.b.pt",
+                        "epoch_0001.ema.pt.corrupt"})
+    write(tmp.path() / n, "x");
+  // Side files are not checkpoints.
+  const auto all = checkpoints_newest_first(tmp.path().string());
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(fs::path(latest_checkpoint(tmp.path().string())).filename(), "epoch_0002.pt");
+  const auto removed = prune_checkpoints(tmp.path().string(), 1, (tmp.path() / "epoch_0002.pt").string());
+  EXPECT_EQ(removed.size(), 5u);  // 2 checkpoints, 3 side files
+  for (const char* gone : {"epoch_0001.pt", "epoch_0001.ema.pt", "epoch_0001.ema2.pt", "epoch_0001_step_000002.pt",
+                           "epoch_0001_step_000002.ema.pt"})
+    EXPECT_FALSE(fs::exists(tmp.path() / gone)) << gone;
+  for (const char* kept : {"epoch_0002.pt", "epoch_0002.ema.pt", "epoch_0001.a.b.pt", "epoch_0001.ema.pt.corrupt"})
+    EXPECT_TRUE(fs::exists(tmp.path() / kept)) << kept;
+}
+
 TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   vexp::base::TempDir tmp;
   write(tmp.path() / "metrics.jsonl",
@@ -61,7 +83,8 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
         "not json\n"
         "{\"type\":\"step\",\"global_step\":\"3\"}\n"
         "{\"type\":\"step\",\"epoch\":1,\"step\":4,\"global_step\":4,\"loss\":null}\n"
-        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":4,\"top1\":0.25,\"top5\":null,\"val_loss\":1.2}\n"
+        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":4,\"top1\":0.25,\"top5\":null,\"val_loss\":1.2,"
+        "\"ema_top1\":0.5,\"ema_loss\":null}\n"
         "{\"type\":\"step\",\"epoch\":2,\"st");  // a torn last line
   const Metrics m = read_metrics(tmp.path());
   ASSERT_EQ(m.steps.size(), 2u);
@@ -73,6 +96,10 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   EXPECT_EQ(m.evals[0].value("top1"), 0.25);
   EXPECT_FALSE(m.evals[0].value("top5"));
   EXPECT_FALSE(m.evals[0].value("clips_per_s"));
+  // A hook's metrics (numbers; null is not finite and left out).
+  EXPECT_EQ(m.evals[0].hooks, (std::map<std::string, double>{{"ema_top1", 0.5}}));
+  EXPECT_EQ(m.evals[0].value("ema_top1"), 0.5);
+  EXPECT_FALSE(m.evals[0].value("ema_loss"));
   EXPECT_EQ(m.skipped.count, 3);
   EXPECT_NE(m.skipped.where.find("metrics.jsonl:3: key 'global_step' is a string, expected a number"), std::string::npos)
       << m.skipped.where;

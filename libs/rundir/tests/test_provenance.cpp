@@ -46,8 +46,11 @@ TEST(Provenance, AppendFinishAndReadBack) {
   Invocation b = sample();
   b.argv.push_back("--resume");
   EXPECT_EQ(append_invocation(tmp.path(), b), 2);
-  finish_invocation(tmp.path(), 2, "finished");
+  finish_invocation(tmp.path(), 2, "finished", {{"ema", {"/r/checkpoints/epoch_0002.ema.pt", "ab12", ""}}});
   p = read_provenance(tmp.path());
+  EXPECT_FALSE(p.records[0].contains("weights"));
+  EXPECT_EQ(p.records[1]["weights"]["ema"]["path"], "/r/checkpoints/epoch_0002.ema.pt");
+  EXPECT_EQ(p.records[1]["weights"]["ema"]["sha256"], "ab12");
   ASSERT_EQ(p.records.size(), 2u);
   EXPECT_EQ(p.records[0]["outcome"], "stopped");
   EXPECT_NE(p.records[0]["end"], "");

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "vexp/build_tag.hpp"
 #include "vexp/report/html_report.hpp"
@@ -108,6 +111,27 @@ json eval_series(const RunData& r, const std::string& name, const std::string& c
   return s;
 }
 
+// A hook's metric of the evaluations (ema_top1, ...), by name.
+json hook_eval_series(const RunData& r, const std::string& key, const std::string& colour) {
+  json xs = json::array(), xe = json::array(), y = json::array();
+  for (const auto& e : r.evals) {
+    xs.push_back(e.global_step);
+    xe.push_back(e.epoch);
+    y.push_back(rounded(e.value(key)));
+  }
+  return json{{"name", key}, {"color", colour}, {"points", true}, {"dash", true}, {"x", {{"step", xs}, {"epoch", xe}}},
+              {"y", y}};
+}
+
+// The hooks' metrics of a run's evaluations whose names end in `suffix` ("_top1").
+std::vector<std::string> hook_eval_keys(const RunData& r, const std::string& suffix) {
+  std::set<std::string> keys;
+  for (const auto& e : r.evals)
+    for (const auto& [k, v] : e.hooks)
+      if (k.size() > suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0) keys.insert(k);
+  return {keys.begin(), keys.end()};
+}
+
 bool wide_range(const std::vector<const RunData*>& runs) {
   double lo = INFINITY, hi = 0;
   for (const auto* r : runs)
@@ -149,6 +173,10 @@ void run_charts(Page& p, const std::vector<const RunData*>& runs, const std::vec
       top1["series"].push_back(eval_series(r, "top-1", series_colour(0), false, &EvalLine::top1));
       top1["series"].push_back(eval_series(r, "top-5", series_colour(1), true, &EvalLine::top5));
       vloss["series"].push_back(eval_series(r, "val_loss", series_colour(0), false, &EvalLine::val_loss));
+      // The hooks' evaluations beside them (the ema hook's averaged weights: ema_top1, ema_loss).
+      size_t c2 = 2;
+      for (const auto& k : hook_eval_keys(r, "_top1")) top1["series"].push_back(hook_eval_series(r, k, series_colour(c2++)));
+      for (const auto& k : hook_eval_keys(r, "_loss")) vloss["series"].push_back(hook_eval_series(r, k, series_colour(c2++)));
     } else {
       top1["series"].push_back(eval_series(r, names[i], c, d, &EvalLine::top1));
       top5["series"].push_back(eval_series(r, names[i], c, d, &EvalLine::top5));

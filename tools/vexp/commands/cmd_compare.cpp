@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -128,8 +129,14 @@ void add_compare(CLI::App& app) {
     for (auto& l : labels) l = base::printable(l, 120);
     int width = 24;
     for (const auto& l : labels) width = std::max(width, static_cast<int>(l.size()) + 2);
-    std::printf("%-*s %8s %8s %10s %12s %10s %9s\n", width, "run", "top-1", "top-5", "clips/s", "MMACs/clip", "params",
-                "train s");
+    // The hooks' top-1 figures (the ema hook's ema_top1, ...): a column each, after top-5.
+    std::set<std::string> hook_top1;
+    for (const auto& r : rows)
+      for (auto it = r.begin(); it != r.end(); ++it)
+        if (it.key().size() > 5 && it.key().compare(it.key().size() - 5, 5, "_top1") == 0) hook_top1.insert(it.key());
+    std::printf("%-*s %8s %8s", width, "run", "top-1", "top-5");
+    for (const auto& k : hook_top1) std::printf(" %*s", std::max(8, static_cast<int>(k.size())), k.c_str());
+    std::printf(" %10s %12s %10s %9s\n", "clips/s", "MMACs/clip", "params", "train s");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       // null (a value that was not finite) and absent keys print as nan / 0.
@@ -137,8 +144,11 @@ void add_compare(CLI::App& app) {
         auto it = r.find(key);
         return it == r.end() ? absent : it->is_number() ? it->get<double>() : std::nan("");
       };
-      std::printf("%-*s %8.4f %8.4f %10.1f %12.2f %10lld %9.1f\n", width, labels[i].c_str(), num("top1", 0),
-                  num("top5", 0), num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
+      std::printf("%-*s %8.4f %8.4f", width, labels[i].c_str(), num("top1", 0), num("top5", 0));
+      for (const auto& k : hook_top1)
+        if (r.contains(k)) std::printf(" %*.4f", std::max(8, static_cast<int>(k.size())), num(k.c_str(), 0));
+        else std::printf(" %*s", std::max(8, static_cast<int>(k.size())), "-");
+      std::printf(" %10.1f %12.2f %10lld %9.1f\n", num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
                   static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
     }
     if (rows.size() > 1 && !*no_provenance) {

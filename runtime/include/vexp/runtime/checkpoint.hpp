@@ -1,5 +1,7 @@
 // Checkpoints: a pickled dict that Python's torch.load reads too:
-// {"format": "vexp-checkpoint-1", "model": {name: tensor}, "optimizer": {name: tensor}, "meta": json}.
+// {"format": "vexp-checkpoint-1", "model": {name: tensor}, "optimizer": {name: tensor}, "meta": json},
+// and "hooks": {"I.TYPE/NAME": tensor} when the recipe's [[hooks]] keep a state
+// (hook I of the recipe, of plugin TYPE; absent otherwise, and in older files).
 #pragma once
 
 #include <map>
@@ -17,6 +19,7 @@ struct Checkpoint {
   std::map<std::string, at::Tensor> model;
   std::map<std::string, at::Tensor> optimizer;
   std::string meta_json;
+  std::map<std::string, at::Tensor> hooks;  // the hooks' state() (saved only when not empty)
 };
 
 // Writes to a temporary name in the same folder, then renames: a crash leaves

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,9 @@ class ProvenanceRecord {
  public:
   ProvenanceRecord(const std::filesystem::path& dir, bool writer, rundir::Invocation inv, Comm& comm);
   // finished | stopped | interrupted | diverged | failed; only the first call counts.
-  void finish(const std::string& outcome) noexcept;
+  // `weights`: a run's hooks' weights files (tag -> path relative to DIR), recorded
+  // with their SHA-256 (rundir::finish_invocation).
+  void finish(const std::string& outcome, const std::map<std::string, std::string>& weights = {}) noexcept;
 
  private:
   std::filesystem::path dir_;

@@ -39,7 +39,8 @@ class EventWriter {
   void scalars(int64_t step, const std::vector<std::pair<std::string, float>>& values);
   // Maps one metrics.jsonl record (type "step" or "eval") to scalars:
   // train/loss, train/lr, train/clips_per_s, time/{data,compute,comm,step}_s,
-  // val/top1, val/top5, val/loss.
+  // val/top1, val/top5, val/loss; a hook's metric NAME in the record (ema_top1):
+  // train/NAME in a step record, val/NAME in an eval record.
   void metrics(const nlohmann::json& record);
 
  private:

@@ -9,7 +9,9 @@
 //   provenance.jsonl   one record per invocation: where the run came from
 //                      (provenance.hpp)
 //   checkpoints/       epoch_NNNN.pt, epoch_NNNN_step_SSSSSS.pt (an interrupted epoch);
-//                      NAME.corrupt: a checkpoint that did not load, kept aside
+//                      NAME.corrupt: a checkpoint that did not load, kept aside;
+//                      epoch_NNNN[_step_SSSSSS].TAG.pt: a hook's weights beside its
+//                      checkpoint (the ema hook's averaged weights: TAG "ema")
 //   failures/          rank_R.txt: the error of rank R (multi-rank runs);
 //                      failures/previous/: those of earlier invocations
 //   events.out.tfevents.T.HOST   TensorBoard scalars (the metrics records' figures)
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -118,14 +121,18 @@ void refuse_output(const std::string& out, const std::string& option,
 // The file name of the checkpoint after `epoch` epochs and `epoch_step` steps of
 // the next one: epoch_NNNN.pt, or epoch_NNNN_step_SSSSSS.pt (an interrupted run).
 std::string checkpoint_file_name(int64_t epoch, int64_t epoch_step = 0);
+// The file beside checkpoint `checkpoint` (a path or a name) holding a hook's
+// weights, tag `tag`: epoch_0003.pt -> epoch_0003.TAG.pt, in the same folder.
+std::string checkpoint_side_file(const std::string& checkpoint, const std::string& tag);
 // The checkpoint files (named as above) in `dir`, newest (most epochs, then steps)
-// first; other files, NAME.corrupt among them, are not checkpoints.
+// first; other files, NAME.corrupt and side files among them, are not checkpoints.
 std::vector<std::string> checkpoints_newest_first(const std::string& dir);
 // The newest of them ("" when there is none).
 std::string latest_checkpoint(const std::string& dir);
 // Deletes the checkpoints of `dir` older than its newest `keep` (keep >= 1) and
 // returns their paths; `written` (the one just saved, which a resume starts from)
-// is never deleted. Files that are not checkpoints are left alone.
+// is never deleted. A deleted checkpoint's side files (checkpoint_side_file) go
+// with it; other files that are not checkpoints are left alone.
 std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep, const std::string& written);
 
 // ---- reading ----------------------------------------------------------------
@@ -171,7 +178,10 @@ struct StepRecord {
 struct EvalRecord {
   int64_t epoch = 0, global_step = 0;
   std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
-  // top1, top5 or val_loss by name (nullopt for any other name or a null value).
+  // The [[hooks]]' metrics in the record (the ema hook's ema_top1, ema_top5,
+  // ema_loss): every other key whose value is a number.
+  std::map<std::string, double> hooks;
+  // top1, top5, val_loss or a hook's metric by name (nullopt for any other name or a null value).
   std::optional<double> value(const std::string& key) const;
 };
 // Counts skipped lines and remembers where, for one warning: "skipped 2 lines of

@@ -75,8 +75,12 @@ struct Invocation {
 // Appends `inv` as the next record of DIR/provenance.jsonl (inv.number is set to
 // it); the file is rewritten atomically. Returns the number.
 int64_t append_invocation(const fs::path& dir, Invocation& inv);
-// Completes record `number`: end time now, `outcome`. Atomic rewrite.
-void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome);
+// Completes record `number`: end time now, `outcome`, and, when there are any, the
+// last weights files the run's hooks wrote (`weights`: tag -> the file, absolute,
+// and its SHA-256; the ema hook's averaged weights under "ema").
+// Atomic rewrite.
+void finish_invocation(const fs::path& dir, int64_t number, const std::string& outcome,
+                       const std::map<std::string, HashedFile>& weights = {});
 
 // The records of DIR/provenance.jsonl, oldest first (none when there is no file);
 // lines that are not JSON objects with a "format" string are skipped (counted).
