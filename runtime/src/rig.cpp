@@ -8,12 +8,13 @@
 #include "vexp/comm.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/log.hpp"
 #include "vexp/runtime/optimizer.hpp"
 
 namespace vexp {
 
-Rig::Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::shared_ptr<Comm> comm,
-         RigOptions options)
+Rig::Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<ModelGraph> model,
+         std::shared_ptr<Comm> comm, RigOptions options)
     : seed_(static_cast<uint64_t>(plan.run.seed)),
       clip_grad_norm_(plan.optim.clip_grad_norm),
       model_(std::move(model)),
@@ -25,10 +26,14 @@ Rig::Rig(const dsl::RecipePlan& plan, std::shared_ptr<ModelGraph> model, std::sh
   // model below are the device's; checkpoints hold CPU copies.
   if (!opt_.device.is_cpu()) model_->to(opt_.device);
   memory_format_ = apply_memory_format(model_->parameters(true), opt_.memory_format);
-  // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
-  const dsl::OptimConfig& o = plan.optim;
-  sgd_ = std::make_unique<Sgd>(param_groups(*model_, o, params_), o.momentum, o.nesterov);
-  if (o.lars) sgd_->set_lars(o.lars_eta);
+  // Parameter groups: the recipe's [[optim.groups]], then decay / no decay (biases,
+  // BatchNorm) and TSN's fc_lr5 policy; the optimizer plugin [optim] type names.
+  groups_ = std::make_unique<ParamGroups>(vexp::param_groups(*model_, plan.optim));
+  check_param_groups(*groups_);
+  params_ = groups_->trainable;
+  if (comm_->rank() == 0)
+    for (const auto& w : groups_->warnings) log_warn(w.loc.str() + ": " + w.message);
+  optimizer_ = make_optimizer(host, plan.optim, groups_->groups);
   scaler_ = std::make_unique<GradScaler>(opt_.precision == Precision::Fp16);
 }
 
@@ -59,7 +64,7 @@ TrainStep& Rig::start(const DistPlan& dp) {
   if (step_) throw std::logic_error("Rig::start: already started");
   if (uses_reducer(dp)) reducer_ = std::make_unique<Reducer>(params_, comm_, reducer_options(dp));
   step_ = std::make_unique<TrainStep>(
-      StepParts{model_.get(), sgd_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get()}, step_options(dp));
+      StepParts{model_.get(), optimizer_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get()}, step_options(dp));
   return *step_;
 }
 

@@ -128,7 +128,7 @@ void build(Run& r, Session& s) {
   ro.device = r.exec.device;
   ro.precision = r.exec.precision;
   ro.memory_format = r.exec.memory_format;
-  r.rig = std::make_unique<Rig>(plan, r.model, r.comm, ro);
+  r.rig = std::make_unique<Rig>(plan, s.host, r.model, r.comm, ro);
   r.exec.memory_format = r.rig->memory_format();
 
   r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numel());

@@ -104,7 +104,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   ro.precision = precision;
   ro.memory_format = memory_format;
   ro.sync_phases = true;  // each phase is charged its own GPU time
-  Rig rig(plan, model, comm, ro);
+  Rig rig(plan, s.host, model, comm, ro);
   r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
   if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
@@ -193,7 +193,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     Checkpoint c;
     for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
     for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
-    c.optimizer = rig.sgd().state();
+    c.optimizer = rig.optimizer().state();
     c.meta_json = nlohmann::json{{"written_by", "vexp bench train"}, {"global_step", total},
                                  {"synthetic", opt.synthetic}}.dump();
     save_checkpoint(opt.save_weights, c);

@@ -179,7 +179,7 @@ void add_bench_comm(CLI::App& app) {
     // One rig (rig.hpp: model, optimizer, scaler, reducer, step) per measurement, built alike.
     auto rig = [&](const DistPlan& plan) {
       at::manual_seed(seed);
-      auto g = std::make_unique<Rig>(qp, std::make_shared<ModelGraph>(qp, q.host), comm, rig_options);
+      auto g = std::make_unique<Rig>(qp, q.host, std::make_shared<ModelGraph>(qp, q.host), comm, rig_options);
       g->start(plan);
       return g;
     };
