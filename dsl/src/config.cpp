@@ -116,10 +116,6 @@ OptimConfig read_optim(const Params& p) {
   r.read("base_lr", c.base_lr);
   r.read("base_batch", c.base_batch);
   r.read("lr_scaling", c.lr_scaling);
-  r.read("lars", c.lars);
-  r.read("lars_eta", c.lars_eta);
-  r.read("momentum", c.momentum);
-  r.read("nesterov", c.nesterov);
   r.read("weight_decay", c.weight_decay);
   r.read("no_decay_bn_bias", c.no_decay_bn_bias);
   r.read("fc_lr5", c.fc_lr5);
@@ -148,6 +144,7 @@ void Validator::read_config() {
   plan_.data = read_data(sections_.at("data").params);
   plan_.dist = read_dist(sections_.at("dist").params);
   plan_.optim = read_optim(sections_.at("optim").params);
+  plan_.optim.section = section_loc_.at("optim");
   plan_.schedule = read_schedule(sections_.at("schedule").params);
 }
 

@@ -73,19 +73,18 @@ Schema dist_section() {
   return s;
 }
 
+// The host's keys of [optim]. The optimizer plugin's own keys sit beside them
+// (checked against its schema by validate_optim.cpp), and [[optim.groups]] tables
+// choose parameter groups by name.
 Schema optim_section() {
   Schema s;
-  s.text("type", "sgd", "Optimizer").one_of({"sgd"});
+  s.text("type", "sgd", "Optimizer plugin (vexp plugins lists them); its parameters sit beside type");
   s.real("lr", 0.01, "Learning rate, used as given when base_lr is 0").range(1e-9, 100);
   s.real("base_lr", 0, "Learning rate at base_batch clips, scaled to the global batch; 0: use lr").range(0, 100);
   s.integer("base_batch", 256, "Global batch (clips) at which base_lr is given").at_least(1);
   s.text("lr_scaling", "linear", "How base_lr scales with global batch / base_batch").one_of({"linear", "sqrt", "none"});
-  s.boolean("lars", false, "LARS: per-layer trust ratio eta * |w| / (|g| + wd * |w|)");
-  s.real("lars_eta", 0.001, "LARS trust coefficient").above(0);
-  s.real("momentum", 0.9, "SGD momentum").range(0, 0.999999);
-  s.boolean("nesterov", false, "Nesterov momentum");
-  s.real("weight_decay", 1e-4, "L2 weight decay").at_least(0);
-  s.boolean("no_decay_bn_bias", true, "No weight decay on biases and BatchNorm");
+  s.real("weight_decay", 1e-4, "Weight decay (the optimizer applies it: L2 for sgd, decoupled for adamw)").at_least(0);
+  s.boolean("no_decay_bn_bias", true, "No weight decay on biases and BatchNorm (parameters of one dimension)");
   s.boolean("fc_lr5", false, "TSN policy: classifier weights lr x5, biases lr x10");
   s.real("clip_grad_norm", 0, "Clip the global gradient norm; 0: off").at_least(0);
   return s;

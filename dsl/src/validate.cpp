@@ -69,6 +69,7 @@ std::optional<RecipePlan> Validator::run() {
   check_dist();
   check_plugins();
   check_parts(root);
+  check_optim();
   check_nodes();
   check_edges();
   check_rewrites();

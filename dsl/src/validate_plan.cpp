@@ -16,6 +16,7 @@ void Validator::build_resolved() {
       if (parts_resolved_.count("loss")) resolved.set(name, parts_resolved_["loss"]);
       continue;
     }
+    if (name == "optim") table = optim_resolved(table);
     if (name == "data") {
       for (const char* key : {"train_transforms", "test_transforms", "batch_transforms"})
         if (parts_resolved_.count(std::string("data.") + key)) table.set(key, parts_resolved_[std::string("data.") + key]);

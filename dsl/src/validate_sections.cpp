@@ -36,6 +36,11 @@ void Validator::check_section(const Value& root, const std::string& name, const 
     for (const auto& kv : sec->as_table())
       if (kv.first != "type") skip.insert(kv.first);
   }
+  if (name == "optim" && sec && sec->is_table()) {  // the optimizer's own keys and groups: check_optim
+    const std::vector<std::string> host = schema.names();
+    for (const auto& kv : sec->as_table())
+      if (std::find(host.begin(), host.end(), kv.first) == host.end()) skip.insert(kv.first);
+  }
   Checked c = check_table(schema, sec, owner, "[" + name + "]", skip);
   section_given_[name] = sec;
   section_loc_[name] = owner;

@@ -82,6 +82,12 @@ class Validator {
                          std::vector<PluginUse>& out, Value::Array& resolved);
   void check_parts(const Value& root);
   void check_hook_names(const Value& list);
+  // validate_optim.cpp
+  void check_optim();
+  void check_optim_key(const std::string& key, const Value& value, const PluginDecl* decl, const std::string& type,
+                       const Loc& type_loc, Value& own);
+  void check_optim_groups(const Value* groups);
+  Value optim_resolved(const Value& host) const;
   // config.cpp
   void read_config();
   // validate_graph.cpp
@@ -123,6 +129,9 @@ class Validator {
   std::map<std::string, Value> plugin_params_resolved_;
   // The training parts' resolved tables: "loss", "hooks", "data.train_transforms", ...
   std::map<std::string, Value> parts_resolved_;
+  // [optim]: the optimizer plugin's keys (defaults filled) and [[optim.groups]], resolved.
+  Value optim_params_resolved_;
+  Value optim_groups_resolved_;
   const PluginDecl* dataset_decl_ = nullptr;
   bool dataset_params_ok_ = false;
   std::vector<NodeInfo> nodes_;

@@ -9,7 +9,9 @@
 #include <ATen/ATen.h>
 
 #include "vexp/runtime/buckets.hpp"
+#include "vexp/log.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/runtime/optimizer.hpp"
 #include "vexp/dataset.hpp"
 
 namespace vexp {
@@ -45,7 +47,8 @@ int64_t planned_train_size(Session& s, std::string* size_note) {
   return train_size;
 }
 
-DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note) {
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::string* size_note,
+                  std::vector<std::string>* param_groups) {
   const dsl::RecipePlan& plan = *s.plan;
   const int64_t train_size = planned_train_size(s, size_note);
   std::vector<int64_t> numels;
@@ -57,6 +60,12 @@ DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::stri
       if (plan.data_facts.clip.size() != 4)
         throw std::runtime_error("the dataset gives no clip shape [T, C, H, W] to count the model's MACs with");
       *profile = gradient_profile(model, plan.data_facts.clip);
+    }
+    if (param_groups) {
+      const ParamGroups g = vexp::param_groups(model, plan.optim);
+      check_param_groups(g);
+      for (const auto& w : g.warnings) log_warn(w.loc.str() + ": " + w.message);
+      *param_groups = param_groups_table(g);
     }
   }
   int64_t params = 0;

@@ -143,26 +143,4 @@ double ModelGraph::macs_per_clip(const dsl::Shape& clip_shape) {
   return macs;
 }
 
-std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::OptimConfig& o, std::vector<at::Tensor>& all) {
-  const double wd = o.weight_decay;
-  std::set<std::string> fc;
-  if (o.fc_lr5)
-    for (auto& n : model.head_parameter_names()) fc.insert(n);
-  ParamGroup decay{"decay", 1.0, wd, {}, {}}, no_decay{"no_decay", 1.0, 0.0, {}, {}};
-  ParamGroup fc_w{"fc_weight", 5.0, wd, {}, {}}, fc_b{"fc_bias", 10.0, 0.0, {}, {}};
-  for (const auto& p : model.named_parameters(true)) {
-    if (!p.value().requires_grad()) continue;
-    all.push_back(p.value());
-    ParamGroup* g = &decay;
-    if (fc.count(p.key())) g = p.value().dim() > 1 ? &fc_w : &fc_b;
-    else if (o.no_decay_bn_bias && p.value().dim() <= 1) g = &no_decay;
-    g->names.push_back(p.key());
-    g->params.push_back(p.value());
-  }
-  std::vector<ParamGroup> groups;
-  for (auto* g : {&decay, &no_decay, &fc_w, &fc_b})
-    if (!g->params.empty()) groups.push_back(*g);
-  return groups;
-}
-
 }  // namespace vexp

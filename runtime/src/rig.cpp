@@ -8,6 +8,7 @@
 #include "vexp/comm.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/graph.hpp"
+#include "vexp/log.hpp"
 #include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/optimizer.hpp"
 
@@ -26,10 +27,14 @@ Rig::Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<Mo
   // model below are the device's; checkpoints hold CPU copies.
   if (!opt_.device.is_cpu()) model_->to(opt_.device);
   memory_format_ = apply_memory_format(model_->parameters(true), opt_.memory_format);
-  // Parameter groups: decay / no decay (biases, BatchNorm), TSN's fc_lr5 policy.
-  const dsl::OptimConfig& o = plan.optim;
-  sgd_ = std::make_unique<Sgd>(param_groups(*model_, o, params_), o.momentum, o.nesterov);
-  if (o.lars) sgd_->set_lars(o.lars_eta);
+  // Parameter groups: the recipe's [[optim.groups]], then decay / no decay (biases,
+  // BatchNorm) and TSN's fc_lr5 policy; the optimizer plugin [optim] type names.
+  groups_ = std::make_unique<ParamGroups>(vexp::param_groups(*model_, plan.optim));
+  check_param_groups(*groups_);
+  params_ = groups_->trainable;
+  if (comm_->rank() == 0)
+    for (const auto& w : groups_->warnings) log_warn(w.loc.str() + ": " + w.message);
+  optimizer_ = make_optimizer(host, plan.optim, groups_->groups);
   scaler_ = std::make_unique<GradScaler>(opt_.precision == Precision::Fp16);
   objective_ = std::make_unique<Objective>(plan, host);
 }
@@ -62,7 +67,7 @@ TrainStep& Rig::start(const DistPlan& dp) {
   objective_->set_schedule(dp.total_steps, dp.global_batch, dp.train_size);
   if (uses_reducer(dp)) reducer_ = std::make_unique<Reducer>(params_, comm_, reducer_options(dp));
   step_ = std::make_unique<TrainStep>(
-      StepParts{model_.get(), sgd_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get(), objective_.get()},
+      StepParts{model_.get(), optimizer_.get(), scaler_.get(), &params_, reducer_.get(), comm_.get(), objective_.get()},
       step_options(dp));
   return *step_;
 }

@@ -28,7 +28,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 }  // namespace
 
 TrainStep::TrainStep(StepParts parts, StepOptions options) : parts_(parts), opt_(options) {
-  if (!parts_.model || !parts_.sgd || !parts_.scaler || !parts_.params)
+  if (!parts_.model || !parts_.optimizer || !parts_.scaler || !parts_.params)
     throw std::logic_error("TrainStep: model, optimizer, scaler and parameters are required");
   if (parts_.reducer && !parts_.comm) throw std::logic_error("TrainStep: a reducer needs its Comm");
   if (opt_.micro < 1 || opt_.accum < 1 || opt_.accum > opt_.micro || opt_.ranks < 1)
@@ -160,9 +160,12 @@ bool TrainStep::update(double lr) {
   const std::vector<at::Tensor>& params = *parts_.params;
   const bool finite = parts_.scaler->unscale(params);
   if (finite && opt_.clip_grad_norm > 0) clip_grad_norm(params, opt_.clip_grad_norm);
-  if (finite) parts_.sgd->step(lr);
+  if (finite) {
+    c10::NoGradGuard no_grad;
+    parts_.optimizer->step(lr);
+  }
   parts_.scaler->update(finite);
-  parts_.sgd->zero_grad();
+  zero_grad(params);
   if (opt_.sync_phases) device_sync(opt_.device);
   times_.optimizer = since(t);
   return finite;

@@ -63,8 +63,11 @@ void set_up_ddp(Run& r) {
   }
   check_same_model(*r.comm, r.recipe_hash, named);
   for (const auto& b : r.model->named_buffers(true)) state.push_back(b.value());
-  for (auto& [k, v] : r.rig->sgd().state()) state.push_back(v);
+  // The optimizer's state (a resumed run's): rank 0's, overwritten in place, given back.
+  std::map<std::string, at::Tensor> opt_state = r.rig->optimizer().state();
+  for (auto& [k, v] : opt_state) state.push_back(v);
   broadcast_from_rank0(*r.comm, state);
+  if (!opt_state.empty()) r.rig->optimizer().load_state(opt_state);
 }
 
 }  // namespace vexp::trainer

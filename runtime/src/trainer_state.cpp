@@ -111,13 +111,14 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
     auto it = c.model.find(b.key());
     if (it != c.model.end()) b.value().copy_(it->second);
   }
-  // Momentum buffers take their parameter's device and layout (checkpoints hold
-  // contiguous CPU copies; a channels-last weight wants a channels-last buffer).
-  const auto params = r.model->named_parameters(true);
-  for (auto& [k, v] : c.optimizer) {
-    const at::Tensor* p = params.find(k);
-    r.rig->sgd().state()[k] = p && p->sizes() == v.sizes() ? at::empty_like(*p).copy_(v)
-                                                     : v.to(v.options().device(r.exec.device), false, /*copy=*/true);
+  // The optimizer's state (SGD's momentum buffers, Adam's moments): the optimizer
+  // places each beside its parameter (checkpoints hold contiguous CPU copies; a
+  // channels-last weight wants a channels-last buffer).
+  try {
+    r.rig->optimizer().load_state(c.optimizer);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume from '" + path + "': its optimizer state does not fit optimizer '" +
+                             r.plan.optim.type + "': " + e.what());
   }
   if (meta.contains("grad_scale"))
     r.rig->scaler().restore(meta.at("grad_scale").get<double>(), meta.value("grad_scale_good_steps", int64_t(0)),
@@ -145,7 +146,7 @@ std::string write_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
   Checkpoint c;
   for (const auto& p : r.model->named_parameters(true)) c.model[p.key()] = p.value();
   for (const auto& b : r.model->named_buffers(true)) c.model[b.key()] = b.value();
-  c.optimizer = r.rig->sgd().state();
+  c.optimizer = r.rig->optimizer().state();
   if (r.hooks) c.hooks = r.hooks->state();
   json meta{{"epoch", done_epochs},            {"epoch_step", epoch_step},
             {"sampling", kSampling},           {"epoch_clips", r.dp.stream.clips},

@@ -252,6 +252,27 @@ for d in runs[1:]:
 print(len(files), "ema files and", len(ref), "evaluations equal over", len(runs), "runs")
 PY
   ;;
+parity_2rank_vs_emulated_adamw)
+  # AdamW (the optimizers plugin): 2 ranks == 1 rank emulating 2 GPUs, bit for bit
+  # (parameters, BatchNorm buffers, the moments and step counts, every logged loss),
+  # and a run started on 1 rank and resumed on 2 (rank 0's moments broadcast) as well.
+  A=data/tiny_dist_adamw.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/two"
+  expect_rc 0 -- "$vexp" run $A --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s): 2 micro-batches of 8 clips per step"
+  same_params "$tmp/two" "$tmp/one" curve
+  same_state "$tmp/two" "$tmp/one"
+  $PY - "$tmp/two" <<'PY' || fail "no AdamW state in the checkpoint"
+import glob, sys, torch
+c = torch.load(sorted(glob.glob(sys.argv[1] + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)
+keys = sorted(c["optimizer"])
+assert any(k.startswith("exp_avg_sq/") for k in keys) and any(k.startswith("step/") for k in keys), keys[:5]
+PY
+  expect_rc 0 -- "$vexp" run $A --out "$tmp/up" --stop-after 1
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/up" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/up"
+  ;;
 resume_on_other_ranks)
   # A run started on 2 ranks and resumed on 1 rank emulating 2 (a requeued job granted
   # fewer nodes), and one started on 1 and resumed on 2: both end bit-identical to the

@@ -2,6 +2,7 @@
 
 // The plugins' own, torch-free declarations.
 #include "heads_decl.hpp"
+#include "optimizers_decl.hpp"
 #include "resnet_decl.hpp"
 #include "temporal_shift_decl.hpp"
 
@@ -71,6 +72,9 @@ FakeCatalog::FakeCatalog() {
   local.schema.real("timeout_s", 60, "Collective timeout").at_least(1);
   add(local);
   add(simple("comm", "mpi"));
+  add(vexp_optimizers::sgd_declaration());
+  add(vexp_optimizers::adamw_declaration());
+  add(vexp_optimizers::lamb_declaration());
 }
 
 void FakeCatalog::add(PluginDecl decl) {

@@ -70,10 +70,12 @@ TEST(Config, KeysNotWrittenTakeTheSchemaDefaults) {
   EXPECT_DOUBLE_EQ(o.base_lr, real_default("optim", "base_lr"));
   EXPECT_EQ(o.base_batch, int_default("optim", "base_batch"));
   EXPECT_EQ(o.lr_scaling, text_default("optim", "lr_scaling"));
-  EXPECT_EQ(o.lars, flag_default("optim", "lars"));
-  EXPECT_DOUBLE_EQ(o.lars_eta, real_default("optim", "lars_eta"));
-  EXPECT_DOUBLE_EQ(o.momentum, real_default("optim", "momentum"));
-  EXPECT_EQ(o.nesterov, flag_default("optim", "nesterov"));
+  // The optimizer's own keys: the sgd plugin's schema defaults.
+  EXPECT_FALSE(o.params.flag("lars"));
+  EXPECT_DOUBLE_EQ(o.params.f64("lars_eta"), 0.001);
+  EXPECT_DOUBLE_EQ(o.params.f64("momentum"), 0.9);
+  EXPECT_FALSE(o.params.flag("nesterov"));
+  EXPECT_TRUE(o.groups.empty());
   EXPECT_DOUBLE_EQ(o.weight_decay, real_default("optim", "weight_decay"));
   EXPECT_EQ(o.no_decay_bn_bias, flag_default("optim", "no_decay_bn_bias"));
   EXPECT_EQ(o.fc_lr5, flag_default("optim", "fc_lr5"));
@@ -136,10 +138,10 @@ TEST(Config, WrittenAndSetValuesArrive) {
   EXPECT_DOUBLE_EQ(o.base_lr, 0.1);
   EXPECT_EQ(o.base_batch, 64);
   EXPECT_EQ(o.lr_scaling, "sqrt");
-  EXPECT_TRUE(o.lars);
-  EXPECT_DOUBLE_EQ(o.lars_eta, 0.002);
-  EXPECT_DOUBLE_EQ(o.momentum, 0.5);
-  EXPECT_TRUE(o.nesterov);
+  EXPECT_TRUE(o.params.flag("lars"));
+  EXPECT_DOUBLE_EQ(o.params.f64("lars_eta"), 0.002);
+  EXPECT_DOUBLE_EQ(o.params.f64("momentum"), 0.5);
+  EXPECT_TRUE(o.params.flag("nesterov"));
   EXPECT_DOUBLE_EQ(o.weight_decay, 0);
   EXPECT_FALSE(o.no_decay_bn_bias);
   EXPECT_TRUE(o.fc_lr5);

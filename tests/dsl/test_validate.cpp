@@ -87,7 +87,8 @@ TEST(Validate, QuickstartProducesAFullPlan) {
   EXPECT_EQ(p.run.log_every, 20);
   EXPECT_EQ(p.run.progress, "auto");
   EXPECT_DOUBLE_EQ(p.optim.lr, 0.01);
-  EXPECT_DOUBLE_EQ(p.optim.momentum, 0.9);
+  EXPECT_EQ(p.optim.type, "sgd");
+  EXPECT_DOUBLE_EQ(p.optim.params.f64("momentum"), 0.9);
   EXPECT_EQ(p.schedule.type, "cosine");
   EXPECT_EQ(p.model_input, "clip");
   EXPECT_EQ(p.model_output, "logits");

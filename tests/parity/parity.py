@@ -609,6 +609,128 @@ def test_transforms_ops():
                         sys.exit("FAIL: magnitude of %s at bin %d of %d (%dx%d): %r, torchvision %r" %
                                  (ours, b, bins, H, W, got, want))
     print("RandAugment magnitude table: as torchvision's (to float rounding)")
+def lamb_reference(params, grads_per_step, lrs, groups, betas, eps, bias_correction, always_adapt, trust_clip):
+    """LAMB (You et al. 2019) as timm's Lamb and NVIDIA's FusedLAMB compute it (without
+    their own gradient clipping), written here from the paper's rule: Adam moments,
+    u = m_hat / (sqrt(v_hat) + eps) + wd * w, trust ratio |w| / |u| per tensor (1 when
+    either norm is 0), applied where the group's weight decay is not 0 (or always)."""
+    b1, b2 = betas
+    state = {}
+    for s, lr in enumerate(lrs):
+        for g in groups:
+            glr, wd = lr * g["lr_mult"], g["weight_decay"]
+            for n in g["params"]:
+                grad = grads_per_step[s].get(n)
+                if grad is None:
+                    continue
+                w = params[n]
+                st = state.setdefault(n, {"step": 0, "exp_avg": torch.zeros_like(w), "exp_avg_sq": torch.zeros_like(w)})
+                st["step"] += 1
+                t = st["step"]
+                st["exp_avg"] = st["exp_avg"] * b1 + (1 - b1) * grad
+                st["exp_avg_sq"] = st["exp_avg_sq"] * b2 + (1 - b2) * grad * grad
+                c1 = 1 - b1 ** t if bias_correction else 1.0
+                c2 = 1 - b2 ** t if bias_correction else 1.0
+                u = (st["exp_avg"] / c1) / ((st["exp_avg_sq"] / c2).sqrt() + eps)
+                if wd != 0:
+                    u = u + wd * w
+                ratio = 1.0
+                if wd != 0 or always_adapt:
+                    wn, un = w.norm().item(), u.norm().item()
+                    ratio = wn / un if wn > 0 and un > 0 else 1.0
+                    if trust_clip:
+                        ratio = min(ratio, 1.0)
+                params[n] = w - glr * ratio * u
+    return params, state
+
+
+def test_optimizers():
+    """The optimizer plugins over the same parameters and gradients as torch.optim.AdamW
+    and torch.optim.SGD (and a LAMB reference written above): two groups with their own
+    lr multiplier and weight decay, a changing lr, a channels-last weight, a parameter
+    without a gradient in one step; the parameters after 6 steps and the optimizer's
+    state must agree to float tolerance."""
+    program = sys.argv[4]
+    torch.manual_seed(0)
+    shapes = {"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "fc.weight": (5, 8), "fc.bias": (5,), "bn.weight": (8,)}
+    init = {n: torch.randn(*s) for n, s in shapes.items()}
+    init["conv.weight"] = init["conv.weight"].contiguous(memory_format=torch.channels_last)
+    steps = 6
+    grads = [{n: torch.randn(*s) for n, s in shapes.items()} for _ in range(steps)]
+    del grads[2]["bn.weight"]  # no gradient in step 2: neither stepped nor counted
+    lrs = [0.01 * (1 - s / steps) + 1e-3 for s in range(steps)]
+    groups = [{"name": "decay", "lr_mult": 1.0, "weight_decay": 0.05, "params": ["conv.weight", "fc.weight"]},
+              {"name": "no_decay", "lr_mult": 2.0, "weight_decay": 0.0, "params": ["conv.bias", "fc.bias", "bn.weight"]}]
+
+    def run_vexp(name, params):
+        src = {"format": "vexp-checkpoint-1", "model": init,
+               "optimizer": {"%d/%s" % (s, n): g for s, gs in enumerate(grads) for n, g in gs.items()},
+               "meta": json.dumps({"optimizer": name, "params": params, "lrs": lrs, "groups": groups})}
+        torch.save(src, path("optim_in.pt"))
+        p = subprocess.run([program, path("optim_in.pt"), path("optim_out.pt")], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("FAIL: vexp_optim_parity %s: %s" % (name, p.stdout + p.stderr))
+        out = torch.load(path("optim_out.pt"))
+        return out["model"], out["optimizer"]
+
+    def run_torch(make):
+        ps = {n: init[n].clone().requires_grad_(True) for n in shapes}
+        opt = make([{"params": [ps[n] for n in g["params"]], "lr": lrs[0] * g["lr_mult"],
+                     "weight_decay": g["weight_decay"]} for g in groups])
+        for s in range(steps):
+            for n, t in ps.items():
+                t.grad = grads[s][n].clone() if n in grads[s] else None
+            for pg, g in zip(opt.param_groups, groups):
+                pg["lr"] = lrs[s] * g["lr_mult"]
+            opt.step()
+        return ps, opt
+
+    def close(what, got, ref, tol=2e-6):
+        err = (got.double() - ref.double()).abs().max().item()
+        scale = max(ref.double().abs().max().item(), 1e-12)
+        print("  %-34s max |diff| %.2e (scale %.2e)" % (what, err, scale))
+        if got.shape != ref.shape or not err / scale <= tol:
+            sys.exit("FAIL: %s differs from the reference" % what)
+
+    for amsgrad in (False, True):
+        print("adamw (amsgrad=%s) vs torch.optim.AdamW" % amsgrad)
+        got, state = run_vexp("adamw", {"betas": [0.85, 0.995], "eps": 1e-7, "amsgrad": amsgrad})
+        ref, opt = run_torch(lambda g: torch.optim.AdamW(g, betas=(0.85, 0.995), eps=1e-7, amsgrad=amsgrad))
+        for n in shapes:
+            close("param " + n, got[n], ref[n].detach())
+            st = opt.state[ref[n]]
+            close("exp_avg/" + n, state["exp_avg/" + n], st["exp_avg"])
+            close("exp_avg_sq/" + n, state["exp_avg_sq/" + n], st["exp_avg_sq"])
+            if amsgrad:
+                close("max_exp_avg_sq/" + n, state["max_exp_avg_sq/" + n], st["max_exp_avg_sq"])
+            if int(state["step/" + n]) != int(st["step"]):
+                sys.exit("FAIL: step count of %s: %d vs torch %d" % (n, int(state["step/" + n]), int(st["step"])))
+        if int(state["step/bn.weight"]) != steps - 1:
+            sys.exit("FAIL: bn.weight had no gradient in one step and must have stepped %d times" % (steps - 1))
+
+    for momentum, nesterov in ((0.9, False), (0.9, True), (0.0, False)):
+        print("sgd (momentum=%s nesterov=%s) vs torch.optim.SGD" % (momentum, nesterov))
+        got, state = run_vexp("sgd", {"momentum": momentum, "nesterov": nesterov})
+        ref, opt = run_torch(lambda g: torch.optim.SGD(g, lr=lrs[0], momentum=momentum, nesterov=nesterov))
+        for n in shapes:
+            close("param " + n, got[n], ref[n].detach())
+            if momentum:
+                close("momentum " + n, state[n], opt.state[ref[n]]["momentum_buffer"])
+
+    for opts in ({}, {"always_adapt": True, "trust_clip": True}, {"bias_correction": False, "betas": [0.9, 0.99]}):
+        full = {"betas": [0.9, 0.999], "eps": 1e-6, "bias_correction": True, "always_adapt": False, "trust_clip": False}
+        full.update(opts)
+        print("lamb %s vs the reference" % json.dumps(opts))
+        got, state = run_vexp("lamb", full)
+        ref, ref_state = lamb_reference({n: t.clone().double() for n, t in init.items()},
+                                        [{n: g.double() for n, g in gs.items()} for gs in grads], lrs, groups,
+                                        full["betas"], full["eps"], full["bias_correction"], full["always_adapt"],
+                                        full["trust_clip"])
+        for n in shapes:
+            close("param " + n, got[n], ref[n], tol=1e-5)
+            close("exp_avg/" + n, state["exp_avg/" + n], ref_state[n]["exp_avg"], tol=1e-5)
+            if int(state["step/" + n]) != ref_state[n]["step"]:
+                sys.exit("FAIL: lamb step count of " + n)
 
 
 globals()["test_" + NAME]()

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include "vexp/base/error.hpp"
 #include "vexp/comm.hpp"
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/loss.hpp"
@@ -118,10 +119,12 @@ TEST(Rig, OptimizerScalerAndStepOptionsAreTheRecipes) {
                   "optim.no_decay_bn_bias=true"},
                  1, ro);
   vexp::Rig& rig = *b->rig;
-  EXPECT_DOUBLE_EQ(rig.sgd().lars_eta(), 0.002);
+  // The sgd plugin, given [optim]'s own keys (LARS) and the groups.
+  EXPECT_TRUE(b->s.plan->optim.params.flag("lars"));
+  EXPECT_DOUBLE_EQ(b->s.plan->optim.params.f64("lars_eta"), 0.002);
   EXPECT_TRUE(rig.scaler().enabled());
   size_t in_groups = 0;
-  for (const auto& g : rig.sgd().groups()) in_groups += g.params.size();
+  for (const auto& g : rig.optimizer().groups()) in_groups += g.params.size();
   EXPECT_EQ(in_groups, rig.params().size());
   int64_t numel = 0;
   for (const auto& p : rig.params()) numel += p.numel();
@@ -135,7 +138,7 @@ TEST(Rig, OptimizerScalerAndStepOptionsAreTheRecipes) {
   EXPECT_EQ(so.rank, 0);
 
   auto plain = build({}, 1);
-  EXPECT_DOUBLE_EQ(plain->rig->sgd().lars_eta(), 0);
+  EXPECT_FALSE(plain->s.plan->optim.params.flag("lars"));
   EXPECT_FALSE(plain->rig->scaler().enabled());
 }
 
@@ -259,6 +262,138 @@ TEST(Rig, ALossWithoutSoftTargetsBehindABatchTransformIsRefused) {
     EXPECT_EQ(e.kind(), vexp::base::ErrorKind::invalid);
     EXPECT_NE(std::string(e.what()).find("makes soft targets"), std::string::npos) << e.what();
   }
+}
+
+// ---- parameter groups ([[optim.groups]] by name glob, then the default rule) -------------
+
+size_t group_size(const vexp::ParamGroups& g, const std::string& name) {
+  for (const auto& pg : g.groups)
+    if (pg.name == name) return pg.names.size();
+  return 0;
+}
+
+const vexp::ParamGroup* group_of(const vexp::ParamGroups& g, const std::string& param) {
+  for (const auto& pg : g.groups)
+    for (const auto& n : pg.names)
+      if (n == param) return &pg;
+  return nullptr;
+}
+
+TEST(ParamGroups, DefaultRuleIsTodaysDecayNoDecayAndFcLr5) {
+  auto b = build({"optim.fc_lr5=true", "optim.weight_decay=0.001"}, 1);
+  const vexp::ParamGroups& g = b->rig->param_groups();
+  EXPECT_EQ(g.recipe_groups, 0u);
+  // ResNet-18: 20 convolution weights (dim 4), 20 BatchNorms (40 tensors of dim 1);
+  // the classifier's fc.weight and fc.bias.
+  EXPECT_EQ(group_size(g, "decay"), 20u);
+  EXPECT_EQ(group_size(g, "no_decay"), 40u);
+  EXPECT_EQ(group_size(g, "fc_weight"), 1u);
+  EXPECT_EQ(group_size(g, "fc_bias"), 1u);
+  EXPECT_EQ(group_of(g, "head.fc.weight")->lr_mult, 5.0);
+  EXPECT_EQ(group_of(g, "head.fc.weight")->weight_decay, 0.001);
+  EXPECT_EQ(group_of(g, "head.fc.bias")->lr_mult, 10.0);
+  EXPECT_EQ(group_of(g, "head.fc.bias")->weight_decay, 0.0);
+  EXPECT_EQ(group_of(g, "features.bn1.weight")->name, "no_decay");
+  EXPECT_EQ(group_of(g, "features.conv1.weight")->name, "decay");
+  size_t n = 0;
+  for (const auto& pg : g.groups) n += pg.params.size();
+  EXPECT_EQ(n, g.trainable.size());
+  EXPECT_EQ(g.trainable.size(), b->rig->params().size());
+  EXPECT_TRUE(g.warnings.empty());
+}
+
+TEST(ParamGroups, RecipeGroupsByGlobFirstMatchWins) {
+  auto b = build({"optim.groups=[{name = \"bn\", match = [\"*bn*\"], weight_decay = 0.0}, "
+                  "{name = \"head\", match = [\"head.*\"], lr_mult = 10.0}, "
+                  "{name = \"late\", match = [\"features.layer4.*\"], weight_decay = 0.5, lr_mult = 0.1}, "
+                  "{name = \"biases\", match = \"*.bias\", weight_decay = 0.0}]",
+                  "optim.weight_decay=0.001"},
+                 1);
+  const vexp::ParamGroups& g = b->rig->param_groups();
+  ASSERT_EQ(g.recipe_groups, 4u);
+  EXPECT_EQ(g.groups[0].name, "bn");
+  EXPECT_EQ(g.groups[1].name, "head");
+  EXPECT_EQ(g.groups[2].name, "late");
+  // Every tensor of a BatchNorm named bn (features.layer4's too: the first group
+  // wins): 17 of the 20; torchvision names the other three downsample.1.
+  EXPECT_EQ(group_size(g, "bn"), 34u);
+  EXPECT_EQ(group_of(g, "features.layer4.1.bn2.weight")->name, "bn");
+  EXPECT_EQ(group_of(g, "features.layer4.1.conv2.weight")->name, "late");
+  EXPECT_EQ(group_of(g, "features.layer4.1.conv2.weight")->lr_mult, 0.1);
+  EXPECT_EQ(group_of(g, "features.layer4.1.conv2.weight")->weight_decay, 0.5);
+  EXPECT_EQ(group_of(g, "head.fc.weight")->name, "head");
+  EXPECT_EQ(group_of(g, "head.fc.weight")->lr_mult, 10.0);
+  EXPECT_EQ(group_of(g, "head.fc.weight")->weight_decay, 0.001);  // optim.weight_decay
+  EXPECT_EQ(group_of(g, "head.fc.bias")->name, "head");
+  // The rest: "biases" takes the downsample BatchNorms' biases of layer2 and layer3
+  // (layer4's are "late"'s), the default rule their weights (no decay: one dimension)
+  // and the convolutions (decay).
+  EXPECT_EQ(group_size(g, "biases"), 2u);
+  EXPECT_EQ(group_of(g, "features.layer2.0.downsample.1.bias")->name, "biases");
+  EXPECT_EQ(group_of(g, "features.layer2.0.downsample.1.weight")->name, "no_decay");
+  EXPECT_EQ(group_size(g, "no_decay"), 2u);
+  EXPECT_EQ(group_of(g, "features.conv1.weight")->name, "decay");
+  EXPECT_TRUE(g.warnings.empty());
+  // A glob that matches only what earlier groups took: said, not an error; its group
+  // stays, empty.
+  auto shadow = build({"optim.groups=[{name = \"bn\", match = \"*bn*\"}, {name = \"again\", match = [\"*.bn1.*\"]}]"},
+                      1);
+  const vexp::ParamGroups& s = shadow->rig->param_groups();
+  EXPECT_EQ(group_size(s, "again"), 0u);
+  EXPECT_EQ(s.groups[1].name, "again");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0].loc.file.rfind("--set", 0), 0u);
+  EXPECT_NE(s.warnings[0].message.find("optim.groups[1] ('again'): '*.bn1.*' matches only parameters that an earlier "
+                                       "group takes"),
+            std::string::npos)
+      << s.warnings[0].message;
+  size_t n = 0;
+  for (const auto& pg : g.groups) n += pg.params.size();
+  EXPECT_EQ(n, g.trainable.size());
+  // The optimizer got them.
+  EXPECT_EQ(b->rig->optimizer().groups().size(), g.groups.size());
+  const std::vector<std::string> table = vexp::param_groups_table(g);
+  ASSERT_EQ(table.size(), g.groups.size() + 1);
+  EXPECT_NE(table[1].find("bn"), std::string::npos);
+  EXPECT_NE(table[1].find("optim.groups[0] from --set"), std::string::npos) << table[1];
+  EXPECT_NE(table[5].find("default rule: weight decay"), std::string::npos) << table[5];
+  EXPECT_NE(table[6].find("default rule: optim.no_decay_bn_bias"), std::string::npos) << table[6];
+}
+
+TEST(ParamGroups, AGlobMatchingNoParameterIsAnErrorAtItsLine) {
+  try {
+    build({"optim.groups=[{name = \"x\", match = [\"*.bias\", \"*bnn*\"]}, {match = \"fc.*\"}]"}, 1);
+    FAIL() << "no error";
+  } catch (const vexp::base::Error& e) {
+    EXPECT_EQ(e.kind(), vexp::base::ErrorKind::invalid);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("optim.groups[0] ('x'): '*bnn*' matches no trainable parameter of the model"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("such as features.conv1.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("; also "), std::string::npos) << m;
+    EXPECT_NE(m.find("optim.groups[1] ('group2'): 'fc.*' matches none"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+}
+
+TEST(ParamGroups, AdamwIsTheRecipesOptimizer) {
+  // The whole table: the quickstart's [optim] writes sgd's momentum.
+  auto b = build({"optim={ type = \"adamw\", lr = 0.001, weight_decay = 0.05, betas = [0.8, 0.99] }"}, 1);
+  vexp::TrainStep& step = b->rig->start(b->dp);
+  EXPECT_TRUE(b->rig->optimizer().state().empty());
+  at::manual_seed(1);
+  const vexp::Batch batch{at::randn({8, 4, 1, 16, 16}), at::randint(0, 4, {8}, at::kLong)};
+  step.run(0, 0.001, [&](int64_t) { return batch; });
+  // Moments and a step count per trainable parameter.
+  const auto state = b->rig->optimizer().state();
+  EXPECT_EQ(state.size(), 3 * b->rig->params().size());
+  EXPECT_EQ(state.at("step/head.fc.weight").item<int64_t>(), 1);
+  EXPECT_TRUE(state.count("exp_avg/features.conv1.weight"));
+  // The gradients are zeroed after the step.
+  for (const auto& p : b->rig->params())
+    if (p.grad().defined()) {
+      EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0);
+    }
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     Checkpoint c;
     for (const auto& p : model->named_parameters(true)) c.model[p.key()] = p.value();
     for (const auto& b : model->named_buffers(true)) c.model[b.key()] = b.value();
-    c.optimizer = rig.sgd().state();
+    c.optimizer = rig.optimizer().state();
     c.meta_json = nlohmann::json{{"written_by", "vexp bench train"}, {"global_step", total},
                                  {"synthetic", opt.synthetic}}.dump();
     save_checkpoint(opt.save_weights, c);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "commands/common.hpp"
+#include "commands/param_groups_check.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/plan/cluster.hpp"
 #include "vexp/runtime/data_pipeline.hpp"
@@ -71,6 +72,7 @@ void add_check(CLI::App& app) {
     args->require_data = !*no_data;
     if (!open_session(s, *args)) throw base::invalid("");
     check_global_batch(s, args->path);
+    check_recipe_param_groups(s, args->path, true);  // the model is built only for a recipe with groups
     const auto& plan = *s.plan;
     if (*print) {
       std::cout << "# resolved recipe, hash " << dsl::recipe_hash(plan.resolved) << "\n" << dsl::to_toml(plan.resolved);

@@ -1,6 +1,8 @@
-// vexp info RECIPE [--json] [--input TxCxHxW] [--classes N]: parameters, MACs per
-// clip (counted from the built graph), frames, activation memory of a training
-// step and gradient bytes exchanged per step.
+// vexp info RECIPE [--json] [--input TxCxHxW] [--classes N] [--param-groups]: parameters,
+// MACs per clip (counted from the built graph), frames, activation memory of a
+// training step, gradient bytes exchanged per step, and the optimizer's parameter
+// groups ([[optim.groups]] by glob, then the default rule; --param-groups: each
+// parameter's group).
 #include <malloc.h>
 
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/model_session.hpp"
+#include "vexp/runtime/optimizer.hpp"
 
 namespace vexp::cli {
 namespace {
@@ -62,11 +65,13 @@ void add_info(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto input = std::make_shared<std::string>();
   auto classes = std::make_shared<int64_t>(-1);
+  auto each = std::make_shared<bool>(false);
   args->add_to(cmd);
   cmd->add_flag("--json", *json, "Print JSON: params, flops_per_clip, frames, grad_bytes, activation_bytes, input, classes");
   cmd->add_option("--input", *input, "Clip shape T x C x H x W (e.g. 8x3x224x224) instead of the dataset's");
   cmd->add_option("--classes", *classes, "Class count instead of the dataset's")->check(CLI::PositiveNumber);
-  cmd->callback([args, json, input, classes] {
+  cmd->add_flag("--param-groups", *each, "Also list every trainable parameter with its optimizer group");
+  cmd->callback([args, json, input, classes, each] {
     ModelArgs m;
     if (!input->empty()) m.clip = parse_clip_shape(*input, "--input");
     m.classes = *classes;
@@ -78,6 +83,10 @@ void add_info(CLI::App& app) {
     if (clip.size() != 4)
       throw base::invalid("'" + args->path + "': the dataset gives no clip shape; give --input TxCxHxW");
     auto model = build_model(s);
+    // The optimizer's groups, as vexp run makes them (a glob matching nothing is the same error).
+    const ParamGroups groups = param_groups(*model, s.plan->optim);
+    check_param_groups(groups);
+    for (const auto& w : groups.warnings) std::cerr << "vexp: warning: " << w.loc.str() << ": " << w.message << "\n";
     const int64_t params = model->parameter_count();
     int64_t grad_bytes = 0;
     for (const auto& p : model->parameters(true))
@@ -97,6 +106,19 @@ void add_info(CLI::App& app) {
       j["batch_per_gpu"] = batch;
       j["input"] = clip;
       j["classes"] = classes_out;
+      j["optimizer"] = s.plan->optim.type;
+      nlohmann::json gs = nlohmann::json::array();
+      for (size_t i = 0; i < groups.groups.size(); ++i) {
+        const ParamGroup& g = groups.groups[i];
+        int64_t n = 0;
+        for (const auto& p : g.params) n += p.numel();
+        nlohmann::json gj{{"name", g.name},       {"rule", groups.rules[i]},         {"tensors", g.params.size()},
+                          {"elements", n},        {"lr_mult", g.lr_mult},            {"weight_decay", g.weight_decay},
+                          {"recipe", i < groups.recipe_groups}};
+        if (*each) gj["parameters"] = g.names;
+        gs.push_back(std::move(gj));
+      }
+      j["param_groups"] = std::move(gs);
       std::cout << j.dump(2) << "\n";
       return;
     }
@@ -111,6 +133,18 @@ void add_info(CLI::App& app) {
               << batch << " x " << human_bytes(act) << " measured for one clip)\n";
     std::cout << "gradient bytes     " << grouped(static_cast<double>(grad_bytes)) << " per step ("
               << human_bytes(static_cast<double>(grad_bytes)) << ", float32, allreduced)\n";
+    std::cout << "optimizer          " << s.plan->optim.type << ", " << groups.groups.size() << " parameter group"
+              << (groups.groups.size() == 1 ? "" : "s") << "\n";
+    for (const auto& row : param_groups_table(groups)) std::cout << "  " << row << "\n";
+    if (*each) {
+      std::cout << "parameters by group\n";
+      for (const auto& g : groups.groups)
+        for (size_t k = 0; k < g.names.size(); ++k) {
+          std::cout << "  " << g.name << "  " << g.names[k] << " [";
+          for (int64_t d = 0; d < g.params[k].dim(); ++d) std::cout << (d ? ", " : "") << g.params[k].size(d);
+          std::cout << "]\n";
+        }
+    }
   });
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands/common.hpp"
+#include "commands/param_groups_check.hpp"
 #include "commands/run_dist.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/launcher.hpp"
@@ -69,6 +70,7 @@ void add_run(CLI::App& app) {
     args->require_data = true;  // a run reads its data: missing data stops it before anything starts
     if (!open_session(s, *args)) throw base::invalid("");
     refuse_backend_of_one(args->path, s.plan->comm);  // before anything is written
+    check_recipe_param_groups(s, args->path, false);  // [[optim.groups]] globs, before the run directory
     opt->recipe_path = args->path;
     opt->overrides = args->sets;  // provenance.jsonl keeps them apart from the recipe files
     TrainResult r;

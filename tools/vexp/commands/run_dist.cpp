@@ -50,14 +50,21 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   if (nproc <= 0) refuse_backend_of_one(args.path, s.plan->comm);
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
   DistPlan p;
+  std::vector<std::string> groups;
   try {
     std::string size_note;
-    p = plan_run(s, ranks, nullptr, &size_note);
+    p = plan_run(s, ranks, nullptr, &size_note, &groups);
     if (!size_note.empty()) std::cerr << "vexp: note: " << size_note << "\n";
+  } catch (const base::Error& e) {
+    if (e.kind() != base::ErrorKind::invalid) throw base::invalid(args.path + ": " + e.what());
+    throw;  // a recipe's own error, at its line ([[optim.groups]])
   } catch (const std::exception& e) {
     throw base::invalid(args.path + ": " + e.what());
   }
   std::cout << "plan of " << args.path << " (dry run: no data loaded, nothing trained)\n" << describe(p);
+  std::cout << "optimizer:         " << s.plan->optim.type << ", " << groups.size() - 1 << " parameter group"
+            << (groups.size() == 2 ? "" : "s") << "\n";
+  for (const auto& row : groups) std::cout << "  " << row << "\n";
 }
 
 namespace {

@@ -56,20 +56,36 @@ struct DistConfig {
   Loc batch_per_gpu_loc;         // where batch_per_gpu was written (unknown: the default)
 };
 
+// One [[optim.groups]] table: the trainable parameters whose dotted name (as in
+// the model's state dict) matches one of `match` train at lr x lr_mult with this
+// weight decay. Groups are tried in order and the first that matches a parameter
+// takes it; parameters no group matches follow the default rule (no_decay_bn_bias,
+// fc_lr5). A glob that matches no parameter is an error once the model is built.
+struct OptimGroup {
+  std::string name;                 // name; "group<N>" (1-based) when not given
+  std::vector<std::string> match;   // match: globs ('*', '?', [a-z]) over parameter names
+  std::vector<Loc> match_locs;      // where each glob was written
+  double lr_mult = 1;               // lr_mult
+  double weight_decay = 0;          // weight_decay; optim.weight_decay when not given
+  Loc loc;                          // the group's table
+};
+
 struct OptimConfig {
-  std::string type;              // optim.type: sgd
+  std::string type;              // optim.type: the optimizer plugin (sgd, adamw, lamb, ...)
   double lr = 0;                 // optim.lr
   double base_lr = 0;            // optim.base_lr; 0: use lr as written
   int64_t base_batch = 0;        // optim.base_batch
   std::string lr_scaling;        // optim.lr_scaling: linear | sqrt | none
-  bool lars = false;             // optim.lars
-  double lars_eta = 0;           // optim.lars_eta
-  double momentum = 0;           // optim.momentum
-  bool nesterov = false;         // optim.nesterov
   double weight_decay = 0;       // optim.weight_decay
   bool no_decay_bn_bias = false; // optim.no_decay_bn_bias
   bool fc_lr5 = false;           // optim.fc_lr5
   double clip_grad_norm = 0;     // optim.clip_grad_norm; 0: off
+  // The optimizer plugin's own keys, written beside `type` (sgd: momentum, nesterov,
+  // lars, lars_eta; adamw: betas, eps, amsgrad; ...), checked against its schema,
+  // defaults filled: what its factory gets.
+  Params params;
+  std::vector<OptimGroup> groups;  // [[optim.groups]], in order
+  Loc section;                     // where [optim] was written (the recipe file when it was not)
 };
 
 struct ScheduleConfig {

@@ -17,7 +17,12 @@ namespace vexp {
 // With `size_note` (vexp run --dry-run), a declared data.train_size is checked
 // against the dataset when it can be built: its real count wins, and the note
 // says which count was used (empty when they agree).
-DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr, std::string* size_note = nullptr);
+// With `param_groups` (vexp run --dry-run), the optimizer's parameter groups of the
+// same model as a table (optimizer.hpp: param_groups_table, the header first), the
+// recipe's globs checked as vexp run checks them (base::invalid at the glob) and
+// their warnings logged.
+DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile = nullptr, std::string* size_note = nullptr,
+                  std::vector<std::string>* param_groups = nullptr);
 
 // The training-set size plan_run plans with (the same rule, without building the
 // model): data.train_size when given (> 0), else the dataset's; with `size_note`,

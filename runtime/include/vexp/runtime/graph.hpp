@@ -8,7 +8,6 @@
 
 #include "vexp/dsl/validate.hpp"
 #include "vexp/layer.hpp"
-#include "vexp/runtime/optimizer.hpp"
 #include "vexp/runtime/plugin_host.hpp"
 #include "vexp/runtime/weights.hpp"
 
@@ -49,11 +48,5 @@ class ModelGraph : public torch::nn::Module {
   int output_ = -1;
   std::vector<std::string> pretrained_reports_;
 };
-
-// The optimizer's parameter groups for `model` as [optim] says: decay, no decay
-// (biases and BatchNorm, optim.no_decay_bn_bias), TSN's fc_lr5 (classifier weight
-// lr x5, bias lr x10). Appends every trainable parameter to `trainable`.
-std::vector<ParamGroup> param_groups(ModelGraph& model, const dsl::OptimConfig& optim,
-                                     std::vector<at::Tensor>& trainable);
 
 }  // namespace vexp

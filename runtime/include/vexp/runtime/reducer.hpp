@@ -21,7 +21,7 @@
 // then sees the full accumulated gradient.
 //
 // .grad tensors stay bound to the buckets as long as callers zero them in place
-// (Sgd::zero_grad does). A gradient that was replaced (set to none, or rebound by
+// (the step zeroes them after the optimizer). A gradient that was replaced (set to none, or rebound by
 // someone else) is copied back into its bucket and rebound when its hook runs.
 #pragma once
 

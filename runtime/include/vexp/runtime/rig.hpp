@@ -4,8 +4,9 @@
 // takes, with the run's settings:
 //   model      the caller's ModelGraph of the recipe, in training mode, moved to
 //              the device ([run] device) and laid out ([run] memory_format)
-//   optimizer  Sgd over param_groups ([optim]: decay / no decay, fc_lr5, momentum,
-//              Nesterov), LARS at optim.lars_eta when optim.lars
+//   optimizer  the optimizer plugin [optim] type names (sgd, adamw, lamb, ...; made by
+//              the PluginHost with its parameters) over param_groups ([[optim.groups]]
+//              by name glob, then decay / no decay, fc_lr5)
 //   scaler     the GradScaler, enabled for fp16 ([run] precision)
 //   objective  the loss plugin ([loss]) and the batch transforms
 //              ([[data.batch_transforms]]), made from the host (objective.hpp)
@@ -38,8 +39,9 @@ namespace vexp {
 class Comm;
 class ModelGraph;
 class Objective;
+class Optimizer;
 class PluginHost;
-class Sgd;
+struct ParamGroups;
 struct DistPlan;
 namespace dsl {
 struct RecipePlan;
@@ -58,8 +60,9 @@ class Rig {
  public:
   // `model`: built from `plan` (ModelGraph(plan, host)) by the caller, which seeds
   // and logs around it; the rig puts it in training mode, on the device and in its
-  // layout, then builds the optimizer, the scaler and the objective (its plugins
-  // made from `host`, which must outlive the rig). `comm`: this rank's.
+  // layout, then builds the optimizer, the scaler and the objective (the optimizer
+  // and the objective's plugins made from `host`, which must outlive the rig). `comm`:
+  // this rank's. A glob of [[optim.groups]] that matches no parameter throws base::invalid.
   Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<ModelGraph> model,
       std::shared_ptr<Comm> comm, RigOptions options);
   ~Rig();
@@ -84,7 +87,9 @@ class Rig {
   const std::vector<at::Tensor>& params() const { return params_; }
   // Their elements (make_dist_plan's grad_params).
   int64_t grad_numel() const;
-  Sgd& sgd() const { return *sgd_; }
+  Optimizer& optimizer() const { return *optimizer_; }
+  // The parameter groups the optimizer was given, with their rules (optimizer.hpp).
+  const ParamGroups& param_groups() const { return *groups_; }
   GradScaler& scaler() const { return *scaler_; }
   const Objective& objective() const { return *objective_; }
   // The layout in effect (apply_memory_format: Contiguous when no weight was re-laid out).
@@ -102,7 +107,8 @@ class Rig {
   RigOptions opt_;
   MemoryFormat memory_format_ = MemoryFormat::Contiguous;
   std::vector<at::Tensor> params_;
-  std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<ParamGroups> groups_;
+  std::shared_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<Objective> objective_;
   std::unique_ptr<Reducer> reducer_;

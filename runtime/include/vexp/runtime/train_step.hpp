@@ -45,15 +45,15 @@ class Dataset;
 class ExactGradSum;
 class ModelGraph;
 class Objective;
+class Optimizer;
 class Reducer;
-class Sgd;
 struct DistPlan;
 
 // What a step works on (not owned; each must outlive the TrainStep): the rig's
 // (rig.hpp), which builds them one way for the trainer and the benchmarks.
 struct StepParts {
   ModelGraph* model = nullptr;
-  Sgd* sgd = nullptr;
+  Optimizer* optimizer = nullptr;  // the optimizer plugin (vexp/optimizer.hpp)
   GradScaler* scaler = nullptr;
   const std::vector<at::Tensor>* params = nullptr;  // the trainable parameters (the optimizer's)
   Reducer* reducer = nullptr;                       // null: no bucketed exchange (one rank, or exact)
