@@ -768,6 +768,33 @@ TOML
   expect_rc 0 -- "$vexp" check --plugin-path "$tmp/ex" "$tmp/smooth.toml"
   expect_out "8 inserted operators"
   ;;
+modern_recipe)
+  # recipes/kinetics400/tsm_r50_8f_modern.toml: the paper's model with every training
+  # part a plugin (docs/recipes.md, "A modern recipe"). Checked and planned without
+  # the data, its groups printed, and two steps of it trained on synthetic clips of a
+  # small shape (AdamW, label smoothing over mixup / cutmix, the ema hook's recipe
+  # accepted).
+  m=$src/recipes/kinetics400/tsm_r50_8f_modern.toml
+  expect_rc 0 -- "$vexp" check "$m"
+  no_crash
+  expect_rc 0 -- "$vexp" run "$m" --dry-run
+  expect_out "emulating 8 GPUs"
+  expect_rc 0 -- "$vexp" check "$m" --print
+  for k in 'type = "adamw"' 'weight_decay = 0.05' 'type = "label_smoothing"' 'type = "mixup_cutmix"' \
+           'type = "rand_augment"' 'type = "test_crops"' 'type = "ema"' 'decay = 0.9998'; do expect_out "$k"; done
+  ! grep -q 'momentum' "$tmp/out" || fail "SGD's momentum is left in the modern recipe"
+  expect_rc 0 -- "$vexp" info "$m" --param-groups
+  expect_out "no_decay"
+  expect_rc 0 -- "$vexp" bench train "$m" --synthetic --steps 2 --warmup 0 --set run.threads=1 \
+    --set data.params.frames=2 --set data.params.input_size=32 --set dist.batch_per_gpu=2 --json
+  no_crash
+  $PY - "$tmp/out" <<'PY' || fail "bench train of the modern recipe"
+import json, sys
+r = json.loads(open(sys.argv[1]).read()[open(sys.argv[1]).read().index("{"):])
+assert r["phases"]["optimizer"]["median_ms"] > 0, r
+print("modern recipe: %.1f clips/s on the synthetic small shape" % r["clips_per_s"])
+PY
+  ;;
 sdk_learnable_example)
   # The guide's operator with learnable weights (examples/learnable_op): built against
   # the build folder, listed as the guide shows it, its recipe checked and trained.

@@ -273,6 +273,48 @@ PY
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/up"
   ;;
+all_in_2rank_vs_emulated)
+  # Every kind of training plugin at once (tiny_dist_all_in.toml: AdamW with a
+  # parameter group, label smoothing over mixup / cutmix, clip transforms with
+  # RandAugment and a 3-crop test, the ema hook): 2 ranks == 1 rank emulating 2 GPUs,
+  # bit for bit (parameters, buffers, optimizer moments, top-1, the averaged weights
+  # and their figures), and so does a run stopped on 2 ranks and resumed on 1.
+  A=data/tiny_dist_all_in.toml
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/two"
+  expect_out "ema_top1"
+  expect_rc 0 -- "$vexp" run $A --set dist.backend=local --out "$tmp/one"
+  expect_out "emulating 2 GPUs on 1 rank(s): 2 micro-batches of 8 clips per step"
+  for k in 'type = "adamw"' 'type = "label_smoothing"' 'type = "mixup_cutmix"' 'type = "rand_augment"' \
+           'type = "test_crops"' 'type = "ema"' 'name = "head"'; do
+    grep -qF "$k" "$tmp/one/resolved.toml" || fail "resolved.toml lacks $k"
+  done
+  same_state "$tmp/two" "$tmp/one"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $A --out "$tmp/down" --stop-after 1
+  expect_rc 0 -- "$vexp" run $A --out "$tmp/down" --resume
+  expect_out "resuming"
+  same_state "$tmp/two" "$tmp/down"
+  $PY - "$tmp/two" "$tmp/one" "$tmp/down" <<'PY' || fail "the all-in runs differ"
+import glob, json, os, sys, torch
+runs = sys.argv[1:]
+def ema(d): return sorted(glob.glob(d + "/checkpoints/*.ema.pt"))
+def evals(d):
+    return [{k: j[k] for k in ("global_step", "top1", "val_loss", "ema_top1", "ema_loss")}
+            for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "eval"]
+ref_files, ref_evals = [os.path.basename(f) for f in ema(runs[0])], evals(runs[0])
+assert ref_files and ref_evals, (ref_files, ref_evals)
+for d in runs[1:]:
+    assert [os.path.basename(f) for f in ema(d)] == ref_files, d
+    for f in ref_files:
+        a, b = (torch.load(f"{x}/checkpoints/{f}", weights_only=True) for x in (runs[0], d))
+        assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a), (d, f)
+    assert evals(d) == ref_evals, (d, evals(d), ref_evals)
+# The optimizer is AdamW (moments per parameter), the head's group at 5x the rate.
+opt = torch.load(sorted(f for f in glob.glob(runs[0] + "/checkpoints/epoch_*.pt") if os.path.basename(f).count(".") == 1)[-1],
+                 weights_only=True)["optimizer"]
+assert any(k.startswith("exp_avg_sq/") for k in opt), list(opt)[:5]
+print(len(ref_files), "ema files,", len(ref_evals), "evaluations equal over", len(runs), "runs; last", ref_evals[-1])
+PY
+  ;;
 resume_on_other_ranks)
   # A run started on 2 ranks and resumed on 1 rank emulating 2 (a requeued job granted
   # fewer nodes), and one started on 1 and resumed on 2: both end bit-identical to the

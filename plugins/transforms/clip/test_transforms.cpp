@@ -147,8 +147,9 @@ TEST(ClipTransforms, FlipMirrorsAndCropsAfterAFlipCountFromTheRight) {
   EXPECT_FALSE(vexp::run_geometry(twice, 100, 50, 32, 32, r1, true, 0, 0).flip);
   r2.uniform(), r2.uniform();
   EXPECT_EQ(r1.next(), r2.next());
-  // The left third of a mirrored frame is the source's right third.
-  const ClipPipeline flip_then_crop{make("flip", {{"p", 1.0}}), make("test_crops", {{"crops", 3}})};
+  // The left third of a mirrored frame (its short side already scale_size) is the source's right third.
+  const ClipPipeline flip_then_crop{make("flip", {{"p", 1.0}}),
+                                    make("test_crops", {{"crops", 3}, {"scale_size", 100}})};  // no resize
   Rng r3(0, 0, 0);
   const ClipGeometry left = vexp::run_geometry(flip_then_crop, 300, 100, 100, 100, r3, false, 0, 0);
   EXPECT_EQ(left.x, 200);

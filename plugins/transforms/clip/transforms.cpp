@@ -151,7 +151,7 @@ class Flip final : public ClipTransform {
 
 // The test views of the kinetics dataset as a transform: 1 centre crop, 3 crops
 // along the long side, or 10 (4 corners and the centre, each also mirrored), of the
-// frame with its short side resized to scale_size (3 crops: to the output size);
+// frame with its short side resized to scale_size (as the official test, 3 crops too);
 // the same formulas (vexp/kinetics/sampling.hpp: test_view).
 class TestCrops final : public ClipTransform {
  public:
