@@ -775,11 +775,23 @@ modern_recipe)
   # small shape (AdamW, label smoothing over mixup / cutmix, the ema hook's recipe
   # accepted).
   m=$src/recipes/kinetics400/tsm_r50_8f_modern.toml
-  expect_rc 0 -- "$vexp" check "$m"
+  expect_rc 2 -- "$vexp" check "$m"            # without the data: vexp run would refuse
+  expect_out "data root 'data/kinetics400' does not exist"
+  expect_rc 0 -- "$vexp" check --no-data "$m"
   no_crash
   expect_rc 0 -- "$vexp" run "$m" --dry-run
-  expect_out "emulating 8 GPUs"
-  expect_rc 0 -- "$vexp" check "$m" --print
+  expect_out "8 GPUs on 1 rank(s)"
+  expect_out "optimizer:         adamw, 2 parameter groups"
+  expect_out "loss:              label_smoothing"
+  expect_out "batch transforms:  mixup_cutmix"
+  expect_out "train clips:       multiscale_crop, flip, rand_augment, normalize"
+  expect_out "test clips:        test_crops, normalize"
+  expect_out "hooks:             ema"
+  expect_rc 0 -- "$vexp" run "$src/recipes/kinetics400/tsm_r50_8f.toml" --dry-run
+  expect_out "loss:              cross_entropy (the default)"
+  expect_out "train clips:       the dataset's own pipeline"
+  expect_out "hooks:             none"
+  expect_rc 0 -- "$vexp" check --no-data "$m" --print
   for k in 'type = "adamw"' 'weight_decay = 0.05' 'type = "label_smoothing"' 'type = "mixup_cutmix"' \
            'type = "rand_augment"' 'type = "test_crops"' 'type = "ema"' 'decay = 0.9998'; do expect_out "$k"; done
   ! grep -q 'momentum' "$tmp/out" || fail "SGD's momentum is left in the modern recipe"

@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "vexp/base/process.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/runtime/dry_run.hpp"
 #include "vexp/runtime/launcher.hpp"
 
@@ -65,6 +66,20 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   std::cout << "optimizer:         " << s.plan->optim.type << ", " << groups.size() - 1 << " parameter group"
             << (groups.size() == 2 ? "" : "s") << "\n";
   for (const auto& row : groups) std::cout << "  " << row << "\n";
+  // The training parts the recipe names (plugins), in their order; `vexp check --print`
+  // shows their parameters.
+  const auto names = [](const std::vector<dsl::PluginUse>& uses, const char* none) {
+    std::string out;
+    for (const auto& u : uses) out += (out.empty() ? "" : ", ") + base::printable(u.type);
+    return out.empty() ? std::string(none) : out;
+  };
+  const dsl::RecipePlan& r = *s.plan;
+  std::cout << "loss:              " << (r.loss.type.empty() ? "cross_entropy (the default)" : base::printable(r.loss.type))
+            << "\n"
+            << "batch transforms:  " << names(r.batch_transforms, "none") << "\n"
+            << "train clips:       " << names(r.train_transforms, "the dataset's own pipeline") << "\n"
+            << "test clips:        " << names(r.test_transforms, "the dataset's own pipeline") << "\n"
+            << "hooks:             " << names(r.hooks, "none") << "\n";
 }
 
 namespace {
