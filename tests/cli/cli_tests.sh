@@ -4,6 +4,40 @@ name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
 source "$src/tests/support/setup.sh" cli
 
+# The guide's out-of-tree examples (the sdk_*_example cases).
+# example_build EXAMPLE DIR: examples/EXAMPLE configured against the build folder and built in DIR.
+example_build() {
+  cmake -S "$src/examples/$1" -B "$2" -DCMAKE_PREFIX_PATH="$build" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring examples/$1 against the build folder failed"; }
+  expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  cmake --build "$2" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building examples/$1 failed"; }
+}
+# example_listed DIR "KIND NAME" N: the N lines `vexp plugins --path DIR` prints under the
+# plugin (its doc and parameters, all of them) are in docs/writing-a-plugin.md as "# LINE".
+example_listed() {
+  "$vexp" plugins --path "$1" >"$tmp/plugins.txt" 2>&1 || fail "vexp plugins --path $1 failed"
+  grep -q "^$2  \[$1/" "$tmp/plugins.txt" || fail "vexp plugins --path $1 does not list $2 from $1: $(cat "$tmp/plugins.txt")"
+  local n=0 line
+  while IFS= read -r line; do
+    n=$((n + 1))
+    grep -qF "# $line" "$src/docs/writing-a-plugin.md" ||
+      fail "docs/writing-a-plugin.md does not show this line of 'vexp plugins --path' for $2: $line"
+  done < <(grep -A"$3" "^$2  \[" "$tmp/plugins.txt" | tail -n +2)
+  [ "$n" -eq "$3" ] || fail "expected $3 lines after '$2' in: $(cat "$tmp/plugins.txt")"
+  ! grep -A"$(($3 + 1))" "^$2  \[" "$tmp/plugins.txt" | tail -n +$(($3 + 2)) | grep -q '^    ' ||
+    fail "'$2' has more than $3 lines in 'vexp plugins --path': update docs/writing-a-plugin.md and this test"
+}
+# example_recipe EXAMPLE FILE BUILD_NAME DIR: examples/EXAMPLE/FILE as shipped, but for its two
+# relative paths (../../BUILD_NAME becomes DIR, ../../recipes/ the source tree's), as $tmp/r/FILE.
+example_recipe() {
+  mkdir -p "$tmp/r"
+  sed -e "s#\"\.\./\.\./$3\"#\"$4\"#" -e "s#\"\.\./\.\./recipes/#\"$src/recipes/#" "$src/examples/$1/$2" >"$tmp/r/$2"
+  grep -qF "\"$4\"" "$tmp/r/$2" && grep -qF "\"$src/recipes/" "$tmp/r/$2" ||
+    fail "examples/$1/$2 no longer names ../../$3 and ../../recipes/: update this test"
+}
+# line_of FILE TEXT: the number of the first line of FILE holding TEXT.
+line_of() { grep -nF -- "$2" "$1" | head -1 | cut -d: -f1; }
+
 cd "$here"
 case "$name" in
 version)
@@ -865,6 +899,104 @@ PY
   expect_rc 2 -- "$vexp" run --plugin-path "$tmp/mix" "$tmp/bad.toml" --out "$tmp/bad"
   expect_out "bad.toml:3:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_mix)"
   [ ! -e "$tmp/bad" ] || fail "an invalid temporal_mix value created a run directory"
+  no_crash
+  ;;
+sdk_optimizer_example)
+  # The guide's optimizer (examples/optimizer: Lion), built against the build folder and
+  # listed as the guide shows it; its recipe checked and trained; every update of a run
+  # checked against Lion's rule from the run's checkpoints; a stopped, and an interrupted,
+  # run resumed equal to the uninterrupted one bit for bit; its parameter errors at
+  # their recipe line and column, naming the optimizer.
+  example_build optimizer "$tmp/lion"
+  [ -f "$tmp/lion/lion.so" ] || fail "lion.so not built"
+  example_listed "$tmp/lion" "optimizer lion" 2
+  example_recipe optimizer tsm_lion.toml build-lion "$tmp/lion"
+  lion() { "$vexp" run --plugin-path "$tmp/lion" "$tmp/r/tsm_lion.toml" --set run.log_every=1 --set run.progress=none "$@"; }
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/r/tsm_lion.toml"
+  expect_out "tsm_lion.toml: ok"
+  expect_rc 0 -- lion --dry-run
+  expect_out "optimizer:         lion, 2 parameter groups"
+  # One step per epoch (8 clips, batch 8): a checkpoint after every step, with the
+  # weights and Lion's momentum (exp_avg/<parameter>).
+  expect_rc 0 -- lion --out "$tmp/steps" --set data.params.train_clips=8 --set run.epochs=4
+  expect_out "top-1"
+  $PY - "$tmp/steps" <<'PY' || fail "lion's updates do not follow Lion's rule"
+import json, sys, torch
+d = sys.argv[1]
+b1, b2, wd = 0.9, 0.99, 0.01   # the recipe's betas and weight_decay (biases and BatchNorm: none)
+ck = [torch.load(f"{d}/checkpoints/epoch_{e:04d}.pt", weights_only=True) for e in range(1, 5)]
+lrs = {r["global_step"]: r["lr"] for r in map(json.loads, open(d + "/metrics.jsonl")) if r["type"] == "step"}
+names = [k[len("exp_avg/"):] for k in ck[0]["optimizer"]]
+assert names and set(ck[0]["optimizer"]) == {"exp_avg/" + n for n in names}, sorted(ck[0]["optimizer"])[:5]
+trainable = {k for k, v in ck[0]["model"].items() if v.is_floating_point() and "running_" not in k}
+assert set(names) == trainable, ("momentum for every trainable tensor", set(names) ^ trainable)
+moved = total = bad = other = 0
+for step in (2, 3, 4):   # from the checkpoint after step - 1 to the one after step
+    a, b, lr = ck[step - 2], ck[step - 1], lrs[step]
+    for n in names:
+        w0, w1 = a["model"][n].double(), b["model"][n].double()
+        m0, m1 = a["optimizer"]["exp_avg/" + n].double(), b["optimizer"]["exp_avg/" + n].double()
+        g = (m1 - b2 * m0) / (1 - b2)          # the step's gradient, from m1 = b2 m0 + (1 - b2) g
+        c = b1 * m0 + (1 - b1) * g             # Lion's interpolation, with the other beta
+        decay = wd if w0.dim() > 1 else 0.0
+        ref = w0 * (1 - lr * decay) - lr * torch.sign(c)
+        err = (w1 - ref).abs()
+        # Float32 rounding, and a sign that rounding may flip where c is within it of 0.
+        ok = (err <= 1e-6 * (w0.abs() + lr)) | (c.abs() <= 1e-5 * (m0.abs() + g.abs()) + 1e-12)
+        bad += int((~ok).sum())
+        total += w0.numel()
+        moved += int(((w1 - w0 * (1 - lr * decay)).abs() > 0.5 * lr).sum())
+        # The sign of the new momentum (b2 in the update) is another rule: it must disagree.
+        other += int(((w1 - (w0 * (1 - lr * decay) - lr * torch.sign(m1))).abs() > 0.5 * lr).sum())
+assert bad == 0, f"{bad} of {total} elements differ from Lion's update"
+assert moved > 0.99 * total, (moved, total)   # sign: every element moves by lr
+assert other > 0.001 * total, other           # the check tells b1 from b2
+print(f"lion: {total} updates (3 steps) follow Lion's rule; {other} would differ with sign(m_t)")
+PY
+  # 2 epochs of 6 steps; the same stopped after the first and resumed, and interrupted
+  # in the middle of the second and resumed: the same weights, momentum and losses.
+  expect_rc 0 -- lion --out "$tmp/full" --set run.epochs=2
+  expect_rc 0 -- lion --out "$tmp/stopped" --set run.epochs=2 --stop-after 1
+  expect_rc 0 -- lion --out "$tmp/stopped" --set run.epochs=2 --resume
+  expect_out "resuming"
+  VEXP_TEST_FAULT=sigint@step=8 lion --out "$tmp/int" --set run.epochs=2 >"$tmp/out" 2>&1
+  [ $? -eq 130 ] || { cat "$tmp/out"; fail "the interrupted run did not exit 130"; }
+  expect_rc 0 -- lion --out "$tmp/int" --set run.epochs=2 --resume
+  expect_out "resuming"
+  for r in stopped int; do
+    $PY - "$tmp/full" "$tmp/$r" <<'PY' || fail "the resumed lion run ($r) differs from the uninterrupted one"
+import json, sys, torch
+a, b = sys.argv[1], sys.argv[2]
+ca, cb = (torch.load(d + "/checkpoints/epoch_0002.pt", weights_only=True) for d in (a, b))
+for part in ("model", "optimizer"):
+    assert ca[part] and set(ca[part]) == set(cb[part]), part
+    for k in ca[part]:
+        assert torch.equal(ca[part][k], cb[part][k]), (part, k)
+def losses(d): return [(j["global_step"], j["loss"]) for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "step"]
+assert losses(a) == losses(b) and len(losses(a)) == 12, (losses(a), losses(b))
+sa, sb = (json.load(open(d + "/summary.json")) for d in (a, b))
+assert (sa["top1"], sa["val_loss"]) == (sb["top1"], sb["val_loss"]), (sa, sb)
+PY
+  done
+  # Refused at the recipe's line and column, naming the optimizer: a key of another
+  # optimizer, an element out of the schema's range, an unknown key; and a betas of
+  # the wrong length, by the plugin when the run makes it.
+  printf 'extends = "%s"\nunset = ["optim.momentum"]\n\n[optim]\ntype = "lion"\nlr = 0.001\nnesterov = true\n' \
+    "$src/recipes/quickstart/tsm_motion.toml" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: 'nesterov' in [optim] is a parameter of optimizer 'sgd', not of 'lion' (optim.type at $tmp/bad.toml:5:1); 'lion' takes betas"
+  sed -i 's/^nesterov = true$/betas = [0.9, 1.0]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: 'betas' in [optim]: element 1: must be in [0, 1), got 1.0"
+  sed -i 's/^betas = \[0.9, 1.0\]$/beta = [0.9, 0.99]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: unknown key 'beta' in [optim] (did you mean 'betas'?)"
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad"
+  [ ! -e "$tmp/bad" ] || fail "an invalid lion recipe created a run directory"
+  sed -i 's/^beta = \[0.9, 0.99\]$/betas = [0.9]/' "$tmp/bad.toml"
+  expect_rc 1 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad1" --set run.epochs=1 \
+    --set data.params.train_clips=8 --set data.params.val_clips=8 --set data.params.size=16
+  expect_out "vexp: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1 ([optim] at $tmp/bad.toml:4:1)"
   no_crash
   ;;
 run_precision)
