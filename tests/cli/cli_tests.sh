@@ -999,6 +999,63 @@ PY
   expect_out "vexp: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1 ([optim] at $tmp/bad.toml:4:1)"
   no_crash
   ;;
+sdk_transform_example)
+  # The guide's clip transform (examples/transform: cutout), built against the build
+  # folder and listed as the guide shows it; its recipe (a training pipeline of shipped
+  # transforms and cutout) checked and trained twice alike; cutout changes the clips
+  # (p = 0.5 trains otherwise than p = 0, which trains as the list without it, bit for
+  # bit); its parameter errors at their recipe line.
+  example_build transform "$tmp/cut"
+  [ -f "$tmp/cut/cutout.so" ] || fail "cutout.so not built"
+  example_listed "$tmp/cut" "transform cutout" 5
+  example_recipe transform tsm_cutout.toml build-cutout "$tmp/cut"
+  rcp=$tmp/r/tsm_cutout.toml
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/cut" "$rcp"
+  expect_out "tsm_cutout.toml: ok"
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/cut" "$rcp" --print
+  expect_out 'type = "cutout"'; expect_out "ratio = [0.3, 3.3]"   # the defaults filled in
+  # p = 0: one draw and no rectangle; the list without cutout.
+  sed 's/^p = 0.5$/p = 0.0/' "$rcp" >"$tmp/r/p0.toml"
+  grep -q '^p = 0.0$' "$tmp/r/p0.toml" || fail "tsm_cutout.toml no longer sets p = 0.5: update this test"
+  head -n $(($(line_of "$rcp" 'type = "cutout"') - 2)) "$rcp" >"$tmp/r/none.toml"   # the last table, dropped
+  ! grep -q 'type = "cutout"' "$tmp/r/none.toml" && grep -q '"normalize"' "$tmp/r/none.toml" || fail "could not drop cutout from the recipe"
+  for r in a b p0 none; do
+    f=$rcp; [ "$r" = p0 ] && f=$tmp/r/p0.toml; [ "$r" = none ] && f=$tmp/r/none.toml
+    expect_rc 0 -- "$vexp" run --plugin-path "$tmp/cut" "$f" --out "$tmp/$r" --set run.log_every=1 --set run.progress=none
+    expect_out "top-1"
+  done
+  $PY - "$tmp" <<'PY' || fail "cutout's runs"
+import json, sys, torch
+t = sys.argv[1]
+def model(r): return torch.load(f"{t}/{r}/checkpoints/epoch_0001.pt", weights_only=True)["model"]
+def losses(r): return [j["loss"] for j in map(json.loads, open(f"{t}/{r}/metrics.jsonl")) if j["type"] == "step"]
+def same(x, y): return set(x) == set(y) and all(torch.equal(x[k], y[k]) for k in x)
+a, b, p0, none = (model(r) for r in ("a", "b", "p0", "none"))
+assert same(a, b), "two runs of one recipe differ: cutout is not a function of the clip's Rng"
+assert same(p0, none) and losses("p0") == losses("none"), "p = 0 trains otherwise than the list without cutout"
+assert not same(a, none), "cutout with p = 0.5 changed nothing"
+la, ln = losses("a"), losses("none")
+assert la[0] != ln[0], ("the first batch's loss is the same with and without cutout", la[0])
+print("first losses: cutout", la[0], "without", ln[0])
+PY
+  # Its cost beside the dataset's own pipeline, on the same clips.
+  expect_rc 0 -- "$vexp" bench data --plugin-path "$tmp/cut" "$rcp" --split train --pipelines --clips 16
+  expect_out "plugins: the recipe's data.train_transforms"; expect_out "plugins / built-in time per clip"
+  # Refused at the parameter's line: the schema's range, and what the plugin checks
+  # when the recipe is opened (scale in order); vexp run the same, writing nothing.
+  sed 's/^scale = \[0.02, 0.25\]$/scale = [0.25, 0.02]/' "$rcp" >"$tmp/bad.toml"
+  at=$(line_of "$tmp/bad.toml" 'scale = [0.25, 0.02]')
+  [ -n "$at" ] || fail "tsm_cutout.toml no longer sets scale = [0.02, 0.25]: update this test"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/cut" "$tmp/bad.toml"
+  expect_out "bad.toml:$at:1: error: data.train_transforms[2] (cutout): scale: expected [min, max] with 0 < min <= max <= 1 (fractions of the frame's area), got [0.25, 0.02]"
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/cut" "$tmp/bad.toml" --out "$tmp/bad"
+  expect_out "bad.toml:$at:1: error: data.train_transforms[2] (cutout): scale:"
+  [ ! -e "$tmp/bad" ] || fail "an invalid cutout parameter created a run directory"
+  sed 's/^p = 0.5$/p = 1.5/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/cut" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'p = 1.5'):1: error: 'p' in data.train_transforms[2] (transform 'cutout'): must be in [0, 1], got 1.5"
+  no_crash
+  ;;
 run_precision)
   # bf16 autocast on the CPU: the same first losses as fp32 (same weights and
   # data), and the tiny run still learns.
