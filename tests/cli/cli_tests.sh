@@ -1056,6 +1056,85 @@ PY
   expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'p = 1.5'):1: error: 'p' in data.train_transforms[2] (transform 'cutout'): must be in [0, 1], got 1.5"
   no_crash
   ;;
+sdk_objective_example)
+  # The guide's library of a loss and a hook (examples/objective: focal, best_weights),
+  # built against the build folder and listed as the guide shows it; its recipe checked
+  # and trained: focal with gamma = 0 starts as cross-entropy and gamma = 2 below it;
+  # the best weights are the checkpoint of the best evaluation, a resumed run keeps
+  # them; a batch transform making soft targets is refused with focal, and bad
+  # parameters at their line.
+  example_build objective "$tmp/obj"
+  [ -f "$tmp/obj/objective.so" ] || fail "objective.so not built"
+  example_listed "$tmp/obj" "loss focal" 2
+  example_listed "$tmp/obj" "hook best_weights" 3
+  example_recipe objective tsm_focal.toml build-objective "$tmp/obj"
+  rcp=$tmp/r/tsm_focal.toml
+  obj() { "$vexp" run --plugin-path "$tmp/obj" "$@" --set run.log_every=1; }
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/obj" "$rcp"
+  expect_out "tsm_focal.toml: ok"
+  expect_rc 0 -- obj "$rcp" --out "$tmp/full"
+  expect_out "top-1"; expect_out "info epoch 3/3: best_epoch "
+  expect_rc 0 -- obj "$rcp" --out "$tmp/g0" --set loss.gamma=0.0 --set run.epochs=1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/ce" --set 'loss={ type = "cross_entropy" }' --set run.epochs=1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/stopped" --stop-after 1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/stopped" --resume
+  expect_out "resuming"
+  $PY - "$tmp" <<'PY' || fail "focal and best_weights"
+import json, sys, torch
+t = sys.argv[1]
+def records(r, kind): return [j for j in map(json.loads, open(f"{t}/{r}/metrics.jsonl")) if j["type"] == kind]
+focal, g0, ce = (records(r, "step")[0]["loss"] for r in ("full", "g0", "ce"))
+# gamma = 0 is cross-entropy: the same first batch, the same loss up to rounding.
+assert abs(g0 - ce) <= 1e-6 * ce, ("focal with gamma = 0 is not cross-entropy", g0, ce)
+# gamma = 2: each clip's cross-entropy times (1 - p)^2, p about 1/4 at the start.
+assert 0.4 * ce < focal < 0.75 * ce, ("focal with gamma = 2", focal, ce)
+# best_weights: after every evaluation the lowest val_loss so far and its epoch; the
+# weights written beside the last checkpoint are that epoch's checkpoint's, all of them.
+ev = records("full", "eval")
+assert len(ev) == 3, ev
+for i, r in enumerate(ev):
+    losses = [e["val_loss"] for e in ev[:i + 1]]
+    assert r["best_val_loss"] == min(losses) and r["best_epoch"] == 1 + losses.index(min(losses)), r
+s = json.load(open(f"{t}/full/summary.json"))
+assert s["hook_weights"] == {"best": "checkpoints/epoch_0003.best.pt"}, s
+assert s["best_epoch"] == ev[-1]["best_epoch"], s
+best = torch.load(f"{t}/full/checkpoints/epoch_0003.best.pt", weights_only=True)
+ck = torch.load(f"{t}/full/checkpoints/epoch_{int(s['best_epoch']):04d}.pt", weights_only=True)["model"]
+assert set(best) == set(ck) and all(torch.equal(best[k], ck[k]) for k in ck), "the best weights are not that epoch's"
+# Resumed after epoch 1: the same records, weights and best weights as the uninterrupted run.
+keys = ("epoch", "global_step", "top1", "top5", "val_loss", "best_val_loss", "best_epoch")
+def figures(r): return [tuple(e[k] for k in keys) for e in records(r, "eval")]
+assert figures("stopped") == figures("full"), (figures("stopped"), figures("full"))
+rb = torch.load(f"{t}/stopped/checkpoints/epoch_0003.best.pt", weights_only=True)
+assert set(rb) == set(best) and all(torch.equal(rb[k], best[k]) for k in best), "the resumed run's best weights differ"
+print("first losses: focal", focal, "gamma 0", g0, "cross-entropy", ce, "; best epoch", s["best_epoch"])
+PY
+  # vexp predict loads the best weights (all of them) and predicts as that epoch's checkpoint.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  video="$tmp/m/$(head -1 "$tmp/m/val_list.txt" | cut -d' ' -f1)"
+  best=$($PY -c "import json, sys; print(int(json.load(open(sys.argv[1]))['best_epoch']))" "$tmp/full/summary.json")
+  for w in epoch_0003.best "epoch_000$best"; do
+    expect_rc 0 -- "$vexp" predict --plugin-path "$tmp/obj" "$rcp" --weights "$tmp/full/checkpoints/$w.pt" --input "$video" \
+      --logits "$tmp/$w.json"
+    expect_out "0 missing; 0 unexpected"; expect_out "clip 0:"
+  done
+  cmp -s <($PY -c "import json, sys; print(json.load(open(sys.argv[1]))['logits'])" "$tmp/epoch_0003.best.json") \
+    <($PY -c "import json, sys; print(json.load(open(sys.argv[1]))['logits'])" "$tmp/epoch_000$best.json") ||
+    fail "the best weights do not predict as epoch $best's checkpoint"
+  # focal takes labels only: with mixup (soft targets) it is refused before training,
+  # at the batch transform; bad parameters at their line.
+  { cat "$rcp"; printf '\n[[data.batch_transforms]]\ntype = "mixup"\n'; } >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" '[[data.batch_transforms]]'):1: error: batch transform 'mixup' makes soft targets [N, classes] and loss 'focal' ($tmp/bad.toml:$(line_of "$tmp/bad.toml" '[loss]'):"
+  expect_out "takes class labels only"
+  sed 's/^gamma = 2.0$/gamma = -1.0/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'gamma = -1.0'):1: error: 'gamma' in [loss] (loss 'focal'): must be >= 0, got -1.0"
+  sed 's/^metric = "val_loss"$/metric = "top3"/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'metric = "top3"'):1: error: 'metric' in hooks[0] (hook 'best_weights'): must be one of \"top1\", \"top5\", \"val_loss\", got \"top3\""
+  no_crash
+  ;;
 run_precision)
   # bf16 autocast on the CPU: the same first losses as fp32 (same weights and
   # data), and the tiny run still learns.
