@@ -4,6 +4,40 @@ name=$1 vexp=$2 src=$3 build=$4
 here=$(cd "$(dirname "$0")" && pwd)
 source "$src/tests/support/setup.sh" cli
 
+# The guide's out-of-tree examples (the sdk_*_example cases).
+# example_build EXAMPLE DIR: examples/EXAMPLE configured against the build folder and built in DIR.
+example_build() {
+  cmake -S "$src/examples/$1" -B "$2" -DCMAKE_PREFIX_PATH="$build" -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring examples/$1 against the build folder failed"; }
+  expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  cmake --build "$2" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building examples/$1 failed"; }
+}
+# example_listed DIR "KIND NAME" N: the N lines `vexp plugins --path DIR` prints under the
+# plugin (its doc and parameters, all of them) are in docs/writing-a-plugin.md as "# LINE".
+example_listed() {
+  "$vexp" plugins --path "$1" >"$tmp/plugins.txt" 2>&1 || fail "vexp plugins --path $1 failed"
+  grep -q "^$2  \[$1/" "$tmp/plugins.txt" || fail "vexp plugins --path $1 does not list $2 from $1: $(cat "$tmp/plugins.txt")"
+  local n=0 line
+  while IFS= read -r line; do
+    n=$((n + 1))
+    grep -qF "# $line" "$src/docs/writing-a-plugin.md" ||
+      fail "docs/writing-a-plugin.md does not show this line of 'vexp plugins --path' for $2: $line"
+  done < <(grep -A"$3" "^$2  \[" "$tmp/plugins.txt" | tail -n +2)
+  [ "$n" -eq "$3" ] || fail "expected $3 lines after '$2' in: $(cat "$tmp/plugins.txt")"
+  ! grep -A"$(($3 + 1))" "^$2  \[" "$tmp/plugins.txt" | tail -n +$(($3 + 2)) | grep -q '^    ' ||
+    fail "'$2' has more than $3 lines in 'vexp plugins --path': update docs/writing-a-plugin.md and this test"
+}
+# example_recipe EXAMPLE FILE BUILD_NAME DIR: examples/EXAMPLE/FILE as shipped, but for its two
+# relative paths (../../BUILD_NAME becomes DIR, ../../recipes/ the source tree's), as $tmp/r/FILE.
+example_recipe() {
+  mkdir -p "$tmp/r"
+  sed -e "s#\"\.\./\.\./$3\"#\"$4\"#" -e "s#\"\.\./\.\./recipes/#\"$src/recipes/#" "$src/examples/$1/$2" >"$tmp/r/$2"
+  grep -qF "\"$4\"" "$tmp/r/$2" && grep -qF "\"$src/recipes/" "$tmp/r/$2" ||
+    fail "examples/$1/$2 no longer names ../../$3 and ../../recipes/: update this test"
+}
+# line_of FILE TEXT: the number of the first line of FILE holding TEXT.
+line_of() { grep -nF -- "$2" "$1" | head -1 | cut -d: -f1; }
+
 cd "$here"
 case "$name" in
 version)
@@ -904,6 +938,240 @@ PY
   expect_rc 2 -- "$vexp" run --plugin-path "$tmp/mix" "$tmp/bad.toml" --out "$tmp/bad"
   expect_out "bad.toml:3:1: error: rewrite at 'features/layer1/block0/residual_in' (temporal_mix)"
   [ ! -e "$tmp/bad" ] || fail "an invalid temporal_mix value created a run directory"
+  no_crash
+  ;;
+sdk_optimizer_example)
+  # The guide's optimizer (examples/optimizer: Lion), built against the build folder and
+  # listed as the guide shows it; its recipe checked and trained; every update of a run
+  # checked against Lion's rule from the run's checkpoints; a stopped, and an interrupted,
+  # run resumed equal to the uninterrupted one bit for bit; its parameter errors at
+  # their recipe line and column, naming the optimizer.
+  example_build optimizer "$tmp/lion"
+  [ -f "$tmp/lion/lion.so" ] || fail "lion.so not built"
+  example_listed "$tmp/lion" "optimizer lion" 2
+  example_recipe optimizer tsm_lion.toml build-lion "$tmp/lion"
+  lion() { "$vexp" run --plugin-path "$tmp/lion" "$tmp/r/tsm_lion.toml" --set run.log_every=1 --set run.progress=none "$@"; }
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/r/tsm_lion.toml"
+  expect_out "tsm_lion.toml: ok"
+  expect_rc 0 -- lion --dry-run
+  expect_out "optimizer:         lion, 2 parameter groups"
+  # One step per epoch (8 clips, batch 8): a checkpoint after every step, with the
+  # weights and Lion's momentum (exp_avg/<parameter>).
+  expect_rc 0 -- lion --out "$tmp/steps" --set data.params.train_clips=8 --set run.epochs=4
+  expect_out "top-1"
+  $PY - "$tmp/steps" <<'PY' || fail "lion's updates do not follow Lion's rule"
+import json, sys, torch
+d = sys.argv[1]
+b1, b2, wd = 0.9, 0.99, 0.01   # the recipe's betas and weight_decay (biases and BatchNorm: none)
+ck = [torch.load(f"{d}/checkpoints/epoch_{e:04d}.pt", weights_only=True) for e in range(1, 5)]
+lrs = {r["global_step"]: r["lr"] for r in map(json.loads, open(d + "/metrics.jsonl")) if r["type"] == "step"}
+names = [k[len("exp_avg/"):] for k in ck[0]["optimizer"]]
+assert names and set(ck[0]["optimizer"]) == {"exp_avg/" + n for n in names}, sorted(ck[0]["optimizer"])[:5]
+trainable = {k for k, v in ck[0]["model"].items() if v.is_floating_point() and "running_" not in k}
+assert set(names) == trainable, ("momentum for every trainable tensor", set(names) ^ trainable)
+moved = total = bad = other = 0
+for step in (2, 3, 4):   # from the checkpoint after step - 1 to the one after step
+    a, b, lr = ck[step - 2], ck[step - 1], lrs[step]
+    for n in names:
+        w0, w1 = a["model"][n].double(), b["model"][n].double()
+        m0, m1 = a["optimizer"]["exp_avg/" + n].double(), b["optimizer"]["exp_avg/" + n].double()
+        g = (m1 - b2 * m0) / (1 - b2)          # the step's gradient, from m1 = b2 m0 + (1 - b2) g
+        c = b1 * m0 + (1 - b1) * g             # Lion's interpolation, with the other beta
+        decay = wd if w0.dim() > 1 else 0.0
+        ref = w0 * (1 - lr * decay) - lr * torch.sign(c)
+        err = (w1 - ref).abs()
+        # Float32 rounding, and a sign that rounding may flip where c is within it of 0.
+        ok = (err <= 1e-6 * (w0.abs() + lr)) | (c.abs() <= 1e-5 * (m0.abs() + g.abs()) + 1e-12)
+        bad += int((~ok).sum())
+        total += w0.numel()
+        moved += int(((w1 - w0 * (1 - lr * decay)).abs() > 0.5 * lr).sum())
+        # The sign of the new momentum (b2 in the update) is another rule: it must disagree.
+        other += int(((w1 - (w0 * (1 - lr * decay) - lr * torch.sign(m1))).abs() > 0.5 * lr).sum())
+assert bad == 0, f"{bad} of {total} elements differ from Lion's update"
+assert moved > 0.99 * total, (moved, total)   # sign: every element moves by lr
+assert other > 0.001 * total, other           # the check tells b1 from b2
+print(f"lion: {total} updates (3 steps) follow Lion's rule; {other} would differ with sign(m_t)")
+PY
+  # 2 epochs of 6 steps; the same stopped after the first and resumed, and interrupted
+  # in the middle of the second and resumed: the same weights, momentum and losses.
+  expect_rc 0 -- lion --out "$tmp/full" --set run.epochs=2
+  expect_rc 0 -- lion --out "$tmp/stopped" --set run.epochs=2 --stop-after 1
+  expect_rc 0 -- lion --out "$tmp/stopped" --set run.epochs=2 --resume
+  expect_out "resuming"
+  VEXP_TEST_FAULT=sigint@step=8 lion --out "$tmp/int" --set run.epochs=2 >"$tmp/out" 2>&1
+  [ $? -eq 130 ] || { cat "$tmp/out"; fail "the interrupted run did not exit 130"; }
+  expect_rc 0 -- lion --out "$tmp/int" --set run.epochs=2 --resume
+  expect_out "resuming"
+  for r in stopped int; do
+    $PY - "$tmp/full" "$tmp/$r" <<'PY' || fail "the resumed lion run ($r) differs from the uninterrupted one"
+import json, sys, torch
+a, b = sys.argv[1], sys.argv[2]
+ca, cb = (torch.load(d + "/checkpoints/epoch_0002.pt", weights_only=True) for d in (a, b))
+for part in ("model", "optimizer"):
+    assert ca[part] and set(ca[part]) == set(cb[part]), part
+    for k in ca[part]:
+        assert torch.equal(ca[part][k], cb[part][k]), (part, k)
+def losses(d): return [(j["global_step"], j["loss"]) for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "step"]
+assert losses(a) == losses(b) and len(losses(a)) == 12, (losses(a), losses(b))
+sa, sb = (json.load(open(d + "/summary.json")) for d in (a, b))
+assert (sa["top1"], sa["val_loss"]) == (sb["top1"], sb["val_loss"]), (sa, sb)
+PY
+  done
+  # Refused at the recipe's line and column, naming the optimizer: a key of another
+  # optimizer, an element out of the schema's range, an unknown key; and a betas of
+  # the wrong length, by the plugin when the run makes it.
+  printf 'extends = "%s"\nunset = ["optim.momentum"]\n\n[optim]\ntype = "lion"\nlr = 0.001\nnesterov = true\n' \
+    "$src/recipes/quickstart/tsm_motion.toml" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: 'nesterov' in [optim] is a parameter of optimizer 'sgd', not of 'lion' (optim.type at $tmp/bad.toml:5:1); 'lion' takes betas"
+  sed -i 's/^nesterov = true$/betas = [0.9, 1.0]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: 'betas' in [optim]: element 1: must be in [0, 1), got 1.0"
+  sed -i 's/^betas = \[0.9, 1.0\]$/beta = [0.9, 0.99]/' "$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:7:1: error: unknown key 'beta' in [optim] (did you mean 'betas'?)"
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad"
+  [ ! -e "$tmp/bad" ] || fail "an invalid lion recipe created a run directory"
+  sed -i 's/^beta = \[0.9, 0.99\]$/betas = [0.9]/' "$tmp/bad.toml"
+  expect_rc 1 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad1" --set run.epochs=1 \
+    --set data.params.train_clips=8 --set data.params.val_clips=8 --set data.params.size=16
+  expect_out "vexp: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1 ([optim] at $tmp/bad.toml:4:1)"
+  no_crash
+  ;;
+sdk_transform_example)
+  # The guide's clip transform (examples/transform: cutout), built against the build
+  # folder and listed as the guide shows it; its recipe (a training pipeline of shipped
+  # transforms and cutout) checked and trained twice alike; cutout changes the clips
+  # (p = 0.5 trains otherwise than p = 0, which trains as the list without it, bit for
+  # bit); its parameter errors at their recipe line.
+  example_build transform "$tmp/cut"
+  [ -f "$tmp/cut/cutout.so" ] || fail "cutout.so not built"
+  example_listed "$tmp/cut" "transform cutout" 5
+  example_recipe transform tsm_cutout.toml build-cutout "$tmp/cut"
+  rcp=$tmp/r/tsm_cutout.toml
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/cut" "$rcp"
+  expect_out "tsm_cutout.toml: ok"
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/cut" "$rcp" --print
+  expect_out 'type = "cutout"'; expect_out "ratio = [0.3, 3.3]"   # the defaults filled in
+  # p = 0: one draw and no rectangle; the list without cutout.
+  sed 's/^p = 0.5$/p = 0.0/' "$rcp" >"$tmp/r/p0.toml"
+  grep -q '^p = 0.0$' "$tmp/r/p0.toml" || fail "tsm_cutout.toml no longer sets p = 0.5: update this test"
+  head -n $(($(line_of "$rcp" 'type = "cutout"') - 2)) "$rcp" >"$tmp/r/none.toml"   # the last table, dropped
+  ! grep -q 'type = "cutout"' "$tmp/r/none.toml" && grep -q '"normalize"' "$tmp/r/none.toml" || fail "could not drop cutout from the recipe"
+  for r in a b p0 none; do
+    f=$rcp; [ "$r" = p0 ] && f=$tmp/r/p0.toml; [ "$r" = none ] && f=$tmp/r/none.toml
+    expect_rc 0 -- "$vexp" run --plugin-path "$tmp/cut" "$f" --out "$tmp/$r" --set run.log_every=1 --set run.progress=none
+    expect_out "top-1"
+  done
+  $PY - "$tmp" <<'PY' || fail "cutout's runs"
+import json, sys, torch
+t = sys.argv[1]
+def model(r): return torch.load(f"{t}/{r}/checkpoints/epoch_0001.pt", weights_only=True)["model"]
+def losses(r): return [j["loss"] for j in map(json.loads, open(f"{t}/{r}/metrics.jsonl")) if j["type"] == "step"]
+def same(x, y): return set(x) == set(y) and all(torch.equal(x[k], y[k]) for k in x)
+a, b, p0, none = (model(r) for r in ("a", "b", "p0", "none"))
+assert same(a, b), "two runs of one recipe differ: cutout is not a function of the clip's Rng"
+assert same(p0, none) and losses("p0") == losses("none"), "p = 0 trains otherwise than the list without cutout"
+assert not same(a, none), "cutout with p = 0.5 changed nothing"
+la, ln = losses("a"), losses("none")
+assert la[0] != ln[0], ("the first batch's loss is the same with and without cutout", la[0])
+print("first losses: cutout", la[0], "without", ln[0])
+PY
+  # Its cost beside the dataset's own pipeline, on the same clips.
+  expect_rc 0 -- "$vexp" bench data --plugin-path "$tmp/cut" "$rcp" --split train --pipelines --clips 16
+  expect_out "plugins: the recipe's data.train_transforms"; expect_out "plugins / built-in time per clip"
+  # Refused at the parameter's line: the schema's range, and what the plugin checks
+  # when the recipe is opened (scale in order); vexp run the same, writing nothing.
+  sed 's/^scale = \[0.02, 0.25\]$/scale = [0.25, 0.02]/' "$rcp" >"$tmp/bad.toml"
+  at=$(line_of "$tmp/bad.toml" 'scale = [0.25, 0.02]')
+  [ -n "$at" ] || fail "tsm_cutout.toml no longer sets scale = [0.02, 0.25]: update this test"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/cut" "$tmp/bad.toml"
+  expect_out "bad.toml:$at:1: error: data.train_transforms[2] (cutout): scale: expected [min, max] with 0 < min <= max <= 1 (fractions of the frame's area), got [0.25, 0.02]"
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/cut" "$tmp/bad.toml" --out "$tmp/bad"
+  expect_out "bad.toml:$at:1: error: data.train_transforms[2] (cutout): scale:"
+  [ ! -e "$tmp/bad" ] || fail "an invalid cutout parameter created a run directory"
+  sed 's/^p = 0.5$/p = 1.5/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/cut" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'p = 1.5'):1: error: 'p' in data.train_transforms[2] (transform 'cutout'): must be in [0, 1], got 1.5"
+  no_crash
+  ;;
+sdk_objective_example)
+  # The guide's library of a loss and a hook (examples/objective: focal, best_weights),
+  # built against the build folder and listed as the guide shows it; its recipe checked
+  # and trained: focal with gamma = 0 starts as cross-entropy and gamma = 2 below it;
+  # the best weights are the checkpoint of the best evaluation, a resumed run keeps
+  # them; a batch transform making soft targets is refused with focal, and bad
+  # parameters at their line.
+  example_build objective "$tmp/obj"
+  [ -f "$tmp/obj/objective.so" ] || fail "objective.so not built"
+  example_listed "$tmp/obj" "loss focal" 2
+  example_listed "$tmp/obj" "hook best_weights" 3
+  example_recipe objective tsm_focal.toml build-objective "$tmp/obj"
+  rcp=$tmp/r/tsm_focal.toml
+  obj() { "$vexp" run --plugin-path "$tmp/obj" "$@" --set run.log_every=1; }
+  expect_rc 0 -- "$vexp" check --plugin-path "$tmp/obj" "$rcp"
+  expect_out "tsm_focal.toml: ok"
+  expect_rc 0 -- obj "$rcp" --out "$tmp/full"
+  expect_out "top-1"; expect_out "info epoch 3/3: best_epoch "
+  expect_rc 0 -- obj "$rcp" --out "$tmp/g0" --set loss.gamma=0.0 --set run.epochs=1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/ce" --set 'loss={ type = "cross_entropy" }' --set run.epochs=1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/stopped" --stop-after 1
+  expect_rc 0 -- obj "$rcp" --out "$tmp/stopped" --resume
+  expect_out "resuming"
+  $PY - "$tmp" <<'PY' || fail "focal and best_weights"
+import json, sys, torch
+t = sys.argv[1]
+def records(r, kind): return [j for j in map(json.loads, open(f"{t}/{r}/metrics.jsonl")) if j["type"] == kind]
+focal, g0, ce = (records(r, "step")[0]["loss"] for r in ("full", "g0", "ce"))
+# gamma = 0 is cross-entropy: the same first batch, the same loss up to rounding.
+assert abs(g0 - ce) <= 1e-6 * ce, ("focal with gamma = 0 is not cross-entropy", g0, ce)
+# gamma = 2: each clip's cross-entropy times (1 - p)^2, p about 1/4 at the start.
+assert 0.4 * ce < focal < 0.75 * ce, ("focal with gamma = 2", focal, ce)
+# best_weights: after every evaluation the lowest val_loss so far and its epoch; the
+# weights written beside the last checkpoint are that epoch's checkpoint's, all of them.
+ev = records("full", "eval")
+assert len(ev) == 3, ev
+for i, r in enumerate(ev):
+    losses = [e["val_loss"] for e in ev[:i + 1]]
+    assert r["best_val_loss"] == min(losses) and r["best_epoch"] == 1 + losses.index(min(losses)), r
+s = json.load(open(f"{t}/full/summary.json"))
+assert s["hook_weights"] == {"best": "checkpoints/epoch_0003.best.pt"}, s
+assert s["best_epoch"] == ev[-1]["best_epoch"], s
+best = torch.load(f"{t}/full/checkpoints/epoch_0003.best.pt", weights_only=True)
+ck = torch.load(f"{t}/full/checkpoints/epoch_{int(s['best_epoch']):04d}.pt", weights_only=True)["model"]
+assert set(best) == set(ck) and all(torch.equal(best[k], ck[k]) for k in ck), "the best weights are not that epoch's"
+# Resumed after epoch 1: the same records, weights and best weights as the uninterrupted run.
+keys = ("epoch", "global_step", "top1", "top5", "val_loss", "best_val_loss", "best_epoch")
+def figures(r): return [tuple(e[k] for k in keys) for e in records(r, "eval")]
+assert figures("stopped") == figures("full"), (figures("stopped"), figures("full"))
+rb = torch.load(f"{t}/stopped/checkpoints/epoch_0003.best.pt", weights_only=True)
+assert set(rb) == set(best) and all(torch.equal(rb[k], best[k]) for k in best), "the resumed run's best weights differ"
+print("first losses: focal", focal, "gamma 0", g0, "cross-entropy", ce, "; best epoch", s["best_epoch"])
+PY
+  # vexp predict loads the best weights (all of them) and predicts as that epoch's checkpoint.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/m" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  video="$tmp/m/$(head -1 "$tmp/m/val_list.txt" | cut -d' ' -f1)"
+  best=$($PY -c "import json, sys; print(int(json.load(open(sys.argv[1]))['best_epoch']))" "$tmp/full/summary.json")
+  for w in epoch_0003.best "epoch_000$best"; do
+    expect_rc 0 -- "$vexp" predict --plugin-path "$tmp/obj" "$rcp" --weights "$tmp/full/checkpoints/$w.pt" --input "$video" \
+      --logits "$tmp/$w.json"
+    expect_out "0 missing; 0 unexpected"; expect_out "clip 0:"
+  done
+  cmp -s <($PY -c "import json, sys; print(json.load(open(sys.argv[1]))['logits'])" "$tmp/epoch_0003.best.json") \
+    <($PY -c "import json, sys; print(json.load(open(sys.argv[1]))['logits'])" "$tmp/epoch_000$best.json") ||
+    fail "the best weights do not predict as epoch $best's checkpoint"
+  # focal takes labels only: with mixup (soft targets) it is refused before training,
+  # at the batch transform; bad parameters at their line.
+  { cat "$rcp"; printf '\n[[data.batch_transforms]]\ntype = "mixup"\n'; } >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" '[[data.batch_transforms]]'):1: error: batch transform 'mixup' makes soft targets [N, classes] and loss 'focal' ($tmp/bad.toml:$(line_of "$tmp/bad.toml" '[loss]'):"
+  expect_out "takes class labels only"
+  sed 's/^gamma = 2.0$/gamma = -1.0/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'gamma = -1.0'):1: error: 'gamma' in [loss] (loss 'focal'): must be >= 0, got -1.0"
+  sed 's/^metric = "val_loss"$/metric = "top3"/' "$rcp" >"$tmp/bad.toml"
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/obj" "$tmp/bad.toml"
+  expect_out "bad.toml:$(line_of "$tmp/bad.toml" 'metric = "top3"'):1: error: 'metric' in hooks[0] (hook 'best_weights'): must be one of \"top1\", \"top5\", \"val_loss\", got \"top3\""
   no_crash
   ;;
 run_precision)
