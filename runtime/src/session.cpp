@@ -5,12 +5,38 @@
 #include <initializer_list>
 #include <stdexcept>
 
+#include "vexp/hook.hpp"
+#include "vexp/optimizer.hpp"
 #include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp {
 
 namespace {
+
+// The optimizer and the hooks made once from the recipe's parameters, as vexp run makes
+// them: what a factory refuses beyond its schema (adamw's betas of one number, a
+// hook's combination of keys) is a recipe error at its table's line in vexp check,
+// --dry-run and vexp run, before a run folder exists. (The loss, batch transforms
+// and clip transforms: check_objective and check_transform_lists.)
+void check_factories(const dsl::RecipePlan& plan, const PluginHost& host, dsl::Diagnostics& diags) {
+  if (!plan.optim.type.empty() && host.find("optimizer", plan.optim.type)) {
+    try {
+      (void)host.make<Optimizer>("optimizer", plan.optim.type, plan.optim.params);
+    } catch (const std::exception& e) {
+      diags.error(plan.optim.section, e.what());
+    }
+  }
+  for (size_t i = 0; i < plan.hooks.size(); ++i) {
+    const dsl::PluginUse& u = plan.hooks[i];
+    if (!host.find("hook", u.type)) continue;  // validation reported it
+    try {
+      (void)host.make<Hook>("hook", u.type, u.params);
+    } catch (const std::exception& e) {
+      diags.error(u.loc, "hooks[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
+}
 
 dsl::ParamType type_of(const dsl::Value& v) {
   using K = dsl::Value::Kind;
@@ -185,6 +211,7 @@ bool open_recipe(Session& s, const std::string& path, const OpenOptions& o) {
   // What only the plugins' objects know: a loss that cannot take the soft targets
   // of the recipe's batch transforms (objective.hpp).
   if (s.plan && !s.diags.has_errors()) check_objective(*s.plan, s.host, s.diags);
+  if (s.plan && !s.diags.has_errors()) check_factories(*s.plan, s.host, s.diags);
   // The transform lists' checks that need the plugins' objects (data_pipeline.hpp).
   if (s.plan && !s.diags.has_errors()) check_transform_lists(s.host, *s.plan, s.diags);
   return s.plan.has_value() && !s.diags.has_errors();

@@ -1019,7 +1019,8 @@ PY
   done
   # Refused at the recipe's line and column, naming the optimizer: a key of another
   # optimizer, an element out of the schema's range, an unknown key; and a betas of
-  # the wrong length, by the plugin when the run makes it.
+  # the wrong length, which only the plugin checks: check and run make the optimizer
+  # when they open the recipe, so it is refused at [optim] before any run folder.
   printf 'extends = "%s"\nunset = ["optim.momentum"]\n\n[optim]\ntype = "lion"\nlr = 0.001\nnesterov = true\n' \
     "$src/recipes/quickstart/tsm_motion.toml" >"$tmp/bad.toml"
   expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
@@ -1033,9 +1034,12 @@ PY
   expect_rc 2 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad"
   [ ! -e "$tmp/bad" ] || fail "an invalid lion recipe created a run directory"
   sed -i 's/^beta = \[0.9, 0.99\]$/betas = [0.9]/' "$tmp/bad.toml"
-  expect_rc 1 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad1" --set run.epochs=1 \
+  expect_rc 2 -- "$vexp" check --plugin-path "$tmp/lion" "$tmp/bad.toml"
+  expect_out "bad.toml:4:1: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1 ([optim] at $tmp/bad.toml:4:1)"
+  expect_rc 2 -- "$vexp" run --plugin-path "$tmp/lion" "$tmp/bad.toml" --out "$tmp/bad1" --set run.epochs=1 \
     --set data.params.train_clips=8 --set data.params.val_clips=8 --set data.params.size=16
-  expect_out "vexp: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1 ([optim] at $tmp/bad.toml:4:1)"
+  expect_out "bad.toml:4:1: error: optimizer 'lion' (from lion.so): betas: expected two numbers [beta1, beta2], got 1"
+  [ ! -e "$tmp/bad1" ] || fail "a lion recipe the plugin refuses created a run directory"
   no_crash
   ;;
 sdk_transform_example)

@@ -88,10 +88,14 @@ recipe_errors)
   expect_rc 2 -- "$vexp" check "$tmp/adamw.toml" --set 'optim.betas=[0.9, 1.0]' --set optim.amsgrd=true
   expect_out "'betas' in [optim]: element 1: must be in [0, 1), got 1.0"
   expect_out "unknown key 'amsgrd' in [optim] (did you mean 'amsgrad'?)"
-  # betas takes two numbers: the optimizer says so when it is made, naming [optim].
-  expect_rc 1 -- "$vexp" run "$tmp/adamw.toml" --set 'optim.betas=[0.9]' --out "$tmp/b"
-  expect_out "'betas' in [optim] ($tmp/adamw.toml:8:1): expected two numbers [beta1, beta2], got 1"
-  no_crash
+  # betas takes two numbers: the optimizer says so when it is made, which check, the
+  # dry run and run do when they open the recipe: at [optim], before any run folder.
+  for cmd in check "run --dry-run" "run --out $tmp/b"; do
+    expect_rc 2 -- "$vexp" $cmd "$tmp/adamw.toml" --set 'optim.betas=[0.9]'
+    expect_out "$tmp/adamw.toml:8:1: error: optimizer 'adamw' (from optimizers.so): 'betas' in [optim] ($tmp/adamw.toml:8:1): expected two numbers [beta1, beta2], got 1"
+    no_crash
+  done
+  [ ! -e "$tmp/b" ] || fail "a recipe the optimizer refuses created a run directory"
   ;;
 groups)
   # Groups by glob: check is ok, info and --dry-run print the groups and their counts.
