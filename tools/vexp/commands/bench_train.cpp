@@ -91,7 +91,9 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
-  const int64_t total = opt.warmup + opt.steps;
+  if (opt.noise_every < 0) throw std::invalid_argument("bench train: --noise-scale-every must be >= 0");
+  // With the noise scale: `steps` measured and `steps` plain, alternating.
+  const int64_t total = opt.warmup + (opt.noise_every > 0 ? 2 : 1) * opt.steps;
 
   // In the trainer's order (trainer.cpp, build), from the same seed: the dataset,
   // the model, the rig (the model on its device and in its layout, the optimizer,
@@ -117,6 +119,11 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   r.lr_last = dp.schedule.at(total - 1);
   TrainStep& step = rig.start(dp);
   const GradScaler& scaler = rig.scaler();
+  if (opt.noise_every > 0 && dp.world < 2)
+    throw std::runtime_error("bench train --noise-scale-every: the gradient noise scale needs at least two GPUs or "
+                             "emulated GPUs per step, and dist.world_size is 1 (--set dist.world_size=2 emulates two)");
+  step.set_noise_every(0);  // the recipe's run.noise_scale_every does not apply: the benchmark chooses
+  r.noise_every = opt.noise_every;
 
   // Data: random clips made up front (two, used in turn), or the batches `vexp run`
   // takes in its first steps (its sample stream, through the loader).
@@ -166,6 +173,9 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   };
   fetch_next();
   for (int64_t i = 0; i < total; ++i) {
+    // Every other step measures the noise (warm-up included, so both paths are warm).
+    const bool measured = opt.noise_every > 0 && i % 2 == 1;
+    if (opt.noise_every > 0) step.set_noise_every(measured ? 1 : 0);
     const auto t_step = Clock::now();
     double loss_sum = step.forward_backward(i, next, check);
     bool stop = false;
@@ -174,6 +184,10 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     const double t_all = since(t_step);
     r.final_loss = step.mean_loss();
     if (i < opt.warmup) continue;
+    if (measured) {
+      r.noise_step.samples.push_back(t_all);
+      continue;
+    }
     const StepTimes& t = step.times();
     r.step.samples.push_back(t_all);
     r.data.samples.push_back(t.data);
@@ -183,6 +197,10 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     r.optimizer.samples.push_back(t.optimizer);
   }
   const double step_s = r.step.median();
+  if (opt.noise_every > 0 && step_s > 0) {
+    r.noise_step_ratio = r.noise_step.median() / step_s;
+    r.noise_interval_ratio = 1 + (r.noise_step_ratio - 1) / static_cast<double>(opt.noise_every);
+  }
   r.clips_per_s = step_s > 0 ? static_cast<double>(r.clips_per_step * r.ranks) / step_s : 0;
   r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
   r.loss_scale = scaler.enabled() ? scaler.scale() : 0;

@@ -27,6 +27,10 @@ struct BenchTrainOptions {
   std::string device;          // cpu | cuda | auto; empty: the recipe's run.device
   std::string precision;       // fp32 | bf16 | fp16; empty: the recipe's run.precision
   std::string save_weights;    // non-empty: rank 0 writes the weights after every step here (a vexp checkpoint)
+  // > 0: also time steps that measure the gradient noise scale (run.noise_scale_every),
+  // alternating with steps that do not (`steps` of each), and report the overhead
+  // at one measured step in this many.
+  int64_t noise_every = 0;
 };
 
 // One phase's times over the timed steps (seconds).
@@ -50,6 +54,13 @@ struct BenchTrainResult {
   std::string device, precision, memory_format;  // what ran
   double loss_scale = 0;                      // fp16: the scale after the steps
   int64_t skipped_steps = 0;                  // fp16: steps skipped on inf / NaN gradients
+  // With noise_every: the measured steps' times (`step` holds the others'), and the
+  // step time at one measured step in noise_every over the step time without: 1 +
+  // (median measured / median not - 1) / noise_every.
+  PhaseTimes noise_step;
+  int64_t noise_every = 0;
+  double noise_step_ratio = 0;      // median measured step / median step
+  double noise_interval_ratio = 0;  // at noise_every
 };
 
 // The plan of a benchmark's `steps` steps on `ranks` ranks (make_dist_plan): the

@@ -62,6 +62,12 @@ void run_bench_train(const BenchTrainArgs& a) {
                        {"frames_per_s", r.frames_per_s}, {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
                        {"final_loss", r.final_loss}, {"phases", phases}};
     if (!a.options.save_weights.empty()) out["saved_weights"] = a.options.save_weights;
+    if (r.noise_every > 0)
+      out["noise_scale"] = {{"every", r.noise_every},
+                            {"measured_step_ms", ms(r.noise_step)},
+                            {"step_ms", ms(r.step)},
+                            {"measured_step_ratio", r.noise_step_ratio},
+                            {"ratio", r.noise_interval_ratio}};
     if (r.precision == "fp16") {
       out["loss_scale"] = r.loss_scale;
       out["skipped_steps"] = r.skipped_steps;
@@ -88,6 +94,11 @@ void run_bench_train(const BenchTrainArgs& a) {
                                                    a.options.save_weights.c_str());
   if (r.precision == "fp16")
     std::printf("loss scale %g, %lld step(s) skipped on inf/NaN gradients\n", r.loss_scale, (long long)r.skipped_steps);
+  if (r.noise_every > 0)
+    std::printf("noise scale: a measured step %.1f ms, %.3fx the step (medians of %lld each, alternating); "
+                "measured every %lld steps: step time ratio %.4f (+%.2f %%)\n",
+                ms(r.noise_step), r.noise_step_ratio, (long long)a.options.steps, (long long)r.noise_every,
+                r.noise_interval_ratio, (r.noise_interval_ratio - 1) * 100);
 }
 }  // namespace
 
@@ -112,6 +123,10 @@ void add_bench_train(CLI::App& bench) {
   cmd->add_option("--save-weights", a->options.save_weights,
                   "Write the weights after all the steps (warm-up included) to FILE, a vexp checkpoint "
                   "(torch.load reads it; vexp predict/export --weights take it)");
+  cmd->add_option("--noise-scale-every", a->options.noise_every,
+                  "Also time steps that measure the gradient noise scale (run.noise_scale_every), alternating with "
+                  "steps that do not, and print the step-time ratio at one measured step in N")
+      ->check(CLI::Range(int64_t(1), int64_t(1000000)));
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a] { run_bench_train(*a); });
 }
