@@ -27,7 +27,8 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Sum over the parameters of |.grad - minus|^2 (minus: none, or one tensor per
-// parameter), in double, read back once.
+// parameter), read back once: each parameter's norm in the gradients' dtype (one
+// vectorised pass, no copy), squared and summed in double.
 double squared_norm(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>* minus) {
   c10::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;
@@ -35,12 +36,11 @@ double squared_norm(const std::vector<at::Tensor>& params, const std::vector<at:
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& g = params[i].grad();
     if (!g.defined()) continue;
-    at::Tensor d = g.to(at::kDouble);
-    if (minus && (*minus)[i].defined()) d.sub_((*minus)[i]);
-    parts.push_back(at::sum(d * d));
+    parts.push_back(minus && (*minus)[i].defined() ? at::sub(g, (*minus)[i]).norm() : g.norm());
   }
   if (parts.empty()) return 0;
-  return at::stack(parts).sum().item<double>();
+  const at::Tensor n = at::stack(parts).to(at::kDouble);
+  return (n * n).sum().item<double>();
 }
 }  // namespace
 
@@ -154,6 +154,7 @@ void TrainStep::reduce(double& loss_sum, bool& stop) {
 // GPU `gpu` of this rank has finished its micro-batches: |its gradient|^2 (with the
 // loss scale and the loss's 1 / (micro x ranks) still in; measure_global takes them out).
 void TrainStep::measure_gpu(int64_t gpu) {
+  const auto t = Clock::now();
   const std::vector<at::Tensor>& params = *parts_.params;
   const int64_t gpus = opt_.micro / opt_.accum;
   double sq = 0;
@@ -169,17 +170,19 @@ void TrainStep::measure_gpu(int64_t gpu) {
       for (size_t i = 0; i < params.size(); ++i) {
         const at::Tensor& g = params[i].grad();
         if (!g.defined()) continue;
-        if (!kept_grads_[i].defined()) kept_grads_[i] = at::empty(g.sizes(), g.options().dtype(at::kDouble));
+        if (!kept_grads_[i].defined()) kept_grads_[i] = at::empty_like(g);
         kept_grads_[i].copy_(g);
       }
     }
   }
   gpu_sq_[static_cast<size_t>(gpu)] = sq;
+  times_.noise += since(t);
 }
 
 // After the reduction: |the global gradient|^2, and the GPUs' squared norms gathered
 // from every rank and summed in the GPUs' order (rank r's GPU j is GPU r x gpus + j).
 void TrainStep::measure_global() {
+  const auto t = Clock::now();
   const int64_t gpus = opt_.micro / opt_.accum;
   const int64_t world = gpus * opt_.ranks;
   // .grad = S x (1 / world) x sum of the GPUs' gradients (S: the loss scale), and a
@@ -199,6 +202,7 @@ void TrainStep::measure_global() {
   noise_.gpu_sq = sum * gpu_factor / static_cast<double>(world);
   noise_.global_sq = squared_norm(*parts_.params, nullptr) / (s * s);
   noise_.finite = std::isfinite(noise_.gpu_sq) && std::isfinite(noise_.global_sq);
+  times_.noise += since(t);
 }
 
 void TrainStep::reduce_grads(double& loss_sum, bool& stop) {

@@ -108,6 +108,7 @@ struct StepTimes {
   double backward = 0;
   double comm = 0;       // reduce()
   double optimizer = 0;  // update()
+  double noise = 0;      // of those, the noise scale's measurement (its norms, copies and gather)
 };
 
 class TrainStep {
