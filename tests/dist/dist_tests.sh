@@ -447,6 +447,7 @@ noise_2rank_vs_emulated)
   # sum), with accum_steps = 2 (a GPU's step is the small batch), and bit for bit with
   # the exact reduction; measuring leaves training as it was (bit-identical states).
   N=(--set run.noise_scale_every=2)
+  N1=(--set run.noise_scale_every=1)
   same_noise() {  # same_noise A B TOL [FIRST]: the noise keys of every measured step (FIRST: the first's tolerance)
     $PY - "$1" "$2" "$3" "${4:-$3}" <<'PY' || fail "the noise figures of $1 and $2 differ"
 import json, sys
@@ -487,13 +488,28 @@ PY
   # accum_steps = 2: each GPU's 2 micro-batches of 4 make its step of 8 clips. The fast
   # reduction then sums 4 micro-batches in a different order on 1 rank than on 2, so
   # the weights themselves drift apart by rounding from the first update on (chaotically:
-  # 1 % by step 10): measured from step 1, the first measurement (the same weights)
+  # a few per cent by step 10): measured from step 1, the first measurement (the same weights)
   # agrees to float rounding; the later ones are only checked for their presence.
   A=(--set dist.accum_steps=2 --set dist.batch_per_gpu=4)
-  N1=(--set run.noise_scale_every=1)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${N1[@]}" "${A[@]}" --out "$tmp/two_acc"
   expect_rc 0 -- "$vexp" run $R "${N1[@]}" "${A[@]}" --set dist.backend=local --out "$tmp/one_acc"
   same_noise "$tmp/two_acc" "$tmp/one_acc" 1 1e-5
+  # dist.compression = "fp16" casts what goes on the wire: the GPUs' norms are the local
+  # fp32 gradients' (the first measurement, on the same weights, equals the uncompressed
+  # run's to rounding); the global one is the reduced gradient the optimizer gets (fp16
+  # rounding of its elements: the same norm to 1e-3).
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${N1[@]}" --set run.epochs=1 --out "$tmp/two_1"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${N1[@]}" --set run.epochs=1 --set dist.compression=\"fp16\" \
+    --out "$tmp/two_fp16"
+  $PY - "$tmp/two_1" "$tmp/two_fp16" <<'PY' || fail "compression changed the GPUs' noise norms"
+import json, sys
+a, b = ([j for j in map(json.loads, open(d + "/metrics.jsonl")) if "noise_big_batch" in j][0] for d in sys.argv[1:])
+assert a["global_step"] == b["global_step"] == 1, (a, b)
+ds = abs(a["noise_small_sq"] - b["noise_small_sq"]) / a["noise_small_sq"]
+db = abs(a["noise_big_sq"] - b["noise_big_sq"]) / a["noise_big_sq"]
+print(f"fp16 wire, step 1: GPUs' norms relative difference {ds:.3g}, global {db:.3g}")
+assert ds <= 1e-9 and db <= 1e-3, (ds, db)
+PY
   # The exact reduction: every GPU's own gradient, summed in the GPUs' order: bit for bit.
   X=(--set dist.reduction=\"exact\")
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R "${N[@]}" "${A[@]}" "${X[@]}" --out "$tmp/two_exact"
