@@ -75,6 +75,8 @@ RunConfig read_run(const Params& p) {
   r.read("precision", c.precision, &c.precision_loc);
   r.read("memory_format", c.memory_format);
   r.read("divergence_factor", c.divergence_factor);
+  r.read("noise_scale_every", c.noise_scale_every);
+  r.read("noise_scale_ema", c.noise_scale_ema);
   r.check_all_read();
   c.section = p.owner();
   return c;

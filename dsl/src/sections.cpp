@@ -42,6 +42,12 @@ Schema run_section() {
                                   "with tensor cores on GPUs)").one_of({"auto", "channels_last", "contiguous"});
   s.real("divergence_factor", 1000, "Divergence: a logged training-loss mean above this many times max(the first "
                                     "step's loss, ln(classes)) stops the run as diverged; 0: no such check").at_least(0);
+  // The gradient noise scale (docs/batch-size.md): measured every N steps from the
+  // GPUs' gradients; needs dist.world_size >= 2 (checked in validate_sections.cpp).
+  s.integer("noise_scale_every", 0, "Measure the gradient noise scale B_noise every N steps (docs/batch-size.md); "
+                                    "0: off; needs dist.world_size >= 2").at_least(0);
+  s.real("noise_scale_ema", 0.95, "Smoothing of the noise scale's estimates: exponential moving average with this "
+                                  "decay per measurement (0: none)").at_least(0).below(1);
   return s;
 }
 

@@ -140,6 +140,14 @@ void Validator::check_dist() {
                                   "\" compresses what the fast reduction sends, and dist.reduction is \"exact\"" +
                                   ", which sums the gradients exactly as 64-bit integers: set dist.reduction = "
                                   "\"fast\" to compress them, or drop dist.compression");
+  // The gradient noise scale compares each GPU's gradient (a small batch) with their
+  // mean (the global batch): one GPU has nothing to compare (docs/batch-size.md).
+  if (sections_["run"].ok && sections_["dist"].ok && plan_.run.noise_scale_every > 0 && plan_.dist.world_size < 2)
+    diags_.error(loc_or_section("run", "noise_scale_every"),
+                 "run.noise_scale_every = " + std::to_string(plan_.run.noise_scale_every) +
+                     " measures the gradient noise scale from the GPUs' gradients against their mean, and "
+                     "dist.world_size is 1: it needs at least two GPUs or emulated GPUs per step (dist.world_size "
+                     ">= 2; a rank emulates the GPUs beyond its own), or set run.noise_scale_every = 0");
 }
 
 void Validator::check_plugins() {

@@ -18,6 +18,7 @@ Rig::Rig(const dsl::RecipePlan& plan, const PluginHost& host, std::shared_ptr<Mo
          std::shared_ptr<Comm> comm, RigOptions options)
     : seed_(static_cast<uint64_t>(plan.run.seed)),
       clip_grad_norm_(plan.optim.clip_grad_norm),
+      noise_every_(plan.run.noise_scale_every),
       model_(std::move(model)),
       comm_(std::move(comm)),
       opt_(options) {
@@ -56,6 +57,7 @@ StepOptions Rig::step_options(const DistPlan& dp) const {
   so.rank = comm_->rank();
   so.seed = seed_;
   so.clip_grad_norm = clip_grad_norm_;
+  so.noise_every = noise_every_;
   so.device = opt_.device;
   so.precision = opt_.precision;
   so.sync_phases = opt_.sync_phases;

@@ -25,6 +25,23 @@ namespace vexp {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Sum over the parameters of |.grad - minus|^2 (minus: none, or one tensor per
+// parameter), read back once: each parameter's norm in the gradients' dtype (one
+// vectorised pass, no copy), squared and summed in double.
+double squared_norm(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>* minus) {
+  c10::NoGradGuard no_grad;
+  std::vector<at::Tensor> parts;
+  parts.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& g = params[i].grad();
+    if (!g.defined()) continue;
+    parts.push_back(minus && (*minus)[i].defined() ? at::sub(g, (*minus)[i]).norm() : g.norm());
+  }
+  if (parts.empty()) return 0;
+  const at::Tensor n = at::stack(parts).to(at::kDouble);
+  return (n * n).sum().item<double>();
+}
 }  // namespace
 
 TrainStep::TrainStep(StepParts parts, StepOptions options) : parts_(parts), opt_(options) {
@@ -44,6 +61,15 @@ TrainStep::TrainStep(StepParts parts, StepOptions options) : parts_(parts), opt_
     exact_ = std::make_unique<ExactGradSum>(*parts_.params, opt_.ranks > 1 ? parts_.comm : nullptr, opt_.world,
                                             opt_.micro / opt_.accum, opt_.bucket_mb);
   }
+  set_noise_every(opt_.noise_every);
+}
+
+void TrainStep::set_noise_every(int64_t n) {
+  if (n < 0) throw std::logic_error("TrainStep: noise every " + std::to_string(n) + " steps");
+  if (n > 0 && (opt_.micro / opt_.accum) * opt_.ranks < 2)
+    throw std::logic_error("TrainStep: the gradient noise scale needs at least two GPUs (ranks or emulated GPUs)");
+  if (n > 0 && opt_.ranks > 1 && !parts_.comm) throw std::logic_error("TrainStep: the noise of ranks needs a Comm");
+  opt_.noise_every = n;
 }
 
 TrainStep::~TrainStep() = default;
@@ -63,6 +89,9 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
   const int64_t micro = opt_.micro;
   double loss_sum = 0;
   gpu_loss_.assign(static_cast<size_t>(micro / opt_.accum), 0.0);
+  measuring_ = measures(global_step);
+  noise_ = NoiseSample{};
+  if (measuring_) gpu_sq_.assign(static_cast<size_t>(micro / opt_.accum), 0.0);
   for (int64_t m = 0; m < micro; ++m) {
     // Dropout and other randomness: a function of (seed, step, GPU) only, so a
     // resumed run draws exactly what an uninterrupted one would, and GPU g of
@@ -95,14 +124,18 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
     loss_sum += lv;
     gpu_loss_[static_cast<size_t>(m / opt_.accum)] += lv;
     t = Clock::now();
-    if (parts_.reducer) parts_.reducer->prepare(m == micro - 1);  // only the last backward communicates
+    // Only the last backward communicates; on a measured step none does: the last
+    // GPU's own gradient is read after it (reduce() then exchanges them all).
+    if (parts_.reducer) parts_.reducer->prepare(m == micro - 1 && !measuring_);
     // The global batch's mean loss: 1/micro for accumulation, 1/ranks for the
     // all-reduce (summed by the reducer, which then needs no averaging pass).
     const double loss_scale = 1.0 / static_cast<double>(micro * opt_.ranks);
     parts_.scaler->scale_loss(loss_scale != 1.0 ? loss * loss_scale : loss).backward();
     // After the backward pass, which reads the statistics batch norm saved.
     if (other_gpu) restore_buffers();
-    // The exact reduction: this GPU's gradient is complete after its last micro-batch.
+    // The GPU's gradient is complete after its last micro-batch: its squared norm, then
+    // (exact reduction) it is set aside.
+    if (measuring_ && (m + 1) % opt_.accum == 0) measure_gpu(m / opt_.accum);
     if (exact_ && (m + 1) % opt_.accum == 0) exact_->take(m / opt_.accum);
     if (opt_.sync_phases) device_sync(opt_.device);
     times_.backward += since(t);
@@ -112,6 +145,67 @@ double TrainStep::forward_backward(int64_t global_step, const NextBatch& next, c
 }
 
 void TrainStep::reduce(double& loss_sum, bool& stop) {
+  // A measured step's last backward launched nothing: the reducer starts every bucket now.
+  if (measuring_ && parts_.reducer) parts_.reducer->prepare(true);
+  reduce_grads(loss_sum, stop);
+  if (measuring_) measure_global();
+}
+
+// GPU `gpu` of this rank has finished its micro-batches: |its gradient|^2 (with the
+// loss scale and the loss's 1 / (micro x ranks) still in; measure_global takes them out).
+void TrainStep::measure_gpu(int64_t gpu) {
+  const auto t = Clock::now();
+  const std::vector<at::Tensor>& params = *parts_.params;
+  const int64_t gpus = opt_.micro / opt_.accum;
+  double sq = 0;
+  if (exact_ || gpus == 1) {
+    sq = squared_norm(params, nullptr);  // .grad holds this GPU's alone (exact: zeroed by take())
+  } else {
+    // .grad holds the sum of this rank's GPUs so far: this one's is the difference
+    // from the copy after the previous GPU.
+    sq = squared_norm(params, gpu == 0 ? nullptr : &kept_grads_);
+    if (gpu + 1 < gpus) {
+      c10::NoGradGuard no_grad;
+      if (kept_grads_.size() != params.size()) kept_grads_.assign(params.size(), at::Tensor());
+      for (size_t i = 0; i < params.size(); ++i) {
+        const at::Tensor& g = params[i].grad();
+        if (!g.defined()) continue;
+        if (!kept_grads_[i].defined()) kept_grads_[i] = at::empty_like(g);
+        kept_grads_[i].copy_(g);
+      }
+    }
+  }
+  gpu_sq_[static_cast<size_t>(gpu)] = sq;
+  times_.noise += since(t);
+}
+
+// After the reduction: |the global gradient|^2, and the GPUs' squared norms gathered
+// from every rank and summed in the GPUs' order (rank r's GPU j is GPU r x gpus + j).
+void TrainStep::measure_global() {
+  const auto t = Clock::now();
+  const int64_t gpus = opt_.micro / opt_.accum;
+  const int64_t world = gpus * opt_.ranks;
+  // .grad = S x (1 / world) x sum of the GPUs' gradients (S: the loss scale), and a
+  // GPU's share of it was S / world times its gradient (the mean loss of its accum
+  // micro-batches; the step's loss carries 1 / (micro x ranks) = 1 / (accum x world)).
+  const double s = parts_.scaler->enabled() ? parts_.scaler->scale() : 1.0;
+  const double gpu_factor = static_cast<double>(world) * static_cast<double>(world) / (s * s);
+  at::Tensor mine = at::empty({gpus}, at::kDouble);
+  for (int64_t g = 0; g < gpus; ++g) mine.data_ptr<double>()[g] = gpu_sq_[static_cast<size_t>(g)];
+  const at::Tensor all =
+      (opt_.ranks > 1 ? parts_.comm->allgather(mine) : mine.unsqueeze(0)).to(at::kCPU).contiguous();
+  double sum = 0;
+  const double* v = all.data_ptr<double>();
+  for (int64_t i = 0; i < all.numel(); ++i) sum += v[i];
+  noise_.measured = true;
+  noise_.gpus = world;
+  noise_.gpu_sq = sum * gpu_factor / static_cast<double>(world);
+  noise_.global_sq = squared_norm(*parts_.params, nullptr) / (s * s);
+  noise_.finite = std::isfinite(noise_.gpu_sq) && std::isfinite(noise_.global_sq);
+  times_.noise += since(t);
+}
+
+void TrainStep::reduce_grads(double& loss_sum, bool& stop) {
   if (exact_) {
     const auto t = Clock::now();
     exact_->finish();

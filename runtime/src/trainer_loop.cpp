@@ -24,6 +24,7 @@
 #include "trainer_parts.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
+#include "vexp/runtime/noise_scale.hpp"
 #include "vexp/runtime/tensorboard.hpp"
 #include "vexp/runtime/train_step.hpp"
 
@@ -234,13 +235,17 @@ class EpochLoop {
       buckets = reducer->last_step().buckets;
       overlapped = reducer->last_step().launched_in_backward;
     }
+    // The gradient noise scale (docs/batch-size.md), from this step's norms before the
+    // update clips and zeroes the gradients.
+    json noise_keys;
+    if (step_.noise().measured) noise_keys = measure_noise(step_.noise());
     const double lr = dp_.schedule.at(st_.global_step);
     step_.update(lr);
     compute_s += step_.times().optimizer;
     ++st_.global_step;
     // Steps of this epoch done, of how many (epochs differ by one step when N/G is not whole).
     const int64_t done = step + 1 - epoch_first_, steps = epoch_end_ - epoch_first_;
-    const bool logged = done % r_.plan.run.log_every == 0 || done == steps;
+    const bool logged = done % r_.plan.run.log_every == 0 || done == steps || !noise_keys.is_null();
     // The hooks after the step (an EMA of the weights ...): their time is the step's,
     // their metrics join its record.
     std::map<std::string, double> added;
@@ -278,11 +283,41 @@ class EpochLoop {
         line["skipped_steps"] = scaler.skipped_steps();
       }
       if (r_.hooks) line["hooks_s"] = hooks_s;
+      if (noise_keys.is_object())
+        for (auto it = noise_keys.begin(); it != noise_keys.end(); ++it) line[it.key()] = it.value();
       for (const auto& [k, v] : added) line[k] = v;
       metrics_.emit(line);
       close_window(epoch);
     }
     if (stop) stop_after(epoch, step);
+  }
+
+  // A measured step's estimates into the moving averages (kept in the train state,
+  // checkpointed); its record's noise_* keys (docs/recipes.md, metrics.jsonl). A step
+  // whose fp16 gradients overflowed (skipped by the scaler) adds nothing.
+  json measure_noise(const NoiseSample& s) {
+    const double b_small = static_cast<double>(dp_.per_gpu * dp_.accum);
+    const double b_big = static_cast<double>(dp_.global_batch);
+    json k{{"noise_small_batch", dp_.per_gpu * dp_.accum}, {"noise_big_batch", dp_.global_batch}};
+    if (!s.finite) {
+      k["noise_skipped"] = true;
+      return k;
+    }
+    const NoiseEstimate e = noise_estimate(s.gpu_sq, s.global_sq, b_small, b_big);
+    NoiseScale ns(r_.plan.run.noise_scale_ema);
+    ns.restore(st_.noise_g2, st_.noise_trace, st_.noise_n);
+    ns.add(e);
+    st_.noise_g2 = ns.raw_g2();
+    st_.noise_trace = ns.raw_trace();
+    st_.noise_n = ns.count();
+    k["noise_small_sq"] = s.gpu_sq;
+    k["noise_big_sq"] = s.global_sq;
+    k["noise_g2_step"] = e.g2;
+    k["noise_trace_step"] = e.trace;
+    k["noise_g2"] = ns.g2();
+    k["noise_trace"] = ns.trace();
+    k["noise_scale"] = ns.scale();  // NaN (null) while the smoothed |G|^2 is not positive
+    return k;
   }
 
   // Ends the logged window of step losses; a mean grown past the limit is divergence.

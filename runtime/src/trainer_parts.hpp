@@ -118,6 +118,9 @@ struct TrainState {
   double reference_loss = -1;   // the first step's training loss
   double window_sum = 0;        // the logged window of step losses so far
   int64_t window_n = 0;
+  // The gradient noise scale's moving averages (NoiseScale's raw state) and count.
+  double noise_g2 = 0, noise_trace = 0;
+  int64_t noise_n = 0;
   std::set<std::string> bad_saved;  // distinct bad items of earlier invocations
 };
 

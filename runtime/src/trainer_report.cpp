@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/runtime/noise_scale.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
 
@@ -171,6 +172,15 @@ TrainResult finish(Run& r, LoopResult loop) {
   }
   // The reports place chance (1/classes for top-1) from it.
   if (plan.data_facts.classes > 0) summary["classes"] = plan.data_facts.classes;
+  // The gradient noise scale's last smoothed figures (run.noise_scale_every; docs/batch-size.md).
+  if (st.noise_n > 0) {
+    NoiseScale ns(plan.run.noise_scale_ema);
+    ns.restore(st.noise_g2, st.noise_trace, st.noise_n);
+    summary["noise_scale"] = ns.scale();
+    summary["noise_g2"] = ns.g2();
+    summary["noise_trace"] = ns.trace();
+    summary["noise_measurements"] = st.noise_n;
+  }
   // The hooks' metrics (ema_top1, ...) and weights files (tag -> checkpoints/epoch_NNNN.TAG.pt).
   for (const auto& [k, v] : hook_metrics) summary[k] = v;
   if (r.hooks && !r.hooks->weights_files().empty()) summary["hook_weights"] = r.hooks->weights_files();

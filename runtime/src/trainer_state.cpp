@@ -129,6 +129,9 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   s.reference_loss = meta.value("reference_loss", -1.0);
   s.window_sum = meta.value("window_loss_sum", 0.0);
   s.window_n = meta.value("window_steps", int64_t(0));
+  s.noise_g2 = meta.value("noise_g2_avg", 0.0);
+  s.noise_trace = meta.value("noise_trace_avg", 0.0);
+  s.noise_n = meta.value("noise_measurements", int64_t(0));
   if (meta.contains("bad_items"))
     for (const auto& b : meta.at("bad_items")) s.bad_saved.insert(b.get<std::string>());
   if (r.hooks) r.hooks->load_state(c.hooks, path);
@@ -155,6 +158,11 @@ std::string write_state(Run& r, int64_t done_epochs, int64_t epoch_step) {
             {"train_clips", s.train_clips},    {"reference_loss", s.reference_loss},
             {"window_loss_sum", s.window_sum}, {"window_steps", s.window_n},
             {"bad_items", std::vector<std::string>(bad.begin(), bad.end())}};
+  if (s.noise_n > 0) {
+    meta["noise_g2_avg"] = s.noise_g2;
+    meta["noise_trace_avg"] = s.noise_trace;
+    meta["noise_measurements"] = s.noise_n;
+  }
   if (r.rig->scaler().enabled()) {
     meta["grad_scale"] = r.rig->scaler().scale();
     meta["grad_scale_good_steps"] = r.rig->scaler().good_steps();

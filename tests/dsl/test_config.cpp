@@ -55,6 +55,8 @@ TEST(Config, KeysNotWrittenTakeTheSchemaDefaults) {
   EXPECT_EQ(r.precision, text_default("run", "precision"));
   EXPECT_EQ(r.memory_format, text_default("run", "memory_format"));
   EXPECT_DOUBLE_EQ(r.divergence_factor, real_default("run", "divergence_factor"));
+  EXPECT_EQ(r.noise_scale_every, int_default("run", "noise_scale_every"));
+  EXPECT_DOUBLE_EQ(r.noise_scale_ema, real_default("run", "noise_scale_ema"));
   EXPECT_EQ(p->data.workers, int_default("data", "workers"));
   EXPECT_EQ(p->data.prefetch, int_default("data", "prefetch"));
   EXPECT_EQ(p->data.train_size, int_default("data", "train_size"));
@@ -99,7 +101,7 @@ TEST(Config, WrittenAndSetValuesArrive) {
                          {"run.seed=7", "run.eval_every=2", "run.log_every=5", "run.threads=3", "run.checkpoint_every=0",
                           "run.progress=plain", "run.out=/tmp/x", "run.eval_batch=16", "run.device=auto",
                           "run.precision=bf16", "run.memory_format=contiguous", "run.divergence_factor=0",
-                          "data.workers=0", "data.prefetch=9", "data.train_size=640", "dist.world_size=8",
+                          "run.noise_scale_every=5", "run.noise_scale_ema=0.9", "data.workers=0", "data.prefetch=9", "data.train_size=640", "dist.world_size=8",
                           "dist.accum_steps=2", "dist.bucket_mb=1.5", "dist.compression=bf16", "dist.reduction=fast", "dist.timeout_s=30",
                           "optim.base_lr=0.1", "optim.base_batch=64", "optim.lr_scaling=sqrt", "optim.lars=true",
                           "optim.lars_eta=0.002", "optim.momentum=0.5", "optim.nesterov=true", "optim.weight_decay=0",
@@ -122,6 +124,8 @@ TEST(Config, WrittenAndSetValuesArrive) {
   EXPECT_EQ(r.precision, "bf16");
   EXPECT_EQ(r.memory_format, "contiguous");
   EXPECT_DOUBLE_EQ(r.divergence_factor, 0);
+  EXPECT_EQ(r.noise_scale_every, 5);
+  EXPECT_DOUBLE_EQ(r.noise_scale_ema, 0.9);
   EXPECT_EQ(p->data.workers, 0);
   EXPECT_EQ(p->data.prefetch, 9);
   EXPECT_EQ(p->data.train_size, 640);
@@ -186,6 +190,26 @@ TEST(Config, GraphContextAndInputShapeAreRecorded) {
   EXPECT_EQ(p->input_shape, want);
   EXPECT_EQ(p->input_shape[1], 8);
   EXPECT_EQ(p->input_shape[3], 64);
+}
+
+// run.noise_scale_every compares the GPUs' gradients with their mean: refused on
+// one GPU, at the key (here its --set), accepted from two (ranks or emulated).
+TEST(Config, NoiseScaleNeedsTwoGpus) {
+  LoadOptions opts;
+  opts.env = [](const std::string&) { return std::optional<std::string>(); };
+  opts.overrides.push_back(*parse_override("run.noise_scale_every=10"));
+  opts.overrides.push_back(*parse_override("dist.world_size=1"));
+  Diagnostics diags;
+  auto recipe = load_recipe_text(kQuickstart, "r.toml", opts, diags);
+  ASSERT_TRUE(recipe);
+  EXPECT_FALSE(validate(*recipe, fake_catalog(), diags));
+  EXPECT_NE(diags.str().find("run.noise_scale_every = 10 measures the gradient noise scale"), std::string::npos)
+      << diags.str();
+  EXPECT_NE(diags.str().find("needs at least two GPUs or emulated GPUs per step"), std::string::npos) << diags.str();
+  EXPECT_NE(diags.str().find("--set"), std::string::npos) << diags.str();
+  const auto p = plan_of(kQuickstart, {"run.noise_scale_every=10", "dist.world_size=2"});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->run.noise_scale_every, 10);
 }
 
 }  // namespace

@@ -662,7 +662,8 @@ TEST(BuiltinSections, KeepTheNamesTheTrainerReads) {
   const Schema& run = builtin_sections()[0].second;
   EXPECT_EQ(run.names(), (std::vector<std::string>{"name", "seed", "epochs", "eval_every", "log_every", "threads",
                                                    "checkpoint_every", "keep_checkpoints", "progress", "out", "eval_batch", "device",
-                                                   "precision", "memory_format", "divergence_factor"}));
+                                                   "precision", "memory_format", "divergence_factor", "noise_scale_every",
+                                                   "noise_scale_ema"}));
   const Schema& optim = builtin_sections()[3].second;
   EXPECT_EQ(optim.find("weight_decay")->default_value, Value(1e-4));
   EXPECT_TRUE(builtin_sections()[1].second.find("dataset")->required());

@@ -310,7 +310,8 @@ const std::vector<const char*>& summary_number_keys() {
   static const std::vector<const char*> keys = {"top1",   "top5",     "val_loss", "epochs",        "steps",
                                                 "clips_per_s", "wall_s", "train_s", "params",       "flops_per_clip",
                                                 "frames", "global_batch", "threads", "skipped_steps", "skipped_samples",
-                                                "classes", "metrics_lines_lost"};
+                                                "classes", "metrics_lines_lost", "noise_scale", "noise_g2",
+                                                "noise_trace", "noise_measurements"};
   return keys;
 }
 

@@ -1,5 +1,7 @@
 #include "page.hpp"
 
+#include "vexp/rundir/noise.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -151,6 +153,42 @@ double get_compute(const StepLine& s) { return s.compute_s; }
 double get_comm(const StepLine& s) { return s.comm_s; }
 double get_other(const StepLine& s) { return std::max(0.0, s.step_s - s.data_s - s.compute_s - s.comm_s); }
 
+// The gradient noise scale a run measured (run.noise_scale_every; docs/batch-size.md):
+// the smoothed B_noise at each measured step, and the run's global batch as a line
+// across the same span. Null when the run measured none.
+namespace {
+json noise_series(const RunData& r, const std::string& name, const std::string& colour, bool dashed, json* batch) {
+  std::vector<rundir::NoiseRecord> rec;
+  try {
+    rec = rundir::read_noise(r.dir);
+  } catch (const std::exception&) {
+    return nullptr;  // read_run has said what is wrong with metrics.jsonl
+  }
+  json xs = json::array(), xe = json::array(), y = json::array();
+  bool epochs = true;
+  for (const auto& n : rec) {
+    if (n.skipped) continue;
+    xs.push_back(n.global_step);
+    xe.push_back(rounded(n.epochs_trained, 6));
+    epochs = epochs && n.epochs_trained >= 0;
+    y.push_back(n.scale ? rounded(*n.scale, 5) : json());
+  }
+  if (y.empty()) return nullptr;
+  json s{{"name", name}, {"color", colour}, {"points", true}, {"y", y}};
+  s["x"] = epochs ? json{{"step", xs}, {"epoch", xe}} : json{{"step", xs}, {"epoch", xs}};
+  if (dashed) s["dash"] = true;
+  if (batch) {
+    const int64_t b = rec.back().big_batch;
+    *batch = json{{"name", "global batch " + std::to_string(b)},
+                  {"color", "#888888"},
+                  {"dash", true},
+                  {"x", {{"step", {xs.front(), xs.back()}}, {"epoch", {s["x"]["epoch"].front(), s["x"]["epoch"].back()}}}},
+                  {"y", {b, b}}};
+  }
+  return s;
+}
+}  // namespace
+
 // The curves of one run or of several overlaid (one colour per run).
 void run_charts(Page& p, const std::vector<const RunData*>& runs, const std::vector<std::string>& names,
                 const std::string& prefix) {
@@ -190,6 +228,22 @@ void run_charts(Page& p, const std::vector<const RunData*>& runs, const std::vec
   p.chart(prefix + "val_loss", vloss);
   p.chart(prefix + "lr", lr);
   p.chart(prefix + "throughput", cps);
+  // The gradient noise scale, where a run measured it: B_noise against progress, with
+  // the global batch (one run) beside it: a batch far above B_noise no longer pays.
+  json noise = line_spec("gradient noise scale B_noise (smoothed)", "clips");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    json batch;
+    json s = noise_series(*runs[i], one ? "B_noise" : names[i], series_colour(i), series_dashed(i), one ? &batch : nullptr);
+    if (s.is_null()) continue;
+    noise["series"].push_back(std::move(s));
+    if (!batch.is_null()) noise["series"].push_back(std::move(batch));
+  }
+  if (!noise["series"].empty()) {
+    noise["ylog"] = true;
+    noise["note"] = "B_noise = tr(Sigma) / |G|^2 from each GPU's gradient against the global one (docs/batch-size.md); "
+                    "steps to a target fall as 1 + B_noise / B, clips grow as 1 + B / B_noise.";
+    p.chart(prefix + "noise_scale", noise);
+  }
   if (one) {
     const RunData& r = *runs[0];
     json split = line_spec("step time split (the logged step)", "seconds per step");

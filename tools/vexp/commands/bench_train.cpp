@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -57,6 +58,16 @@ DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Datas
   return make_dist_plan(plan, ranks, train_size, grad_numel);
 }
 
+namespace {
+// CPU seconds of this process (every thread): on a machine shared with other work the
+// noise scale's cost shows in them even when the wall clock is dominated by waiting.
+double process_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
 BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (opt.steps < 1) throw std::invalid_argument("bench train: --steps must be >= 1");
   if (opt.warmup < 0) throw std::invalid_argument("bench train: --warmup must be >= 0");
@@ -91,7 +102,12 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--memory-format: ") + e.what());
   }
-  const int64_t total = opt.warmup + opt.steps;
+  if (opt.noise_every < 0) throw std::invalid_argument("bench train: --noise-scale-every must be >= 0");
+  // With the noise scale: `steps` blocks of N steps whose last one measures and `steps`
+  // blocks of N plain steps, alternating (a measurement's after-effects, as freed
+  // memory, fall in its own block; the alternation cancels the machine's drift).
+  const int64_t block = opt.noise_every;
+  const int64_t total = opt.warmup + (opt.noise_every > 0 ? 2 * block : 1) * opt.steps;
 
   // In the trainer's order (trainer.cpp, build), from the same seed: the dataset,
   // the model, the rig (the model on its device and in its layout, the optimizer,
@@ -117,6 +133,11 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   r.lr_last = dp.schedule.at(total - 1);
   TrainStep& step = rig.start(dp);
   const GradScaler& scaler = rig.scaler();
+  if (opt.noise_every > 0 && dp.world < 2)
+    throw std::runtime_error("bench train --noise-scale-every: the gradient noise scale needs at least two GPUs or "
+                             "emulated GPUs per step, and dist.world_size is 1 (--set dist.world_size=2 emulates two)");
+  step.set_noise_every(0);  // the recipe's run.noise_scale_every does not apply: the benchmark chooses
+  r.noise_every = opt.noise_every;
 
   // Data: random clips made up front (two, used in turn), or the batches `vexp run`
   // takes in its first steps (its sample stream, through the loader).
@@ -166,7 +187,14 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   };
   fetch_next();
   for (int64_t i = 0; i < total; ++i) {
+    // The last step of every other block measures the noise; the last warm-up step too,
+    // so that both paths are warm.
+    const int64_t k = i - opt.warmup;  // timed step (negative: warm-up)
+    const bool measuring_block = block > 0 && k >= 0 && (k / block) % 2 == 1;
+    const bool measured = block > 0 && (k < 0 ? i + 1 == opt.warmup : measuring_block && k % block == block - 1);
+    if (block > 0) step.set_noise_every(measured ? 1 : 0);
     const auto t_step = Clock::now();
+    const double cpu_start = process_cpu_s();
     double loss_sum = step.forward_backward(i, next, check);
     bool stop = false;
     step.reduce(loss_sum, stop);
@@ -174,6 +202,16 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     const double t_all = since(t_step);
     r.final_loss = step.mean_loss();
     if (i < opt.warmup) continue;
+    if (block > 0) {
+      (measuring_block ? r.noise_block_s : r.plain_block_s) += t_all;
+      (measuring_block ? r.noise_block_cpu_s : r.plain_block_cpu_s) += process_cpu_s() - cpu_start;
+    }
+    if (measured) {
+      r.noise_step.samples.push_back(t_all);
+      r.noise_work.samples.push_back(step.times().noise);
+      continue;
+    }
+    if (measuring_block) continue;  // the plain steps of a measuring block count in its total only
     const StepTimes& t = step.times();
     r.step.samples.push_back(t_all);
     r.data.samples.push_back(t.data);
@@ -183,6 +221,12 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     r.optimizer.samples.push_back(t.optimizer);
   }
   const double step_s = r.step.median();
+  if (opt.noise_every > 0 && step_s > 0 && r.plain_block_s > 0) {
+    r.noise_step_ratio = r.noise_step.median() / step_s;
+    r.noise_interval_ratio = r.noise_block_s / r.plain_block_s;
+    if (r.plain_block_cpu_s > 0) r.noise_cpu_ratio = r.noise_block_cpu_s / r.plain_block_cpu_s;
+    r.noise_work_fraction = r.noise_work.median() / step_s / static_cast<double>(opt.noise_every);
+  }
   r.clips_per_s = step_s > 0 ? static_cast<double>(r.clips_per_step * r.ranks) / step_s : 0;
   r.frames_per_s = r.clips_per_s * static_cast<double>(r.frames_per_clip);
   r.loss_scale = scaler.enabled() ? scaler.scale() : 0;

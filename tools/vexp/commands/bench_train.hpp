@@ -27,6 +27,10 @@ struct BenchTrainOptions {
   std::string device;          // cpu | cuda | auto; empty: the recipe's run.device
   std::string precision;       // fp32 | bf16 | fp16; empty: the recipe's run.precision
   std::string save_weights;    // non-empty: rank 0 writes the weights after every step here (a vexp checkpoint)
+  // N > 0: time `steps` blocks of N steps whose last step measures the gradient noise
+  // scale (run.noise_scale_every = N) against `steps` blocks of N plain steps,
+  // alternating, and report the ratio of their times.
+  int64_t noise_every = 0;
 };
 
 // One phase's times over the timed steps (seconds).
@@ -50,6 +54,18 @@ struct BenchTrainResult {
   std::string device, precision, memory_format;  // what ran
   double loss_scale = 0;                      // fp16: the scale after the steps
   int64_t skipped_steps = 0;                  // fp16: steps skipped on inf / NaN gradients
+  // With noise_every: the measured steps' times (`step` and the phases hold the plain
+  // blocks' steps), the blocks' total times, and their ratio: the step time measuring
+  // every noise_every steps over the step time without.
+  PhaseTimes noise_step;
+  PhaseTimes noise_work;  // of each measured step, the measurement itself (StepTimes::noise)
+  double noise_work_fraction = 0;  // median noise_work / median plain step / noise_every
+  int64_t noise_every = 0;
+  double noise_block_s = 0, plain_block_s = 0;
+  double noise_block_cpu_s = 0, plain_block_cpu_s = 0;  // the same in CPU time of the process
+  double noise_cpu_ratio = 0;                           // noise_block_cpu_s / plain_block_cpu_s
+  double noise_step_ratio = 0;      // median measured step / median plain step
+  double noise_interval_ratio = 0;  // noise_block_s / plain_block_s
 };
 
 // The plan of a benchmark's `steps` steps on `ranks` ranks (make_dist_plan): the

@@ -62,6 +62,19 @@ void run_bench_train(const BenchTrainArgs& a) {
                        {"frames_per_s", r.frames_per_s}, {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
                        {"final_loss", r.final_loss}, {"phases", phases}};
     if (!a.options.save_weights.empty()) out["saved_weights"] = a.options.save_weights;
+    if (r.noise_every > 0)
+      out["noise_scale"] = {{"every", r.noise_every},
+                            {"measured_step_ms", ms(r.noise_step)},
+                            {"step_ms", ms(r.step)},
+                            {"measured_step_ratio", r.noise_step_ratio},
+                            {"measurement_ms", ms(r.noise_work)},
+                            {"measurement_fraction", r.noise_work_fraction},
+                            {"measuring_blocks_s", r.noise_block_s},
+                            {"plain_blocks_s", r.plain_block_s},
+                            {"ratio", r.noise_interval_ratio},
+                            {"measuring_blocks_cpu_s", r.noise_block_cpu_s},
+                            {"plain_blocks_cpu_s", r.plain_block_cpu_s},
+                            {"cpu_ratio", r.noise_cpu_ratio}};
     if (r.precision == "fp16") {
       out["loss_scale"] = r.loss_scale;
       out["skipped_steps"] = r.skipped_steps;
@@ -77,7 +90,7 @@ void run_bench_train(const BenchTrainArgs& a) {
               a.options.synthetic ? "synthetic" : "dataset", r.memory_format == "channels_last" ? ", channels-last" : ", contiguous",
               r.device.c_str(), r.precision.c_str());
   std::printf("median of %lld steps after %lld warm-up: step %.1f ms = %.2f clips/s = %.1f frames/s\n",
-              (long long)a.options.steps, (long long)a.options.warmup, ms(r.step), r.clips_per_s, r.frames_per_s);
+              (long long)r.step.samples.size(), (long long)a.options.warmup, ms(r.step), r.clips_per_s, r.frames_per_s);
   std::printf("  data      %9.1f ms\n  forward   %9.1f ms\n  backward  %9.1f ms\n  optimizer %9.1f ms\n"
               "  comm      %9.1f ms\n",
               ms(r.data), ms(r.forward), ms(r.backward), ms(r.optimizer), ms(r.comm));
@@ -88,6 +101,19 @@ void run_bench_train(const BenchTrainArgs& a) {
                                                    a.options.save_weights.c_str());
   if (r.precision == "fp16")
     std::printf("loss scale %g, %lld step(s) skipped on inf/NaN gradients\n", r.loss_scale, (long long)r.skipped_steps);
+  if (r.noise_every > 0)
+    std::printf("noise scale: a measured step %.1f ms, %.3fx the plain step's median; measured every %lld steps "
+                "(%lld blocks of %lld steps each way, alternating: %.3f s against %.3f s): step time ratio %.4f "
+                "(%+.2f %%); in CPU time of the process %.3f s against %.3f s: ratio %.4f (%+.2f %%)\n",
+                ms(r.noise_step), r.noise_step_ratio, (long long)r.noise_every, (long long)a.options.steps,
+                (long long)r.noise_every, r.noise_block_s, r.plain_block_s, r.noise_interval_ratio,
+                (r.noise_interval_ratio - 1) * 100, r.noise_block_cpu_s, r.plain_block_cpu_s, r.noise_cpu_ratio,
+                (r.noise_cpu_ratio - 1) * 100);
+  if (r.noise_every > 0)
+    std::printf("noise scale: the measurement itself (norms, copies, gather) %.1f ms per measured step (median), "
+                "%.2f %% of the plain step; every %lld steps: %.3f %% of the step time\n",
+                ms(r.noise_work), r.noise_work_fraction * static_cast<double>(r.noise_every) * 100,
+                (long long)r.noise_every, r.noise_work_fraction * 100);
 }
 }  // namespace
 
@@ -112,6 +138,11 @@ void add_bench_train(CLI::App& bench) {
   cmd->add_option("--save-weights", a->options.save_weights,
                   "Write the weights after all the steps (warm-up included) to FILE, a vexp checkpoint "
                   "(torch.load reads it; vexp predict/export --weights take it)");
+  cmd->add_option("--noise-scale-every", a->options.noise_every,
+                  "Time --steps blocks of N steps whose last step measures the gradient noise scale "
+                  "(run.noise_scale_every = N) against --steps blocks of N plain steps, alternating, and print the "
+                  "ratio of their times")
+      ->check(CLI::Range(int64_t(1), int64_t(10000)));
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a] { run_bench_train(*a); });
 }

@@ -32,6 +32,8 @@ struct RunConfig {
   std::string precision;         // run.precision: fp32 | bf16 | fp16
   std::string memory_format;     // run.memory_format: auto | channels_last | contiguous
   double divergence_factor = 0;  // run.divergence_factor; 0: no check
+  int64_t noise_scale_every = 0;  // run.noise_scale_every; 0: no gradient noise scale
+  double noise_scale_ema = 0;      // run.noise_scale_ema: the estimates' moving-average decay
   // Where [run] was written (the recipe file when it was not), and where device
   // and precision were (unknown when they are the defaults): errors about the
   // device or the arithmetic point there.

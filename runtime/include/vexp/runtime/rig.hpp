@@ -102,6 +102,7 @@ class Rig {
  private:
   uint64_t seed_ = 0;          // run.seed
   double clip_grad_norm_ = 0;  // optim.clip_grad_norm
+  int64_t noise_every_ = 0;    // run.noise_scale_every
   std::shared_ptr<ModelGraph> model_;
   std::shared_ptr<Comm> comm_;
   RigOptions opt_;

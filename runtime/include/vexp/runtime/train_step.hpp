@@ -24,6 +24,19 @@
 //                     update, gradients zeroed
 // Each phase's time is kept (times()); with `sync_phases` every phase ends with a
 // device synchronisation, so that each is charged its own GPU time (benchmarks).
+//
+// The gradient noise scale (run.noise_scale_every = N, noise_scale.hpp,
+// docs/batch-size.md): on global steps N, 2N, ... the step also measures the squared
+// norm of every GPU's gradient (a GPU: a rank, or one a rank emulates; its
+// accum_steps micro-batches together) and of the global gradient, unclipped, with
+// the fp16 loss scale divided out, from the local fp32 gradients before any
+// compression on the wire (noise()). With several GPUs on a rank, a copy of .grad
+// after each GPU's micro-batches gives the next GPU's as a difference (exact
+// reduction: its own gradient, set aside anyway); with the reducer the exchange of
+// a measured step starts after the backward pass instead of overlapping it. The
+// GPUs' squared norms are gathered (one allgather of a few doubles) and summed in
+// the GPUs' order. Training is unchanged by measuring: the same gradients, summed
+// the same way.
 // Torch-light header: ATen's tensor type only.
 #pragma once
 
@@ -75,6 +88,17 @@ struct StepOptions {
   c10::Device device{c10::kCPU};
   Precision precision = Precision::Fp32;
   bool sync_phases = false;  // device_sync at the end of every phase (benchmarks)
+  int64_t noise_every = 0;   // run.noise_scale_every: measure the gradient noise every N steps; 0: never
+};
+
+// The squared gradient norms of a measured step (TrainStep::noise()), with the
+// loss scale divided out: what noise_estimate (noise_scale.hpp) takes.
+struct NoiseSample {
+  bool measured = false;  // this step was one of run.noise_scale_every's
+  bool finite = false;    // both norms finite (fp16: false on a step the scaler skips)
+  double gpu_sq = 0;      // the mean over every GPU of the world of |its gradient|^2
+  double global_sq = 0;   // |the global (averaged) gradient|^2
+  int64_t gpus = 0;       // GPUs averaged over (dist.world_size)
 };
 
 // Seconds of the last step's phases.
@@ -84,6 +108,7 @@ struct StepTimes {
   double backward = 0;
   double comm = 0;       // reduce()
   double optimizer = 0;  // update()
+  double noise = 0;      // of those, the noise scale's measurement (its norms, copies and gather)
 };
 
 class TrainStep {
@@ -119,10 +144,21 @@ class TrainStep {
 
   const StepTimes& times() const { return times_; }
   const StepOptions& options() const { return opt_; }
+  // The last step's noise measurement (measured = false on the steps between).
+  const NoiseSample& noise() const { return noise_; }
+  // Whether global step `global_step` (from 0) is measured: (global_step + 1) % N == 0.
+  bool measures(int64_t global_step) const {
+    return opt_.noise_every > 0 && (global_step + 1) % opt_.noise_every == 0;
+  }
+  // Measure every N steps from now on (0: never): the benchmarks compare the two.
+  void set_noise_every(int64_t n);
 
  private:
   void keep_buffers();
   void restore_buffers();
+  void reduce_grads(double& loss_sum, bool& stop);
+  void measure_gpu(int64_t gpu);  // after GPU `gpu`'s (of this rank) last backward
+  void measure_global();          // after the reduction
 
   StepParts parts_;
   StepOptions opt_;
@@ -131,6 +167,10 @@ class TrainStep {
   std::vector<double> gpu_loss_;  // per GPU of this rank: the sum of its micro-batches' losses
   double mean_loss_ = 0;
   std::vector<at::Tensor> buffers_, kept_buffers_;
+  bool measuring_ = false;            // this step measures the noise
+  NoiseSample noise_;
+  std::vector<double> gpu_sq_;        // per GPU of this rank: |its gradient|^2 (loss scale in)
+  std::vector<at::Tensor> kept_grads_;  // .grad after the previous GPU (several GPUs, not exact)
 };
 
 // This rank's batches of global steps [first, end) of a run's sample stream, in
