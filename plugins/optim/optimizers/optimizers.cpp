@@ -38,7 +38,24 @@ class Base : public vexp::Optimizer {
     Optimizer::set_groups(std::move(groups));
   }
 
+  // Every parameter that has a gradient this step, group by group in order, updated
+  // by the optimizer's rule at the group's rate.
+  void step(double lr) override {
+    c10::NoGradGuard no_grad;
+    for (auto& g : groups_)
+      for (size_t i = 0; i < g.params.size(); ++i) {
+    at::Tensor& p = g.params[i];
+    const at::Tensor& grad = p.grad();
+    if (grad.defined()) update(g, g.names[i], p, grad, lr * g.lr_mult);
+      }
+  }
+
  protected:
+  // One parameter's update: `p` in place, from `grad`, at `lr` (the step's rate times
+  // the group's lr_mult), with the group's weight decay.
+  virtual void update(const vexp::ParamGroup& g, const std::string& name, at::Tensor& p, const at::Tensor& grad,
+                      double lr) = 0;
+
   // "<slot>/<parameter>" -> the parameter's name; throws for a key of another form.
   std::string parameter_of(const std::string& key, const std::string& slot) const {
     const std::string prefix = slot + "/";
@@ -87,33 +104,25 @@ class Sgd : public Base {
         nesterov_(p.flag("nesterov")),
         lars_eta_(p.flag("lars") ? p.f64("lars_eta") : 0.0) {}
 
-  void step(double lr) override {
-    c10::NoGradGuard no_grad;
-    for (auto& g : groups_) {
-      const double group_lr = lr * g.lr_mult;
-      for (size_t i = 0; i < g.params.size(); ++i) {
-        at::Tensor& p = g.params[i];
-        const at::Tensor& grad = p.grad();
-        if (!grad.defined()) continue;
-        at::Tensor d = g.weight_decay != 0 ? grad.add(p, g.weight_decay) : grad;
-        double local = 1.0;
-        if (lars_eta_ > 0 && p.dim() > 1) {
-          const double wn = p.norm().item<double>(), gn = grad.norm().item<double>();
-          if (wn > 0 && gn > 0) local = lars_eta_ * wn / (gn + g.weight_decay * wn);
-          if (local != 1.0) d = d.mul(local);
-        }
-        if (momentum_coef_ != 0) {
-          auto it = momentum_.find(g.names[i]);
-          if (it == momentum_.end()) {
-            it = momentum_.emplace(g.names[i], d.clone()).first;  // first step: buf = d
-          } else {
-            it->second.mul_(momentum_coef_).add_(d);
-          }
-          d = nesterov_ ? d.add(it->second, momentum_coef_) : it->second;
-        }
-        p.add_(d, -group_lr);
-      }
+  void update(const vexp::ParamGroup& g, const std::string& name, at::Tensor& p, const at::Tensor& grad,
+              double lr) override {
+    at::Tensor d = g.weight_decay != 0 ? grad.add(p, g.weight_decay) : grad;
+    double local = 1.0;
+    if (lars_eta_ > 0 && p.dim() > 1) {
+      const double wn = p.norm().item<double>(), gn = grad.norm().item<double>();
+      if (wn > 0 && gn > 0) local = lars_eta_ * wn / (gn + g.weight_decay * wn);
+      if (local != 1.0) d = d.mul(local);
     }
+    if (momentum_coef_ != 0) {
+      auto it = momentum_.find(name);
+      if (it == momentum_.end()) {
+        it = momentum_.emplace(name, d.clone()).first;  // first step: buf = d
+      } else {
+        it->second.mul_(momentum_coef_).add_(d);
+      }
+      d = nesterov_ ? d.add(it->second, momentum_coef_) : it->second;
+    }
+    p.add_(d, -lr);
   }
 
   std::map<std::string, at::Tensor> state() const override { return momentum_; }
@@ -222,33 +231,25 @@ class AdamW : public AdamBase {
  public:
   explicit AdamW(const vexp::Params& p) : AdamBase("adamw", p), amsgrad_(p.flag("amsgrad")) {}
 
-  void step(double lr) override {
-    c10::NoGradGuard no_grad;
-    for (auto& g : groups_) {
-      const double group_lr = lr * g.lr_mult;
-      for (size_t i = 0; i < g.params.size(); ++i) {
-        at::Tensor& p = g.params[i];
-        const at::Tensor& grad = p.grad();
-        if (!grad.defined()) continue;
-        Slots& s = advance(g.names[i], p);
-        p.mul_(1 - group_lr * g.weight_decay);
-        s.exp_avg.mul_(beta1_).add_(grad, 1 - beta1_);
-        s.exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1 - beta2_);
-        const double t = static_cast<double>(s.step);
-        const double bias_correction1 = 1 - std::pow(beta1_, t);
-        const double bias_correction2 = 1 - std::pow(beta2_, t);
-        const double step_size = group_lr / bias_correction1;
-        const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-        at::Tensor denom;
-        if (amsgrad_) {
-          at::maximum_out(s.max_exp_avg_sq, s.max_exp_avg_sq, s.exp_avg_sq);
-          denom = (s.max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps_);
-        } else {
-          denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps_);
-        }
-        p.addcdiv_(s.exp_avg, denom, -step_size);
-      }
+  void update(const vexp::ParamGroup& g, const std::string& name, at::Tensor& p, const at::Tensor& grad,
+              double lr) override {
+    Slots& s = advance(name, p);
+    p.mul_(1 - lr * g.weight_decay);
+    s.exp_avg.mul_(beta1_).add_(grad, 1 - beta1_);
+    s.exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1 - beta2_);
+    const double t = static_cast<double>(s.step);
+    const double bias_correction1 = 1 - std::pow(beta1_, t);
+    const double bias_correction2 = 1 - std::pow(beta2_, t);
+    const double step_size = lr / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    at::Tensor denom;
+    if (amsgrad_) {
+      at::maximum_out(s.max_exp_avg_sq, s.max_exp_avg_sq, s.exp_avg_sq);
+      denom = (s.max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps_);
+    } else {
+      denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps_);
     }
+    p.addcdiv_(s.exp_avg, denom, -step_size);
   }
 
  protected:
@@ -272,35 +273,27 @@ class Lamb : public AdamBase {
         always_adapt_(p.flag("always_adapt")),
         trust_clip_(p.flag("trust_clip")) {}
 
-  void step(double lr) override {
-    c10::NoGradGuard no_grad;
-    for (auto& g : groups_) {
-      const double group_lr = lr * g.lr_mult;
-      const double wd = g.weight_decay;
-      for (size_t i = 0; i < g.params.size(); ++i) {
-        at::Tensor& p = g.params[i];
-        const at::Tensor& grad = p.grad();
-        if (!grad.defined()) continue;
-        Slots& s = advance(g.names[i], p);
-        const double t = static_cast<double>(s.step);
-        const double bias_correction1 = bias_correction_ ? 1 - std::pow(beta1_, t) : 1.0;
-        const double bias_correction2 = bias_correction_ ? 1 - std::pow(beta2_, t) : 1.0;
-        s.exp_avg.mul_(beta1_).add_(grad, 1 - beta1_);
-        s.exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1 - beta2_);
-        at::Tensor denom = (s.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(eps_);
-        at::Tensor update = (s.exp_avg / bias_correction1).div_(denom);
-        if (wd != 0) update.add_(p, wd);
-        if (wd != 0 || always_adapt_) {
-          // On the device, without a host sync: where(|w| > 0, where(|u| > 0, |w| / |u|, 1), 1).
-          const at::Tensor w_norm = p.norm(2), u_norm = update.norm(2);
-          const at::Tensor one = at::ones_like(w_norm);
-          at::Tensor ratio = at::where(w_norm > 0, at::where(u_norm > 0, w_norm / u_norm, one), one);
-          if (trust_clip_) ratio = at::minimum(ratio, one);
-          update.mul_(ratio);
-        }
-        p.add_(update, -group_lr);
-      }
+  void update(const vexp::ParamGroup& g, const std::string& name, at::Tensor& p, const at::Tensor& grad,
+              double lr) override {
+    const double wd = g.weight_decay;
+    Slots& s = advance(name, p);
+    const double t = static_cast<double>(s.step);
+    const double bias_correction1 = bias_correction_ ? 1 - std::pow(beta1_, t) : 1.0;
+    const double bias_correction2 = bias_correction_ ? 1 - std::pow(beta2_, t) : 1.0;
+    s.exp_avg.mul_(beta1_).add_(grad, 1 - beta1_);
+    s.exp_avg_sq.mul_(beta2_).addcmul_(grad, grad, 1 - beta2_);
+    at::Tensor denom = (s.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(eps_);
+    at::Tensor u = (s.exp_avg / bias_correction1).div_(denom);
+    if (wd != 0) u.add_(p, wd);
+    if (wd != 0 || always_adapt_) {
+      // On the device, without a host sync: where(|w| > 0, where(|u| > 0, |w| / |u|, 1), 1).
+      const at::Tensor w_norm = p.norm(2), u_norm = u.norm(2);
+      const at::Tensor one = at::ones_like(w_norm);
+      at::Tensor ratio = at::where(w_norm > 0, at::where(u_norm > 0, w_norm / u_norm, one), one);
+      if (trust_clip_) ratio = at::minimum(ratio, one);
+      u.mul_(ratio);
     }
+    p.add_(u, -lr);
   }
 
  private:
