@@ -120,7 +120,7 @@ void check_objective(const dsl::RecipePlan& plan, const PluginHost& host, dsl::D
                                 "install it, or name a loss in [loss] type");
     return;
   }
-  // Made as the rig makes them: what a factory refuses is an error at its table.
+  // Made as the rig makes it: what its factory refuses is an error at [loss].
   std::shared_ptr<Loss> loss;
   try {
     loss = make_loss(plan, host);
@@ -129,15 +129,6 @@ void check_objective(const dsl::RecipePlan& plan, const PluginHost& host, dsl::D
                                       : (plan.batch_transforms.empty() ? dsl::Loc{} : plan.batch_transforms.front().loc),
                 e.what());
     return;
-  }
-  for (size_t i = 0; i < plan.batch_transforms.size(); ++i) {
-    const dsl::PluginUse& u = plan.batch_transforms[i];
-    if (!host.find("batch_transform", u.type)) continue;  // validation reported it
-    try {
-      (void)host.make<BatchTransform>("batch_transform", u.type, u.params);
-    } catch (const std::exception& e) {
-      diags.error(u.loc, "data.batch_transforms[" + std::to_string(i) + "]: " + e.what());
-    }
   }
   if (auto p = problem(plan, *loss)) diags.error(p->first, p->second);
 }

@@ -7,6 +7,7 @@
 
 #include "vexp/hook.hpp"
 #include "vexp/optimizer.hpp"
+#include "vexp/transform.hpp"
 #include "vexp/runtime/objective.hpp"
 #include "vexp/runtime/plugin_trust.hpp"
 
@@ -14,11 +15,23 @@ namespace vexp {
 
 namespace {
 
-// The optimizer and the hooks made once from the recipe's parameters, as vexp run makes
-// them: what a factory refuses beyond its schema (adamw's betas of one number, a
-// hook's combination of keys) is a recipe error at its table's line in vexp check,
-// --dry-run and vexp run, before a run folder exists. (The loss, batch transforms
-// and clip transforms: check_objective and check_transform_lists.)
+// The optimizer, batch transforms and hooks made once from the recipe's parameters,
+// as vexp run makes them: what a factory refuses beyond its schema (adamw's betas of
+// one number, a hook's combination of keys) is a recipe error at its table's line in
+// vexp check, --dry-run and vexp run, before a run folder exists. (The loss and the
+// clip transforms: check_objective and check_transform_lists.)
+// Makes the use's object once; what its factory throws is an error at the use.
+template <class Interface>
+void check_made(const PluginHost& host, const char* kind, const dsl::PluginUse& u, const std::string& label,
+                dsl::Diagnostics& diags) {
+  if (!host.find(kind, u.type)) return;  // validation reported it
+  try {
+    (void)host.make<Interface>(kind, u.type, u.params);
+  } catch (const std::exception& e) {
+    diags.error(u.loc, label + ": " + e.what());
+  }
+}
+
 void check_factories(const dsl::RecipePlan& plan, const PluginHost& host, dsl::Diagnostics& diags) {
   if (!plan.optim.type.empty() && host.find("optimizer", plan.optim.type)) {
     try {
@@ -27,15 +40,11 @@ void check_factories(const dsl::RecipePlan& plan, const PluginHost& host, dsl::D
       diags.error(plan.optim.section, e.what());
     }
   }
-  for (size_t i = 0; i < plan.hooks.size(); ++i) {
-    const dsl::PluginUse& u = plan.hooks[i];
-    if (!host.find("hook", u.type)) continue;  // validation reported it
-    try {
-      (void)host.make<Hook>("hook", u.type, u.params);
-    } catch (const std::exception& e) {
-      diags.error(u.loc, "hooks[" + std::to_string(i) + "]: " + e.what());
-    }
-  }
+  for (size_t i = 0; i < plan.batch_transforms.size(); ++i)
+    check_made<BatchTransform>(host, "batch_transform", plan.batch_transforms[i],
+                               "data.batch_transforms[" + std::to_string(i) + "]", diags);
+  for (size_t i = 0; i < plan.hooks.size(); ++i)
+    check_made<Hook>(host, "hook", plan.hooks[i], "hooks[" + std::to_string(i) + "]", diags);
 }
 
 dsl::ParamType type_of(const dsl::Value& v) {
