@@ -45,6 +45,33 @@ if curve:
     assert dl <= 1e-5, dl
 PY
 }
+# same_ema RUN...: the ema hook's weight files beside every checkpoint, the ema figures
+# of every evaluation and the summary's are the same in every run, bit for bit.
+same_ema() {
+  $PY - "$@" <<'PY' || fail "the ema hook differs between $*"
+import glob, json, os, sys, torch
+runs = sys.argv[1:]
+def ema_files(d): return sorted(os.path.basename(f) for f in glob.glob(d + "/checkpoints/*.ema.pt"))
+def evals(d):
+    return [{k: v for k, v in j.items() if k in ("global_step", "top1", "val_loss", "ema_top1", "ema_top5", "ema_loss")}
+            for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "eval"]
+files = ema_files(runs[0])
+assert files and all(f"epoch_{e:04d}.ema.pt" in files for e in range(1, len(files) + 1)), files
+ref = evals(runs[0])
+assert ref and all("ema_top1" in e for e in ref), ref
+for d in runs[1:]:
+    assert ema_files(d) == files, (d, ema_files(d), files)
+    for f in files:
+        a, b = (torch.load(f"{x}/checkpoints/{f}", weights_only=True) for x in (runs[0], d))
+        assert list(a) == list(b) and a, f
+        for k in a:
+            assert torch.equal(a[k], b[k]), (d, f, k)
+    assert evals(d) == ref, (d, evals(d), ref)
+    s0, s = (json.load(open(x + "/summary.json")) for x in (runs[0], d))
+    assert s["ema_top1"] == s0["ema_top1"] and s["hook_weights"] == s0["hook_weights"], (s, s0)
+print(len(files), "ema files and", len(ref), "evaluations equal over", len(runs), "runs")
+PY
+}
 # same_state A B [TOL]: the last checkpoints of two run directories hold the same
 # parameters, BatchNorm buffers and optimizer state (bit-identical by default; with
 # TOL, each tensor's max abs difference over its largest value <= TOL), and their
@@ -228,29 +255,7 @@ hooks_2rank_vs_emulated)
   expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run "$tmp/ema.toml" --out "$tmp/down" --stop-after 1
   expect_rc 0 -- "$vexp" run "$tmp/ema.toml" --out "$tmp/down" --resume
   expect_out "resuming"
-  $PY - "$tmp/two" "$tmp/one" "$tmp/down" <<'PY' || fail "the ema hook differs between 2 ranks, 1 rank emulating 2, and a resumed run"
-import glob, json, os, sys, torch
-runs = sys.argv[1:]
-def ema_files(d): return sorted(os.path.basename(f) for f in glob.glob(d + "/checkpoints/*.ema.pt"))
-def evals(d):
-    return [{k: v for k, v in j.items() if k in ("global_step", "top1", "val_loss", "ema_top1", "ema_top5", "ema_loss")}
-            for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "eval"]
-files = ema_files(runs[0])
-assert files and all(f"epoch_{e:04d}.ema.pt" in files for e in range(1, len(files) + 1)), files
-ref = evals(runs[0])
-assert ref and all("ema_top1" in e for e in ref), ref
-for d in runs[1:]:
-    assert ema_files(d) == files, (d, ema_files(d), files)
-    for f in files:
-        a, b = (torch.load(f"{x}/checkpoints/{f}", weights_only=True) for x in (runs[0], d))
-        assert list(a) == list(b) and a, f
-        for k in a:
-            assert torch.equal(a[k], b[k]), (d, f, k)
-    assert evals(d) == ref, (d, evals(d), ref)
-    s0, s = (json.load(open(x + "/summary.json")) for x in (runs[0], d))
-    assert s["ema_top1"] == s0["ema_top1"] and s["hook_weights"] == s0["hook_weights"], (s, s0)
-print(len(files), "ema files and", len(ref), "evaluations equal over", len(runs), "runs")
-PY
+  same_ema "$tmp/two" "$tmp/one" "$tmp/down"
   ;;
 parity_2rank_vs_emulated_adamw)
   # AdamW (the optimizers plugin): 2 ranks == 1 rank emulating 2 GPUs, bit for bit
@@ -293,26 +298,13 @@ all_in_2rank_vs_emulated)
   expect_rc 0 -- "$vexp" run $A --out "$tmp/down" --resume
   expect_out "resuming"
   same_state "$tmp/two" "$tmp/down"
-  $PY - "$tmp/two" "$tmp/one" "$tmp/down" <<'PY' || fail "the all-in runs differ"
-import glob, json, os, sys, torch
-runs = sys.argv[1:]
-def ema(d): return sorted(glob.glob(d + "/checkpoints/*.ema.pt"))
-def evals(d):
-    return [{k: j[k] for k in ("global_step", "top1", "val_loss", "ema_top1", "ema_loss")}
-            for j in map(json.loads, open(d + "/metrics.jsonl")) if j["type"] == "eval"]
-ref_files, ref_evals = [os.path.basename(f) for f in ema(runs[0])], evals(runs[0])
-assert ref_files and ref_evals, (ref_files, ref_evals)
-for d in runs[1:]:
-    assert [os.path.basename(f) for f in ema(d)] == ref_files, d
-    for f in ref_files:
-        a, b = (torch.load(f"{x}/checkpoints/{f}", weights_only=True) for x in (runs[0], d))
-        assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a), (d, f)
-    assert evals(d) == ref_evals, (d, evals(d), ref_evals)
-# The optimizer is AdamW (moments per parameter), the head's group at 5x the rate.
-opt = torch.load(sorted(f for f in glob.glob(runs[0] + "/checkpoints/epoch_*.pt") if os.path.basename(f).count(".") == 1)[-1],
+  same_ema "$tmp/two" "$tmp/one" "$tmp/down"
+  $PY - "$tmp/two" <<'PY' || fail "the all-in run's optimizer is not AdamW"
+import glob, os, sys, torch
+# The optimizer is AdamW (moments per parameter).
+opt = torch.load(sorted(f for f in glob.glob(sys.argv[1] + "/checkpoints/epoch_*.pt") if os.path.basename(f).count(".") == 1)[-1],
                  weights_only=True)["optimizer"]
 assert any(k.startswith("exp_avg_sq/") for k in opt), list(opt)[:5]
-print(len(ref_files), "ema files,", len(ref_evals), "evaluations equal over", len(runs), "runs; last", ref_evals[-1])
 PY
   ;;
 resume_on_other_ranks)
