@@ -99,6 +99,113 @@ PYEOF
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --plot "$tmp/dir.png"
   expect_out "is not a regular file"
   ;;
+noise_value)
+  # --noise-from CLIPS: the time-to-accuracy block, its JSON recomputed from the rows.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8 --noise-from 100
+  expect_out "time to accuracy: B_noise 100 clips (--noise-from 100); reference: the recipe's global batch 32 trained 3 epochs (12,000 clips)"
+  grep -qE '^ +4 +128 +57\.9 .*critical batch, over the epoch budget$' "$tmp/out" || { cat "$tmp/out"; fail "the critical row"; }
+  grep -qE '^ +1 +32 +100\.0 +375 +12,000 ' "$tmp/out" || { cat "$tmp/out"; fail "the reference row"; }
+  expect_out "epoch budget (3 epochs, +10%): suffices up to a global batch of 45 clips"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8 --noise-from 100 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "time_to_accuracy JSON"
+import json, math, sys
+[p] = json.load(open(sys.argv[1]))["plans"]
+t = p["time_to_accuracy"]
+bn, b0 = 100.0, 32
+assert t["noise_scale"] == bn and t["noise_from"] == "--noise-from 100", t
+assert t["reference_batch"] == b0 and t["train_size"] == 4000 and t["reference_clips"] == 12000, t
+assert t["budget_epochs"] == 3 and t["budget_tolerance"] == 0.1, t
+assert abs(t["budget_max_batch"] - (1.1 * (bn + b0) - bn)) < 1e-9, t
+assert [r["gpus"] for r in t["rows"]] == [r["gpus"] for r in p["rows"]] == [1, 2, 4, 8]
+times = []
+for r, x in zip(p["rows"], t["rows"]):
+    b = r["global_batch"]
+    assert x["global_batch"] == b
+    eff = (bn + b0) / (bn + b)
+    assert abs(x["statistical_efficiency"] - eff) < 1e-12, x
+    clips = 12000 / eff
+    assert abs(x["clips"] - clips) < 1e-6 and abs(x["steps"] - clips / b) < 1e-9, x
+    assert abs(x["epochs"] - clips / 4000) < 1e-12, x
+    assert abs(x["time_s"] - clips / b * r["step_ms"] / 1e3) < 1e-9, x
+    assert abs(x["gpu_hours"] - r["gpus"] * x["time_s"] / 3600) < 1e-12, x
+    assert abs(x["goodput"] - r["clips_per_s"] * eff) < 1e-9, x
+    assert x["within_budget"] == (clips / 4000 <= 3 * 1.1), x
+    times.append(x["time_s"])
+# McCandlish's hyperbola through every row: (S/S_min - 1)(E/E_min - 1) = 1.
+e_min = 12000 / (1 + b0 / bn); s_min = e_min / bn
+for x in t["rows"]:
+    assert abs((x["steps"] / s_min - 1) * (x["clips"] / e_min - 1) - 1) < 1e-9, x
+crit = min(t["rows"], key=lambda x: abs(math.log(x["global_batch"] / bn)))
+assert t["critical_gpus"] == crit["gpus"] == 4, t["critical_gpus"]
+assert t["fastest_gpus"] == t["rows"][times.index(min(times))]["gpus"], t
+PYEOF
+  # The plot gains a third panel: the time to the recipe's progress.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4,8 --noise-from 100 --plot "$tmp/plan.png"
+  $PY - "$tmp/plan.png" <<'PYEOF' || fail "not a PNG of three panels"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n", b[:8]
+assert struct.unpack(">II", b[16:24]) == (520, 1170), struct.unpack(">II", b[16:24])
+PYEOF
+  # --fixed-batch: every row has the reference batch, so the same efficiency.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,2,4 --set dist.world_size=4 --fixed-batch --noise-from 100
+  expect_out "(--fixed-batch: every row trains the recipe's global batch; only the step time differs)"
+  [ "$(grep -cE '^ +[124] +128 +100\.0 ' "$tmp/out")" = 3 ] || { cat "$tmp/out"; fail "fixed batch rows"; }
+  ;;
+noise_run)
+  # --noise-from RUN_DIR: the last smoothed B_noise of a run that measured it (the tiny
+  # recipe on 2 emulated GPUs), the same figure summary.json holds.
+  cat >"$tmp/noise.toml" <<TOML
+extends = "$here/data/tiny.toml"
+[run]
+name = "tiny_noise"
+noise_scale_every = 1
+[dist]
+world_size = 2
+batch_per_gpu = 4
+TOML
+  expect_rc 0 -- "$vexp" run "$tmp/noise.toml" --out "$tmp/run"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,8 --noise-from "$tmp/run" --json
+  $PY - "$tmp/out" "$tmp/run" <<'PYEOF' || fail "noise from the run"
+import json, sys
+[p] = json.load(open(sys.argv[1]))["plans"]
+summary = json.load(open(sys.argv[2] + "/summary.json"))
+steps = [j for j in map(json.loads, open(sys.argv[2] + "/metrics.jsonl")) if j["type"] == "step" and "noise_big_batch" in j]
+t = p["time_to_accuracy"]
+assert t["noise_scale"] == summary["noise_scale"] > 0, (t["noise_scale"], summary.get("noise_scale"))
+assert t["noise_from"] == "%s (last smoothed value, step %d, global batch 8)" % (sys.argv[2], steps[-1]["global_step"]), t["noise_from"]
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,8 --noise-from "$tmp/run"
+  expect_out "time to accuracy: B_noise "
+  expect_out "($tmp/run (last smoothed value, step "
+  ;;
+noise_errors)
+  # Each bad --noise-from: one line, exit 2, nothing planned.
+  plan_noise() { expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --noise-from "$@"; }
+  for bad in 0 -3 nan inf 1e300 abc ""; do
+    plan_noise "$bad"
+    [ "$(wc -l <"$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "--noise-from '$bad': not one line"; }
+    ! grep -q "time to accuracy" "$tmp/out" || fail "--noise-from '$bad' planned"
+  done
+  plan_noise 0; expect_out "--noise-from '0': a noise scale is a positive number of clips, at most 1e15"
+  plan_noise abc; expect_out "--noise-from 'abc': no such run folder, and not a number of clips"
+  mkdir "$tmp/empty"; plan_noise "$tmp/empty"; expect_out "--noise-from '$tmp/empty' is not a run folder"
+  : >"$tmp/file"; plan_noise "$tmp/file"; expect_out "--noise-from '$tmp/file' is not a folder"
+  # A run folder that measured no noise scale, and one whose last B_noise is negative
+  # (|G|^2 estimated below 0 early in training).
+  mkdir "$tmp/plain" "$tmp/neg"
+  echo '{"type": "step", "global_step": 1, "loss": 1.0}' >"$tmp/plain/metrics.jsonl"
+  echo '{"type": "step", "global_step": 2, "noise_big_batch": 8, "noise_scale": -5.0}' >"$tmp/neg/metrics.jsonl"
+  plan_noise "$tmp/plain"; expect_out "the run measured no noise scale (train with run.noise_scale_every = N"
+  plan_noise "$tmp/neg"; expect_out "the run's last noise scale is -5"
+  mkdir "$tmp/sweep"; : >"$tmp/sweep/sweep.db"
+  plan_noise "$tmp/sweep"; expect_out "is a sweep folder"
+  # A folder named like a number is the folder.
+  (cd "$tmp" && mkdir 64 && expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --noise-from 64) || fail "64"
+  expect_out "--noise-from '64' is not a run folder"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --noise-from 100
+  expect_out "takes no --cluster, --gpus, --json, --plot, --tune or --noise-from"
+  ;;
 tune)
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,8 --layout videos --tune "$tmp/tuned.toml"
   expect_out "overlay: $tmp/tuned.toml"

@@ -191,6 +191,13 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
   a.workers = r.workers;
   for (const auto& l : a.layouts)
     if (l.layout == r.layout && l.threads_needed > 0) a.workers = std::max<int64_t>(1, static_cast<int64_t>(l.threads_needed));
+  if (o.noise_scale > 0) {
+    // The reference: the recipe as written (its global batch at dist.world_size) trains
+    // run.epochs epochs; every row is asked to reach the same progress.
+    r.target = plan_to_target(r.rows, o.noise_scale, p0.global_batch,
+                              static_cast<double>(p0.epochs) * static_cast<double>(p0.train_size), p0.train_size);
+    r.target->noise_from = o.noise_from;
+  }
   return r;
 }
 

@@ -1,12 +1,16 @@
 // vexp plan RECIPE... --cluster FILE [--gpus 8,64,...] [--layout frames|videos] [--threads-per-gpu N]
-//   [--bucket-mb X] [--fixed-batch] [--json] [--plot FILE.png] [--tune OVERLAY.toml]
+//   [--bucket-mb X] [--fixed-batch] [--noise-from RUN_DIR|CLIPS] [--json] [--plot FILE.png] [--tune OVERLAY.toml]
 // vexp plan --measure-local [RECIPE...] [--out clusters/local.toml] [--ranks R] ... (plan/measure_local.hpp)
+#include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <tuple>
 #include <memory>
 
 #include "commands/cluster_file.hpp"
 #include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
+#include "vexp/rundir/noise.hpp"
 #include "vexp/base/text.hpp"
 #include "commands/measure_local.hpp"
 #include "commands/plan_output.hpp"
@@ -17,6 +21,7 @@
 namespace vexp::cli {
 
 namespace {
+namespace fs = std::filesystem;
 
 struct PlanArgs {
   std::vector<std::string> recipes;
@@ -26,6 +31,8 @@ struct PlanArgs {
   double threads_per_gpu = 0;
   double bucket_mb = 0;
   bool fixed_batch = false;
+  std::string noise_from;
+  bool noise_given = false;  // --noise-from given (an empty value is refused, not ignored)
   bool json = false;
   std::string plot, tune;
   std::vector<std::string> sets;
@@ -57,6 +64,46 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
   return out;
 }
 
+// --noise-from: a run folder that measured the noise scale (run.noise_scale_every),
+// its last smoothed B_noise; or a number of clips. A folder by that name wins over
+// the number. Returns the value and where it came from.
+std::pair<double, std::string> noise_from(const std::string& arg) {
+  const std::string shown = "'" + base::printable(arg, 200) + "'";
+  std::error_code ec;
+  if (!fs::exists(arg, ec)) {
+    char* stop = nullptr;
+    const double v = std::strtod(arg.c_str(), &stop);
+    if (arg.empty() || *stop != '\0' || arg.find_first_of("0123456789") == std::string::npos)
+      throw base::invalid("--noise-from " + shown +
+                          ": no such run folder, and not a number of clips (give RUN_DIR or a noise scale, e.g. 2048)");
+    if (!std::isfinite(v) || v <= 0 || v > 1e15)
+      throw base::invalid("--noise-from " + shown + ": a noise scale is a positive number of clips, at most 1e15");
+    return {v, "--noise-from " + base::printable(arg, 80)};
+  }
+  if (!fs::is_directory(arg, ec)) throw base::invalid("--noise-from " + shown + " is not a folder: give a run folder");
+  const rundir::RunDir rd(arg);
+  if (rd.is_sweep_dir())
+    throw base::invalid("--noise-from " + shown +
+                        " is a sweep folder: give one of its trials' run folders (vexp results lists them)");
+  if (!rd.is_run_dir())
+    throw base::invalid("--noise-from " + shown + " is not a run folder (no metrics.jsonl or summary.json)");
+  const std::optional<double> v = rundir::last_noise_scale(arg);
+  if (!v)
+    throw base::invalid("--noise-from " + shown +
+                        ": the run measured no noise scale (train with run.noise_scale_every = N; docs/batch-size.md)");
+  if (!std::isfinite(*v) || *v <= 0)
+    throw base::invalid("--noise-from " + shown + ": the run's last noise scale is " + std::to_string(*v) +
+                        " clips, not a positive number (|G|^2 is not yet above the noise; measure longer)");
+  const auto records = rundir::read_noise(arg);
+  std::string where = base::printable(arg, 200);
+  if (!records.empty()) {
+    const rundir::NoiseRecord& last = records.back();
+    where += " (last smoothed value, step " + std::to_string(last.global_step) + ", global batch " +
+             std::to_string(last.big_batch) + ")";
+  }
+  return {*v, where};
+}
+
 // The planner's RecipeOpener: a fresh session of `recipe` with `overrides`, validated
 // for planning (as `vexp run --dry-run`); base::Error (invalid) with its diagnostics
 // otherwise. The first opening prints the recipe's warnings; the re-plans at other
@@ -75,9 +122,10 @@ void run_plan(const PlanArgs& a) {
   // --measure-local (tools/vexp/commands/measure_local.hpp): the recipes are the
   // profiles measured; no --cluster.
   if (a.measure.enabled) {
-    if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty())
+    if (!a.cluster.empty() || !a.gpus.empty() || a.json || !a.plot.empty() || !a.tune.empty() ||
+        a.noise_given)
       throw base::invalid("--measure-local writes a cluster file (--out); it takes no --cluster, --gpus, --json, "
-                               "--plot or --tune");
+                               "--plot, --tune or --noise-from");
     MeasureLocalArgs m = a.measure;
     m.recipes = a.recipes;
     m.plugin_paths = a.plugin_paths;
@@ -103,6 +151,7 @@ void run_plan(const PlanArgs& a) {
   o.bucket_mb = a.bucket_mb;
   o.fixed_batch = a.fixed_batch;
   o.overrides = parse_sets(a.sets);
+  if (a.noise_given) std::tie(o.noise_scale, o.noise_from) = noise_from(a.noise_from);
   const plan::RecipeOpener open = [&a](Session& s, const std::string& recipe,
                                        const std::vector<dsl::Override>& overrides, bool quiet) {
     open_for_planning(s, recipe, overrides, a.plugin_paths, quiet);
@@ -145,13 +194,19 @@ void add_plan(CLI::App& app) {
   cmd->add_flag("--fixed-batch", a->fixed_batch,
                 "Keep the recipe's dist.world_size (global batch) and emulate it on G GPUs; G must divide it "
                 "(default: weak scaling, dist.world_size = G)");
+  CLI::Option* noise = cmd->add_option("--noise-from", a->noise_from,
+                  "A run folder that measured the gradient noise scale (run.noise_scale_every), or the noise scale in "
+                  "clips: adds the time to accuracy (statistical efficiency, steps, time, goodput; docs/planning.md)");
   cmd->add_flag("--json", a->json, "Print JSON (docs/planning.md)");
   cmd->add_option("--plot", a->plot, "Write a PNG: efficiency and the step-time split against GPU count");
   cmd->add_option("--tune", a->tune, "Write the suggested settings as a recipe overlay (extends = RECIPE)");
   cmd->add_option("--set", a->sets, "Override a recipe value: --set dist.batch_per_gpu=16 (repeatable)");
   add_plugin_path_option(cmd, a->plugin_paths);
   add_measure_local_options(cmd, a->measure);
-  cmd->callback([a] { run_plan(*a); });
+  cmd->callback([a, noise] {
+    a->noise_given = noise->count() > 0;
+    run_plan(*a);
+  });
 }
 
 }  // namespace vexp::cli

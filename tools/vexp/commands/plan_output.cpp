@@ -70,6 +70,64 @@ std::optional<std::pair<int64_t, int64_t>> schema_range(const std::string& secti
   return std::nullopt;
 }
 
+// "1,234,567" (a count of clips or steps).
+std::string grouped(double v) {
+  const std::string digits = fmt("%.0f", v);
+  std::string out;
+  const size_t n = digits.size();
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[i];
+    if (digits[0] != '-' && (n - 1 - i) % 3 == 0 && i + 1 < n) out += ',';
+  }
+  return out;
+}
+
+// The time-to-accuracy block under the plan's table (--noise-from; goodput.hpp).
+std::string target_table(const TargetPlan& t, bool fixed_batch) {
+  std::ostringstream out;
+  out << "\ntime to accuracy: B_noise " << fmt("%.4g", t.b_noise) << " clips (" << shown(t.noise_from)
+      << "); reference: the recipe's global batch " << grouped(static_cast<double>(t.ref_batch)) << " trained "
+      << fmt("%g", t.budget_epochs) << " epochs (" << grouped(t.ref_clips) << " clips)\n";
+  out << "  GPUs  global    stat.      steps to      clips to   epochs      time to     GPU-h     goodput  note\n"
+      << "         batch   eff. %     reference     reference             reference                clips/s\n";
+  for (const TargetRow& x : t.rows) {
+    std::string note;
+    auto add = [&note](const std::string& n) { note += (note.empty() ? "  " : ", ") + n; };
+    if (x.gpus == t.critical_gpus) add("critical batch");
+    if (x.gpus == t.fastest_gpus) add("fastest");
+    if (!x.within_budget) add("over the epoch budget");
+    out << pad(std::to_string(x.gpus), 6) << pad(std::to_string(x.global_batch), 8) << num(100 * x.efficiency, 9)
+        << pad(grouped(x.steps), 14) << pad(grouped(x.clips), 14) << num(x.epochs, 9) << pad(duration(x.time_s), 13)
+        << pad(x.gpu_hours < 100 ? fmt("%.3g", x.gpu_hours) : grouped(x.gpu_hours), 10) << num(x.goodput, 12) << note << "\n";
+  }
+  out << "  critical batch: B_noise = " << fmt("%.4g", t.b_noise)
+      << " clips (steps to a target fall as 1 + B_noise/B, clips grow as 1 + B/B_noise); nearest planned: "
+      << t.critical_gpus << " GPUs\n";
+  for (const TargetRow& x : t.rows)
+    if (x.gpus == t.fastest_gpus)
+      out << "  fastest to the reference progress: " << x.gpus << " GPUs, " << duration(x.time_s) << " ("
+          << grouped(x.steps) << " steps, " << fmt("%.3g", x.epochs) << " epochs)"
+          << (t.best_goodput_gpus != x.gpus ? "; the most goodput: " + std::to_string(t.best_goodput_gpus) + " GPUs"
+                                            : std::string())
+          << "\n";
+  out << "  epoch budget (" << fmt("%g", t.budget_epochs) << " epochs, +" << fmt("%.0f", 100 * t.budget_tolerance)
+      << "%): ";
+  if (t.budget_max_batch < 1)
+    out << "no global batch reaches the reference progress within it\n";
+  else
+    out << "suffices up to a global batch of " << grouped(std::floor(t.budget_max_batch)) << " clips";
+  if (t.budget_max_batch >= 1) {
+    std::string over;
+    for (const TargetRow& x : t.rows)
+      if (!x.within_budget)
+        over += (over.empty() ? "" : ", ") + std::to_string(x.gpus) + " GPUs (" + grouped(static_cast<double>(x.global_batch)) +
+                ") need " + fmt("%.3g", x.epochs);
+    out << (over.empty() ? std::string("; every planned row is within it") : "; over it: " + over + " epochs") << "\n";
+  }
+  if (fixed_batch) out << "  (--fixed-batch: every row trains the recipe's global batch; only the step time differs)\n";
+  return out.str();
+}
+
 }  // namespace
 
 void check_output_path(const std::string& path, const std::string& option) {
@@ -147,9 +205,27 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
           << (l.fed ? "are fed" : "wait " + fmt("%.1f", l.exposed_data_ms) + " ms per step") << "\n";
     }
     if (a.layouts.empty()) out << "  data: the cluster gives no decode rate\n";
+    if (r.target) out << target_table(*r.target, r.fixed_batch);
   }
   return out.str();
 }
+
+namespace {
+
+nlohmann::json target_json(const TargetPlan& t) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const TargetRow& x : t.rows)
+    rows.push_back({{"gpus", x.gpus}, {"global_batch", x.global_batch}, {"statistical_efficiency", x.efficiency},
+                    {"steps", x.steps}, {"clips", x.clips}, {"epochs", x.epochs}, {"time_s", x.time_s},
+                    {"gpu_hours", x.gpu_hours}, {"goodput", x.goodput}, {"within_budget", x.within_budget}});
+  return {{"noise_scale", t.b_noise}, {"noise_from", t.noise_from}, {"reference_batch", t.ref_batch},
+          {"reference_clips", t.ref_clips}, {"train_size", t.train_size}, {"budget_epochs", t.budget_epochs},
+          {"budget_tolerance", t.budget_tolerance}, {"budget_max_batch", t.budget_max_batch},
+          {"critical_gpus", t.critical_gpus}, {"fastest_gpus", t.fastest_gpus},
+          {"best_goodput_gpus", t.best_goodput_gpus}, {"rows", rows}};
+}
+
+}  // namespace
 
 nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& results) {
   nlohmann::json plans = nlohmann::json::array();
@@ -183,6 +259,7 @@ nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& resu
                        {"knee_efficiency", a.knee_efficiency}, {"knee_gpus", a.knee_gpus}, {"at_gpus", a.at_gpus},
                        {"bucket_mb", a.bucket_mb}, {"bucket_exposed_comm_ms", a.bucket_exposed_ms},
                        {"bucket_scan", scan}, {"layouts", layouts}, {"workers", a.workers}}}});
+    if (r.target) plans.back()["time_to_accuracy"] = target_json(*r.target);
   }
   return {{"cluster", c.path}, {"cluster_name", c.name}, {"plans", plans}};
 }
@@ -207,9 +284,14 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
   tmp.emplace("vexp-plot");
   const fs::path drawn = tmp->path() / "plot.png";
   const size_t n = results.size();
+  // --noise-from: a third row of panels, the time to the reference progress.
+  bool targets = false;
+  for (const RecipeResult& r : results) targets = targets || r.target.has_value();
+  const int panels = targets ? 3 : 2;
   std::ostringstream gp;
-  gp << "set terminal pngcairo noenhanced size " << 520 * n << ",780 font 'sans,10'\n"
-     << "set output ARG1.'/plot.png'\nset encoding utf8\nset multiplot layout 2," << n << " columnsfirst\n"
+  gp << "set terminal pngcairo noenhanced size " << 520 * n << "," << 390 * panels << " font 'sans,10'\n"
+     << "set output ARG1.'/plot.png'\nset encoding utf8\nset multiplot layout " << panels << "," << n
+     << " columnsfirst\n"
      << "set grid\nset logscale x 2\nset xlabel 'GPUs' offset 0,0.4\n"
      // The legend under each panel: inside, the curves and the stacked areas ran
      // through it.
@@ -222,6 +304,12 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
     for (const Row& x : r.rows)
       gp << x.gpus << " " << x.compute_ms << " " << x.exposed_comm_ms << " " << x.exposed_data_ms << "\n";
     gp << "EOD\n";
+    if (r.target) {
+      gp << "$time" << i << " << EOD\n";
+      for (size_t k = 0; k < r.rows.size(); ++k)
+        gp << r.rows[k].gpus << " " << r.rows[k].total_s / 3600 << " " << r.target->rows[k].time_s / 3600 << "\n";
+      gp << "EOD\n";
+    }
   }
   for (size_t i = 0; i < n; ++i) {
     const RecipeResult& r = results[i];
@@ -242,6 +330,15 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
        << "plot $split" << i << " using 1:($2+$3+$4) with filledcurves x1 lc rgb '#d62728' title 'exposed data', "
        << "$split" << i << " using 1:($2+$3) with filledcurves x1 lc rgb '#ff7f0e' title 'exposed comm', "
        << "$split" << i << " using 1:2 with filledcurves x1 lc rgb '#2ca02c' title 'compute'\n";
+    if (r.target)
+      gp << "set title " << report::gp_string(name + ": time to the recipe's progress (B_noise " +
+                                              fmt("%.4g", r.target->b_noise) + " clips)")
+         << "\nset ylabel 'hours'\nset logscale y\nset autoscale y\n"
+         << "plot $time" << i << " using 1:3 with linespoints pt 7 lw 2 lc rgb '#9467bd' title 'with the noise scale', "
+         << "$time" << i << " using 1:2 with linespoints pt 6 lw 1 dt 2 lc rgb '#7f7f7f' title 'run.epochs at each batch'\n"
+         << "unset logscale y\n";
+    else if (targets)
+      gp << "set multiplot next\n";
   }
   gp << "unset multiplot\nset output\n";
   const std::string script = (tmp->path() / "plot.gp").string(), log = (tmp->path() / "gnuplot.log").string();

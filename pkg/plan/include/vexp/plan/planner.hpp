@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/dsl/validate.hpp"
+#include "vexp/plan/goodput.hpp"
 #include "vexp/plan/model.hpp"
 
 namespace vexp {
@@ -26,6 +28,10 @@ struct PlanOptions {
   double bucket_mb = 0;               // > 0: --bucket-mb (dist.bucket_mb overridden)
   bool fixed_batch = false;           // keep dist.world_size; emulate it on G GPUs
   std::vector<dsl::Override> overrides;       // --set
+  // > 0: the gradient noise scale (clips) that weighs each row by its statistical
+  // efficiency (goodput.hpp); noise_from says where it was read.
+  double noise_scale = 0;
+  std::string noise_from;
 };
 
 // Opens `recipe` with `overrides` into the fresh session `s`, validated for
@@ -75,6 +81,9 @@ struct RecipeResult {
   bool fixed_batch = false;
   std::vector<Row> rows;
   Advice advice;
+  // With PlanOptions::noise_scale: time to the recipe's progress at each row, the
+  // reference being the recipe's global batch (as written) and its run.epochs.
+  std::optional<TargetPlan> target;
 };
 
 // Plans `recipe` on `cluster`, each opening through `open`. Throws PlanError
