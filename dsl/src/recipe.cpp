@@ -315,69 +315,33 @@ void merge_into(Value& base, Value child) {
   }
 }
 
-const char* file_kind(mode_t mode) {
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
-}
-
 std::string mib_text(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
 }
 
-// Reads a recipe file: a regular file of at most kMaxRecipeBytes. Devices, FIFOs
-// and directories are refused before reading (a FIFO is opened without waiting for
-// a writer), and a file that grows past the limit while being read is refused too.
+// Reads a recipe file: a regular file of at most kMaxRecipeBytes, through base's
+// bounded reader (devices, FIFOs and directories refused before reading, a FIFO
+// opened without waiting for a writer, a file that grows past the limit refused),
+// its failure worded for the recipe's diagnostics.
 bool read_file(const std::string& path, std::string& text, std::string& error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = S_ISDIR(st.st_mode) ? "is a directory" : std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
-    return false;
-  }
-  base::note_input(path, st.st_dev, st.st_ino);
+  using Kind = base::ReadFailure::Kind;
+  text.clear();
   const uint64_t limit = kMaxRecipeBytes;
+  const auto failed = base::try_read_file_chunks(path, limit, [&](std::string_view piece) { text.append(piece); });
+  if (!failed) return true;
   const std::string at_most =
       "a recipe file may have at most " + mib_text(limit) + " (" + std::to_string(limit) + " bytes)";
-  if (static_cast<uint64_t>(st.st_size) > limit) {
-    error = "is " + std::to_string(st.st_size) + " bytes; " + at_most;
-    return false;
+  switch (failed->kind) {
+    case Kind::cannot_read: error = std::strerror(failed->err); break;
+    case Kind::not_regular:
+      error = S_ISDIR(failed->mode) ? "is a directory" : "is " + base::file_kind(failed->mode) + ", not a regular file";
+      break;
+    case Kind::too_big: error = "is " + std::to_string(failed->bytes) + " bytes; " + at_most; break;
+    case Kind::grew: error = "grew past " + std::to_string(limit) + " bytes while being read; " + at_most; break;
   }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  text.clear();
-  char buf[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = std::strerror(errno);
-      return false;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > limit) {
-      error = "grew past " + std::to_string(limit) + " bytes while being read; " + at_most;
-      return false;
-    }
-  }
-  return true;
+  return false;
 }
 
 std::string identity_of(const std::string& path) {

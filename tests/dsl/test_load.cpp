@@ -61,7 +61,7 @@ TEST(Load, RecipeFilesMustBeRegularFilesOfBoundedSize) {
   const std::string fits = dir.write("fits.toml", "[run]\nepochs = 2\n" + std::string(1000, '#') + "\n");
   const std::vector<std::pair<std::string, std::string>> cases{
       {"/dev/zero", "is a character device, not a regular file"},
-      {fifo, "is a FIFO (named pipe), not a regular file"},
+      {fifo, "is a FIFO, not a regular file"},
       {folder, "is a directory"},
       {big, "is 16777217 bytes; a recipe file may have at most 16 MiB (16777216 bytes)"}};
   for (const auto& [path, why] : cases) {

@@ -118,21 +118,22 @@ std::string regular_file_problem(const std::string& path, std::uint64_t max_byte
   return "";
 }
 
-std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
-                               const std::function<void(std::string_view)>& chunk,
-                               const std::function<void(std::uint64_t)>& on_size) {
+std::optional<ReadFailure> try_read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                                                const std::function<void(std::string_view)>& chunk,
+                                                const std::function<void(std::uint64_t)>& on_size) {
+  using Kind = ReadFailure::Kind;
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  if (fd < 0) return ReadFailure{Kind::cannot_read, errno, 0, 0};
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
+  if (::fstat(fd, &st) != 0) return ReadFailure{Kind::cannot_read, errno, 0, 0};
+  if (!S_ISREG(st.st_mode)) return ReadFailure{Kind::not_regular, 0, static_cast<unsigned>(st.st_mode), 0};
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    throw Error(size_problem(path, static_cast<std::uint64_t>(st.st_size), max_bytes));
+    return ReadFailure{Kind::too_big, 0, 0, static_cast<std::uint64_t>(st.st_size)};
   note_input(path, st.st_dev, st.st_ino);
   if (on_size) on_size(static_cast<std::uint64_t>(st.st_size));
   std::uint64_t total = 0;
@@ -141,16 +142,40 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
     const ssize_t r = ::read(fd, buf, sizeof buf);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw Error("cannot read '" + path + "': " + std::strerror(errno));
+      return ReadFailure{Kind::cannot_read, errno, 0, 0};
     }
     if (r == 0) break;
     // A file that grows while it is read (a log being written) is cut at the limit.
     if (total + static_cast<std::uint64_t>(r) > max_bytes)
-      throw Error(size_problem(path, total + static_cast<std::uint64_t>(r), max_bytes));
+      return ReadFailure{Kind::grew, 0, 0, total + static_cast<std::uint64_t>(r)};
     total += static_cast<std::uint64_t>(r);
     chunk(std::string_view(buf, static_cast<std::size_t>(r)));
   }
-  return total;
+  return std::nullopt;
+}
+
+std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                               const std::function<void(std::string_view)>& chunk,
+                               const std::function<void(std::uint64_t)>& on_size) {
+  std::uint64_t total = 0;
+  const auto failed = try_read_file_chunks(
+      path, max_bytes,
+      [&](std::string_view piece) {
+        total += piece.size();
+        chunk(piece);
+      },
+      on_size);
+  if (!failed) return total;
+  switch (failed->kind) {
+    case ReadFailure::Kind::not_regular:
+      throw Error("'" + path + "' is " + file_kind(failed->mode) + ", not a regular file");
+    case ReadFailure::Kind::too_big:
+    case ReadFailure::Kind::grew:
+      throw Error(size_problem(path, failed->bytes, max_bytes));
+    case ReadFailure::Kind::cannot_read:
+      break;
+  }
+  throw Error("cannot read '" + path + "': " + std::strerror(failed->err));
 }
 
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {

@@ -8,7 +8,7 @@ truncate -s $((16 * 1024 * 1024 + 1)) big.toml   # sparse: instant
 for target in /dev/zero "$tmp/pipe.toml" "$tmp/folder.toml" "$tmp/big.toml"; do
   case $target in
     /dev/zero) why="is a character device, not a regular file" ;;
-    *pipe*) why="is a FIFO (named pipe), not a regular file" ;;
+    *pipe*) why="is a FIFO, not a regular file" ;;
     *folder*) why="is a directory" ;;
     *big*) why="is 16777217 bytes; a recipe file may have at most 16 MiB (16777216 bytes)" ;;
   esac

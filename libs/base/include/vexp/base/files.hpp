@@ -33,6 +33,22 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
                                const std::function<void(std::string_view)>& chunk,
                                const std::function<void(std::uint64_t)>& on_size = {});
 
+// Why a bounded read failed, for a reader that words its errors itself (the recipe
+// reader: "cannot read recipe 'PATH': is a directory").
+struct ReadFailure {
+  enum class Kind { cannot_read, not_regular, too_big, grew };
+  Kind kind = Kind::cannot_read;
+  int err = 0;              // cannot_read: errno (open, fstat or read)
+  unsigned mode = 0;        // not_regular: st_mode
+  std::uint64_t bytes = 0;  // too_big: the size at open; grew: the bytes read when it passed max_bytes
+};
+// read_file_chunks without throwing (the one implementation both use): nullopt when
+// the whole file was read, else why not. A file that grew past max_bytes has had
+// some chunks delivered.
+std::optional<ReadFailure> try_read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                                                const std::function<void(std::string_view)>& chunk,
+                                                const std::function<void(std::uint64_t)>& on_size = {});
+
 // ---- what this process read -------------------------------------------------
 // Every file read through read_file_bounded / read_file_chunks (and the recipe
 // reader, the checkpoint reader: note_input) is noted by device and inode, so that
