@@ -557,6 +557,7 @@ db = sqlite3.connect(d + "/sweep.db"); db.row_factory = sqlite3.Row
 rows = {r["id"]: dict(r) for r in db.execute("SELECT * FROM trials")}
 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
 assert meta["target"] == text, (meta["target"], text)
+assert 'metric = "%s", value = %g' % (metric, value) in meta["definition"], meta["definition"]   # the file that names it
 def records(i, kind):
     f = "%s/trials/%03d/metrics.jsonl" % (d, i)
     return [j for j in map(json.loads, open(f)) if j["type"] == kind] if os.path.exists(f) else []
@@ -738,8 +739,17 @@ assert "B_noise measured by 6 trials at the target: median 48 (36 to 60); B_crit
 xs = sorted({x for s in d["charts"]["target_clips"]["series"] if s["name"].startswith("B_noise") for x in s["x"]})
 assert xs == [36, 60], xs
 PY
-  grep -q "^20 + 960 / x with lines" "$tmp/k/report/report.gp" || grep -q "20 + 960 / x with lines" "$tmp/k/report/report.gp" ||
-    fail "the steps plot does not draw the fitted curve"
+  grep -q "20 + 960 / x with lines" "$tmp/k/report/report.gp" || fail "the steps plot does not draw the fitted curve"
+  # A lost sweep.db is rebuilt from the trial folders with the same figures.
+  expect_rc 0 -- "$vexp" results "$tmp/k" --csv --sort id
+  cp "$tmp/out" "$tmp/before.csv"
+  rm "$tmp/k/sweep.db"*
+  expect_rc 1 -- "$vexp" sweep "$tmp/t3.toml" --out "$tmp/k" --no-report
+  expect_out "rebuilt sweep.db from 8 trial directories: 6 done, 2 failed"
+  expect_rc 0 -- "$vexp" results "$tmp/k" --csv --sort id
+  cut -d, -f1-2,5-6,14-18 "$tmp/out" >"$tmp/after.cut"; cut -d, -f1-2,5-6,14-18 "$tmp/before.csv" >"$tmp/before.cut"
+  cmp -s "$tmp/before.cut" "$tmp/after.cut" || { diff "$tmp/before.cut" "$tmp/after.cut" >&2; fail "the rebuilt store's figures to the target differ"; }
+  grep -q ",true,140,1120," "$tmp/after.cut" || fail "trial 1's figures are not in the rebuilt store"
   ;;
 quickstart_check)
   expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run

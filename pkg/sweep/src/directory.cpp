@@ -388,7 +388,9 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
     const std::string target = def.target ? def.target->text() : "";
     const std::string before = store.meta("target");
     if (before != target) {
-      store.set_meta({{"target", target}});
+      // The file that names the target now is the definition (the same trials).
+      store.set_meta({{"target", target}, {"definition", rundir::read_text(def.file)},
+                      {"sweep_file", fs::absolute(def.file).string()}});
       std::cout << "target " << (before.empty() ? std::string("(none)") : before) << " is now "
                 << (target.empty() ? std::string("(none)") : target) << "\n";
     }
