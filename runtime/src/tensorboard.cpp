@@ -151,7 +151,7 @@ void EventWriter::metrics(const nlohmann::json& j) {
   static const std::set<std::string> own{"type", "epoch", "step", "global_step", "epochs_trained", "loss", "lr",
                                          "clips_per_s", "data_s", "compute_s", "comm_s", "step_s", "ranks", "buckets",
                                          "buckets_in_backward", "loss_scale", "skipped_steps", "top1", "top5", "val_loss",
-                                         "hooks_s"};
+                                         "hooks_s", "clips_trained", "train_s", "wall_s"};
   const char* prefix = nullptr;
   if (type == "step") {
     add("loss", "train/loss");

@@ -369,6 +369,14 @@ class EpochLoop {
       json record{{"type", "eval"}, {"epoch", done_epochs}, {"global_step", st_.global_step}, {"top1", e.top1},
                   {"top5", e.top5}, {"val_loss", e.loss}};
       for (const auto& [k, v] : e.extra) record[k] = v;
+      // Where the run stands at this evaluation, for the steps, clips and time to a
+      // target (a sweep's [sweep] target): the training clips seen (global steps x
+      // global batch), the seconds spent in training steps and the run's wall clock,
+      // both over every invocation as summary.json counts them (an invocation's time
+      // after its last checkpoint, which a resume trains again, is not counted).
+      record["clips_trained"] = st_.global_step * dp_.global_batch;
+      record["train_s"] = st_.train_time;
+      record["wall_s"] = st_.prior_wall + seconds_since(r_.wall_start);
       metrics_.emit(record);
       char buf[200];
       std::snprintf(buf, sizeof buf, "epoch %lld/%lld: val top-1 %.4f top-5 %.4f loss %.4f (data %.1fs compute %.1fs comm %.1fs)",

@@ -254,11 +254,12 @@ assert meta["metric"] == "top1" and len(meta["sweep_hash"]) == 16, meta
   db_check "$tmp/s" 'assert rows[1]["status"] == "done" and rows[1]["attempts"] == 2, rows[1]'
   ;;
 kill_resume)
-  # 4 trials, one at a time; SIGKILL the sweep while trial 2 runs, then resume.
+  # 4 trials, one at a time; SIGKILL the sweep while trial 2 runs, then resume 3 s later.
   cat >"$tmp/k.toml" <<TOML
 [sweep]
 name = "kill"
 base = "$here/data/tiny.toml"
+target = { metric = "val_loss", value = 100 }
 [sweep.set]
 "run.epochs" = 3
 "run.log_every" = 1
@@ -283,6 +284,7 @@ assert rows[1]["status"] == "done" and rows[2]["status"] == "running", rows
 assert rows[3]["status"] == "pending" and rows[4]["status"] == "pending", rows
 '
   stamp=$(stat -c %Y.%N "$tmp/s/trials/001/summary.json")
+  sleep 3   # time between the attempts, which the trial's wall clock must not count
   expect_rc 0 -- "$vexp" sweep "$tmp/k.toml" --out "$tmp/s" --jobs 1 --no-report
   expect_out "trial 002 was interrupted: running it again"
   expect_out "3 trials to run"
@@ -300,6 +302,26 @@ for i in (1,2,3,4):
     assert [e["epoch"] for e in evals] == [1, 2, 3], (i, evals)
 '
   grep -q "resuming" "$tmp/s/trials/002/log.txt" || fail "trial 2 did not resume from its checkpoint"
+  # The resumed trial's wall clock (its eval records', summary.json's, and the store's
+  # time to the target) counts its attempts' training, not the 3 s between them.
+  db_check "$tmp/s" '
+import datetime, re, time
+r = rows[2]
+d = r["run_dir"]
+log = open(d + "/log.txt").read()
+m = re.search(r"==== vexp sweep: trial 002, attempt 1, (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", log)
+start = time.mktime(datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timetuple())  # to the second, floored
+s = json.load(open(d + "/summary.json"))
+evals = [json.loads(l) for l in open(d + "/metrics.jsonl") if "\"eval\"" in l]
+walls = [e["wall_s"] for e in evals]
+assert walls == sorted(walls) and walls[-1] <= s["wall_s"], (walls, s["wall_s"])
+assert all(e["train_s"] <= e["wall_s"] for e in evals), evals
+span = r["finished_at"] - start   # the first attempt start to the last end, the gap included (up to 1 s more)
+assert s["wall_s"] <= span - 2, ("the gap between the attempts was counted", s["wall_s"], span)
+first = evals[0]   # val_loss <= 100: the first evaluation
+assert r["target"] == "val_loss <= 100", r
+assert (r["steps_to_target"], r["clips_to_target"], r["time_to_target_s"]) == (first["global_step"], first["global_step"] * 8, first["wall_s"]), (r, first)
+'
   ;;
 tensorboard)
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run" --set run.log_every=2
@@ -455,6 +477,279 @@ assert text.endswith(trained[best]["resolved"]), "best recipe is not the best tr
 m = re.search(r"^# trained: global_batch (\d+), lr ([0-9.e+-]+)", text, re.M)
 assert m and int(m.group(1)) == trained[best]["g"] and close(float(m.group(2)), trained[best]["lr"]), (m and m.group(0), trained[best])
 PY
+  ;;
+target_errors)
+  # [sweep] target: each mistake at the value's file:line:col, exit 2, nothing created;
+  # --dry-run names the target.
+  bad() {  # bad TARGET_LINE EXPECTED...
+    printf '[sweep]\nbase = "%s/data/tiny.toml"\n%s\n[[sweep.axis]]\nkey = "dist.batch_per_gpu"\ngrid = [4, 8]\n' "$here" "$1" >"$tmp/t.toml"
+    shift
+    expect_rc 2 -- "$vexp" sweep "$tmp/t.toml" --out "$tmp/s"
+    no_crash
+    for e in "$@"; do expect_out "$e"; done
+    [ ! -e "$tmp/s" ] || fail "an invalid target created the sweep folder"
+  }
+  f="$tmp/t.toml"
+  bad 'target = { metric = "top2", value = 0.9 }' \
+    "$f:3:12: error: 'metric' in [sweep] target: must be one of \"top1\", \"top5\", \"val_loss\", got \"top2\"" "$f: 1 error"
+  bad 'target = { metric = "ema_top1", value = 0.9 }' "'metric' in [sweep] target: must be one of"
+  bad 'target = { metric = "top1", value = "0.9" }' "$f:3:29: error: 'value' in [sweep] target: expected float, got string \"0.9\""
+  bad 'target = { metric = "top1", value = 90 }' \
+    "$f:3:29: error: 'value' in [sweep] target: top1 is a fraction in (0, 1] (top-1 of 90 % is 0.9), got 90"
+  bad 'target = { metric = "top5", value = 0 }' "$f:3:29: error: 'value' in [sweep] target: must be > 0, got 0.0"
+  bad 'target = { metric = "val_loss", value = nan }' "$f:3:33: error: 'value' in [sweep] target: must be > 0, got nan"
+  bad 'target = { metric = "val_loss", value = inf }' "$f:3:33: error: 'value' in [sweep] target: must be a finite number, got inf"
+  bad 'target = { metric = "top1" }' "$f:3:1: error: [sweep] target needs 'value'"
+  bad 'target = { metric = "top1", vaule = 0.5, value = 0.5 }' "$f:3:29: error: unknown key 'vaule' in [sweep] target (did you mean 'value'?)"
+  bad 'target = 0.9' "$f:3:1: error: 'target' in [sweep]: expected a table"
+  bad 'target_value = 0.9' "$f:3:1: error: unknown key 'target_value' in [sweep]; known keys: name, base, out, metric, direction, set, vars, random, derived, prune, target, axis"
+  printf '[sweep]\nbase = "%s/data/tiny.toml"\n[sweep.target]\nmetric = "val_loss"\nvalue = 0.5\n[[sweep.axis]]\nkey = "dist.batch_per_gpu"\ngrid = [4, 8]\n' "$here" >"$tmp/ok.toml"
+  expect_rc 0 -- "$vexp" sweep "$tmp/ok.toml" --dry-run
+  expect_out "target: val_loss <= 0.5 (each trial's steps, clips and wall-clock time to its first evaluation that reaches it)"
+  ;;
+target)
+  # [sweep] target over 3 global batches x 2 learning rates (2 emulated GPUs each: the
+  # noise scale is measured) and one batch too large for the data (2 trials that fail:
+  # not reached). Everything is checked against the trials' own metrics.jsonl,
+  # recomputed here, whatever the tiny runs learned.
+  cat >"$tmp/t.toml" <<EOF
+[sweep]
+name = "target"
+base = "$here/data/tiny.toml"
+target = { metric = "top1", value = 0.4 }
+[sweep.set]
+"run.epochs" = 5
+"run.log_every" = 3
+"run.noise_scale_every" = 3
+"dist.world_size" = 2
+"data.params.train_clips" = 192
+"data.params.val_clips" = 32
+[[sweep.axis]]
+key = "dist.batch_per_gpu"
+grid = [4, 8, 16, 128]
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.05, 0.1]
+EOF
+  expect_rc 1 -- "$vexp" sweep "$tmp/t.toml" --out "$tmp/s" --jobs 2
+  no_crash
+  expect_out "target: top1 >= 0.4"
+  expect_out "8 trials: 6 done, 2 failed; metric top1 (max)"
+  expect_out "T: target top1 >= 0.4, reached by "
+  expect_out "plots: 6 PNG files"
+  for p in steps_to_target clips_to_target; do
+    head -c 8 "$tmp/s/report/$p.png" | od -An -c | grep -q "P   N   G" || fail "$p.png is not a PNG"
+  done
+  expect_rc 0 -- "$vexp" results "$tmp/s" --sort id
+  cp "$tmp/out" "$tmp/results.txt"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --json
+  cp "$tmp/out" "$tmp/results.json"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --csv --sort steps_to_target
+  cp "$tmp/out" "$tmp/results.csv"
+  check_target() {  # check_target SWEEP_DIR METRIC VALUE: the store, results and report against the trials' folders
+    $PY - "$1" "$2" "$3" "$tmp/results.txt" "$tmp/results.json" "$tmp/results.csv" <<'PY' || fail "figures to the target differ from the trials' metrics.jsonl"
+import csv, json, math, os, re, sqlite3, sys
+import numpy as np
+d, metric, value, txt, js, cs = sys.argv[1], sys.argv[2], float(sys.argv[3]), *sys.argv[4:7]
+higher = metric != "val_loss"
+text = "%s %s %g" % (metric, ">=" if higher else "<=", value)
+db = sqlite3.connect(d + "/sweep.db"); db.row_factory = sqlite3.Row
+rows = {r["id"]: dict(r) for r in db.execute("SELECT * FROM trials")}
+meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+assert meta["target"] == text, (meta["target"], text)
+assert 'metric = "%s", value = %g' % (metric, value) in meta["definition"], meta["definition"]   # the file that names it
+def records(i, kind):
+    f = "%s/trials/%03d/metrics.jsonl" % (d, i)
+    return [j for j in map(json.loads, open(f)) if j["type"] == kind] if os.path.exists(f) else []
+want, noise = {}, {}
+for i, r in rows.items():
+    p = json.loads(r["params"])
+    g = 2 * p["dist.batch_per_gpu"]                      # world 2 x batch_per_gpu x accum 1
+    assert r["global_batch"] == g, r
+    ev = records(i, "eval")
+    summary = "%s/trials/%03d/summary.json" % (d, i)
+    s = json.load(open(summary)) if os.path.exists(summary) else None
+    # the records' own figures: the clips are steps x global batch, the times grow and stay within the run's
+    for e in ev:
+        assert e["clips_trained"] == e["global_step"] * g, e
+        assert 0 < e["train_s"] <= e["wall_s"], e
+    assert all(a["wall_s"] <= b["wall_s"] for a, b in zip(ev, ev[1:])), ev
+    if s and ev:
+        assert ev[-1]["wall_s"] <= s["wall_s"] + 1e-9 and ev[-1]["train_s"] <= s["train_s"] + 1e-9, (ev[-1], s)
+    first = next((e for e in ev if e[metric] is not None and (e[metric] >= value if higher else e[metric] <= value)), None)
+    w = dict(steps=None, clips=None, time=None, train=None, epoch=None)
+    if first:
+        w = dict(steps=first["global_step"], clips=first["global_step"] * g, time=first["wall_s"],
+                 train=first["train_s"], epoch=first["epoch"])
+    want[i] = w
+    assert r["status"] in ("done", "failed"), r
+    assert r["target"] == text, r
+    got = dict(steps=r["steps_to_target"], clips=r["clips_to_target"], time=r["time_to_target_s"],
+               train=r["train_s_to_target"], epoch=r["epoch_to_target"])
+    assert got == w, (i, got, w)                          # NULL when not reached, never 0
+    # B_noise: the last smoothed value at or before the target's step, else the run's last
+    ns = [j for j in records(i, "step") if j.get("noise_scale") is not None]
+    end = s["noise_scale"] if s and s.get("noise_scale") is not None else (ns[-1]["noise_scale"] if ns else None)
+    at = [j["noise_scale"] for j in ns if first and j["global_step"] <= first["global_step"]]
+    noise[i] = (at[-1] if at else None, end)
+    if r["status"] == "done":
+        assert end is not None and end > 0, (i, s)
+# vexp results --json, --csv and the table
+j = json.load(open(js))
+assert j["target"] == {"metric": metric, "value": value, "direction": "max" if higher else "min", "text": text}, j["target"]
+for t in j["trials"]:
+    w = want[t["id"]]
+    assert (t["steps_to_target"], t["clips_to_target"], t["time_to_target_s"], t["train_s_to_target"], t["epoch_to_target"]) \
+        == (w["steps"], w["clips"], w["time"], w["train"], w["epoch"]), (t, w)
+    assert t["target_reached"] == (w["steps"] is not None), t
+c = list(csv.DictReader(open(cs)))
+for r in c:
+    w = want[int(r["trial"])]
+    assert r["target_reached"] == ("true" if w["steps"] is not None else "false"), r
+    assert r["steps_to_target"] == ("" if w["steps"] is None else str(w["steps"])), r
+    assert r["clips_to_target"] == ("" if w["clips"] is None else str(w["clips"])), r
+    assert (r["time_to_target_s"] == "") == (w["time"] is None), r
+    if w["time"] is not None: assert math.isclose(float(r["time_to_target_s"]), w["time"], rel_tol=1e-9), r
+order = [int(r["trial"]) for r in c]                      # --sort steps_to_target: fewest first, not reached last
+key = [(want[i]["steps"] is None, want[i]["steps"] or 0, i) for i in order]
+assert key == sorted(key), key
+seen = 0
+for line in open(txt):
+    m = re.match(r"^(\d{3}) ", line)
+    if not m: continue
+    seen += 1
+    w, cells = want[int(m.group(1))], line.split()
+    if w["steps"] is None: assert cells[-4:] == ["not", "reached", "-", "-"], line
+    else: assert cells[-3:] == [str(w["steps"]), str(w["clips"]), "%.1f" % w["time"]], (line, w)
+assert seen == len(rows), seen
+reached = sum(w["steps"] is not None for w in want.values())
+assert "T: target %s, reached by %d of %d ended trials" % (text, reached, len(rows)) in open(txt).read()
+# The report: the best trial of each batch (fewest steps, then clips, then id), the fit, B_noise
+html = open(d + "/report.html", encoding="utf-8").read()
+data = json.loads(re.search(r'<script type="application/json" id="vexp-data">(.*?)</script>', html, re.S).group(1))
+ch = data["charts"]
+if reached == 0:
+    assert "target_steps" not in ch and "No trial reached the target %s: nothing to plot." % text.replace("<", "&lt;") in html
+    assert "no fit: no batch reached the target" in html
+    print("reached: none")
+    sys.exit(0)
+best = {}
+for i, w in want.items():
+    if w["steps"] is None: continue
+    g = rows[i]["global_batch"]
+    if g not in best or (w["steps"], w["clips"], i) < (want[best[g]]["steps"], want[best[g]]["clips"], best[g]): best[g] = i
+pts = [(p["batch"], p["steps"], p["trial"]) for p in ch["target_steps"]["fit_points"]]
+assert pts == [(g, want[best[g]]["steps"], best[g]) for g in sorted(best)], (pts, best)
+fit = ch["target_steps"]["fit"]
+if len(best) >= 2:
+    B = np.array([p[0] for p in pts], float); S = np.array([p[1] for p in pts], float)
+    a, b = fit["s_min"], fit["e_min"]
+    assert a >= 0 and b >= 0, fit
+    # the constrained least-squares minimum (KKT): zero gradient in a free parameter,
+    # a gradient pointing out of the feasible set in one held at 0
+    r = (S - a - b / B) / S
+    ga, gb = -2 * np.sum(r / S), -2 * np.sum(r / (B * S))
+    sa, sb = 2 * np.sum(1 / S**2), 2 * np.sum(1 / (B * S)**2)   # the curvatures, for a scale
+    assert (abs(ga) <= 1e-6 * sa * max(a, 1)) if a > 0 else ga >= -1e-9, (fit, ga)
+    assert (abs(gb) <= 1e-6 * sb * max(b, 1)) if b > 0 else gb >= -1e-9, (fit, gb)
+    assert fit["b_crit"] is None if a == 0 else math.isclose(fit["b_crit"], b / a, rel_tol=1e-5), fit
+    assert "S_min = " in html and "relative rms misfit" in html or len(best) == 2
+else:
+    assert fit is None and "no fit: " in html, fit
+# each trial's B_noise on the clips plot: at the target, else at the end
+seg = [s for s in ch["target_clips"]["series"] if s["name"].startswith("B_noise")]
+xs = sorted({round(x, 4) for x in seg[0]["x"]}) if seg else []
+expect = sorted({round(float("%.6g" % (at if at is not None else end)), 4) for at, end in noise.values()
+                 if (at if at is not None else end) is not None})
+assert xs == expect, (xs, expect)
+at_target = [noise[i][0] for i, w in want.items() if w["steps"] is not None and noise[i][0] is not None]
+if at_target:
+    med = float(np.median(at_target))
+    assert "B_noise measured by %d trial" % len(at_target) in html and "at the target: median %.4g" % med in html, (med, at_target)
+print("reached:", {i: w["steps"] for i, w in want.items()}, "best per batch:", best, "fit:", fit)
+PY
+  }
+  check_target "$tmp/s" top1 0.4
+  [ "$(grep -c '^set output' "$tmp/s/report/report.gp")" -eq 6 ] || fail "report.gp does not draw 6 plots"
+  # The report in Chromium (when installed): every chart drawn, the new ones included.
+  $PY "$here/report_browser.py" "$tmp/s/report.html" "$build/report_screenshots/sweep_target.png" 7 10000 >"$tmp/browser" 2>&1
+  rc=$?; cat "$tmp/browser"; [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "the target report does not work in Chromium"
+
+  # Another target on the same folder: the trials are kept and measured again from their
+  # folders; nobody reaches this one (NULL, "not reached", no fit).
+  sed 's/target = { metric = "top1", value = 0.4 }/target = { metric = "val_loss", value = 0.0001 }/' "$tmp/t.toml" >"$tmp/t2.toml"
+  expect_rc 1 -- "$vexp" sweep "$tmp/t2.toml" --out "$tmp/s"
+  expect_out "target top1 >= 0.4 is now val_loss <= 0.0001"
+  expect_out "steps, clips and time to the target val_loss <= 0.0001 measured for 8 ended trials"
+  expect_out "0 trials to run"
+  [ "$(grep -c ' not reached ' "$tmp/out")" -eq 8 ] || fail "8 trials should not have reached val_loss <= 0.0001"
+  expect_out "T: target val_loss <= 0.0001, reached by 0 of 8 ended trials"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --sort id; cp "$tmp/out" "$tmp/results.txt"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --json; cp "$tmp/out" "$tmp/results.json"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --csv --sort steps_to_target; cp "$tmp/out" "$tmp/results.csv"
+  check_target "$tmp/s" val_loss 0.0001
+
+  # A known curve: the trials' metrics.jsonl rewritten so that batch B reaches top1 0.5
+  # at S = 20 + 960 / B steps with lr 0.05 (1.5 S with lr 0.1), B_noise 36 (lr 0.05) or
+  # 60 (lr 0.1) at the target and 999 after it. The sweep run again with that target
+  # measures them; the report finds S_min = 20, E_min = 960, B_crit = 48 and
+  # B_crit / B_noise = 48 / median(36, 60) = 1.
+  cp -a "$tmp/s" "$tmp/k"
+  $PY - "$tmp/k" <<'PY' || fail "could not write the known curve"
+import json, sqlite3, sys
+d = sys.argv[1]
+db = sqlite3.connect(d + "/sweep.db")
+for i, params, g, status in db.execute("SELECT id, params, global_batch, status FROM trials"):
+    if status != "done": continue
+    lr = json.loads(params)["optim.lr"]
+    s = 20 + 960 // g if lr == 0.05 else int(1.5 * (20 + 960 // g))
+    bn = 36.0 if lr == 0.05 else 60.0
+    rec = []
+    for step, top1, noise in ((s // 2, 0.25, bn / 2), (s - 1, 0.375, bn), (s, 0.5, None), (s + 6, 0.625, 999.0)):
+        if noise is not None:
+            rec.append({"type": "step", "epoch": 1, "step": step, "global_step": step, "loss": 1.0, "lr": lr,
+                        "noise_small_batch": g // 2, "noise_big_batch": g, "noise_scale": noise})
+        rec.append({"type": "eval", "epoch": len([r for r in rec if r["type"] == "eval"]) + 1, "global_step": step,
+                    "top1": top1, "top5": 1.0, "val_loss": 1.0, "clips_trained": step * g,
+                    "train_s": 0.01 * step, "wall_s": 0.02 * step + 1})
+    open("%s/trials/%03d/metrics.jsonl" % (d, i), "w").write("".join(json.dumps(r) + "\n" for r in rec))
+PY
+  sed 's/target = { metric = "top1", value = 0.4 }/target = { metric = "top1", value = 0.5 }/' "$tmp/t.toml" >"$tmp/t3.toml"
+  expect_rc 1 -- "$vexp" sweep "$tmp/t3.toml" --out "$tmp/k"
+  expect_out "target val_loss <= 0.0001 is now top1 >= 0.5"
+  expect_rc 0 -- "$vexp" results "$tmp/k" --json
+  $PY - "$tmp/out" "$tmp/k/report.html" <<'PY' || fail "the known curve was not measured and fitted back"
+import json, math, re, sys
+j = json.load(open(sys.argv[1]))
+steps = {t["id"]: t["steps_to_target"] for t in j["trials"]}
+assert steps == {1: 140, 2: 210, 3: 80, 4: 120, 5: 50, 6: 75, 7: None, 8: None}, steps
+assert all(t["clips_to_target"] == (t["steps_to_target"] * t["global_batch"] if t["steps_to_target"] else None)
+           for t in j["trials"]), j["trials"]
+assert all(t["time_to_target_s"] is None or math.isclose(t["time_to_target_s"], 0.02 * t["steps_to_target"] + 1)
+           for t in j["trials"])
+html = open(sys.argv[2], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="vexp-data">(.*?)</script>', html, re.S).group(1))
+c = d["charts"]["target_steps"]
+assert [(p["batch"], p["steps"], p["trial"]) for p in c["fit_points"]] == [(8, 140, 1), (16, 80, 3), (32, 50, 5)], c["fit_points"]
+f = c["fit"]
+assert math.isclose(f["s_min"], 20, rel_tol=1e-6) and math.isclose(f["e_min"], 960, rel_tol=1e-6), f
+assert math.isclose(f["b_crit"], 48, rel_tol=1e-6) and f["rel_rms"] < 1e-6 and f["batches"] == 3, f
+assert "S_min = 20 steps, E_min = 960 clips, B_crit = E_min / S_min = 48 clips" in html
+assert "B_noise measured by 6 trials at the target: median 48 (36 to 60); B_crit / B_noise = 1 " in html
+xs = sorted({x for s in d["charts"]["target_clips"]["series"] if s["name"].startswith("B_noise") for x in s["x"]})
+assert xs == [36, 60], xs
+PY
+  grep -q "20 + 960 / x with lines" "$tmp/k/report/report.gp" || fail "the steps plot does not draw the fitted curve"
+  # A lost sweep.db is rebuilt from the trial folders with the same figures.
+  expect_rc 0 -- "$vexp" results "$tmp/k" --csv --sort id
+  cp "$tmp/out" "$tmp/before.csv"
+  rm "$tmp/k/sweep.db"*
+  expect_rc 1 -- "$vexp" sweep "$tmp/t3.toml" --out "$tmp/k" --no-report
+  expect_out "rebuilt sweep.db from 8 trial directories: 6 done, 2 failed"
+  expect_rc 0 -- "$vexp" results "$tmp/k" --csv --sort id
+  cut -d, -f1-2,5-6,14-18 "$tmp/out" >"$tmp/after.cut"; cut -d, -f1-2,5-6,14-18 "$tmp/before.csv" >"$tmp/before.cut"
+  cmp -s "$tmp/before.cut" "$tmp/after.cut" || { diff "$tmp/before.cut" "$tmp/after.cut" >&2; fail "the rebuilt store's figures to the target differ"; }
+  grep -q ",true,140,1120," "$tmp/after.cut" || fail "trial 1's figures are not in the rebuilt store"
   ;;
 quickstart_check)
   expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/bs_lr_quickstart.toml" --dry-run

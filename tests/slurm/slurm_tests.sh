@@ -315,12 +315,14 @@ submit_refused)
 sweep_cluster)
   # vexp sweep --cluster: 4 trials over the 2 nodes, at most 2 at a time; the driver
   # is SIGKILLed mid-way and started again: it re-attaches, no trial is submitted
-  # twice, and the results equal the same trials run locally.
+  # twice, and the results equal the same trials run locally (the steps, clips and
+  # time to the target too: the Slurm driver measures them as the local one does).
   cat >"$tmp/k.toml" <<TOML
 [sweep]
 name = "ck"
 base = "$R"
 metric = "top1"
+target = { metric = "val_loss", value = 100 }
 [sweep.set]
 "run.epochs" = 3
 "run.threads" = 1
@@ -374,8 +376,15 @@ for i in range(1, 5):
     assert len(sub) == 1, (i, ev)          # submitted once
     assert b[i]["job"] == sub[0]["job"], (b[i]["job"], sub)
     jobs.add(sub[0]["job"])
+    # val_loss <= 100: the first evaluation, in both sweeps; the time is each run's own
+    first = [json.loads(l) for l in open(f"{clu}/trials/{i:03d}/metrics.jsonl") if '"eval"' in l][0]
+    for r in (a[i], b[i]):
+        assert r["target"] == "val_loss <= 100", r
+        assert r["epoch_to_target"] == 1 and r["steps_to_target"] == first["global_step"], (r, first)
+        assert r["clips_to_target"] == first["clips_trained"] == first["global_step"] * r["global_batch"], (r, first)
+    assert b[i]["time_to_target_s"] == first["wall_s"] and b[i]["train_s_to_target"] == first["train_s"], (b[i], first)
 assert len(jobs) == 4 and jobs == {"1", "2", "3", "4"}, jobs   # four jobs in all on a fresh cluster
-print("4 trials, 4 jobs, each submitted once; top-1/top-5/val_loss equal to the local sweep")
+print("4 trials, 4 jobs, each submitted once; top-1/top-5/val_loss and the steps to the target equal to the local sweep")
 PY
   expect_rc 0 -- "$vexp" results "$tmp/s"
   expect_out "done"

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "vexp/base/files.hpp"
@@ -66,7 +67,8 @@ std::optional<double> opt_num(const json& j, const char* key) {
 
 const std::vector<const char*> kMetricsNumberKeys = {"epoch", "step", "global_step", "epochs_trained", "loss",
                                                      "lr", "clips_per_s", "step_s", "data_s", "compute_s",
-                                                     "comm_s", "ranks", "top1", "top5", "val_loss"};
+                                                     "comm_s", "ranks", "top1", "top5", "val_loss",
+                                                     "clips_trained", "train_s", "wall_s"};
 
 }  // namespace
 
@@ -403,10 +405,13 @@ Metrics read_metrics(const fs::path& dir) {
           e.top1 = opt_num(j, "top1");
           e.top5 = opt_num(j, "top5");
           e.val_loss = opt_num(j, "val_loss");
+          if (auto c = opt_num(j, "clips_trained")) e.clips_trained = static_cast<int64_t>(*c);
+          e.train_s = opt_num(j, "train_s");
+          e.wall_s = opt_num(j, "wall_s");
+          static const std::set<std::string> own{"epoch", "global_step", "top1",          "top5",
+                                                 "val_loss", "clips_trained", "train_s", "wall_s"};
           for (auto it = j.begin(); it != j.end(); ++it)
-            if (it->is_number() && it.key() != "epoch" && it.key() != "global_step" && it.key() != "top1" &&
-                it.key() != "top5" && it.key() != "val_loss")
-              e.hooks[it.key()] = it->get<double>();
+            if (it->is_number() && !own.count(it.key())) e.hooks[it.key()] = it->get<double>();
           m.evals.push_back(e);
         }
       },

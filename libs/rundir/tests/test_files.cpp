@@ -109,6 +109,28 @@ TEST(RunDirFiles, MetricsRecordsAndSkippedLines) {
   EXPECT_TRUE(read_metrics(empty.path()).steps.empty());
 }
 
+TEST(RunDirFiles, EvalRecordsSayWhereTheRunStood) {
+  vexp::base::TempDir tmp;
+  write(tmp.path() / "metrics.jsonl",
+        "{\"type\":\"eval\",\"epoch\":1,\"global_step\":6,\"top1\":0.5,\"top5\":1,\"val_loss\":1.2,"
+        "\"clips_trained\":48,\"train_s\":1.25,\"wall_s\":2.5,\"ema_top1\":0.75}\n"
+        "{\"type\":\"eval\",\"epoch\":2,\"global_step\":12,\"top1\":0.5,\"top5\":1,\"val_loss\":1.1}\n"
+        "{\"type\":\"eval\",\"epoch\":3,\"global_step\":18,\"top1\":0.5,\"wall_s\":\"late\"}\n");
+  const Metrics m = read_metrics(tmp.path());
+  ASSERT_EQ(m.evals.size(), 2u);
+  EXPECT_EQ(m.evals[0].clips_trained, 48);
+  EXPECT_EQ(m.evals[0].train_s, 1.25);
+  EXPECT_EQ(m.evals[0].wall_s, 2.5);
+  // The trainer's own figures are not a hook's metrics.
+  EXPECT_EQ(m.evals[0].hooks, (std::map<std::string, double>{{"ema_top1", 0.75}}));
+  EXPECT_FALSE(m.evals[0].value("wall_s"));
+  // A record of an earlier vexp: none of them.
+  EXPECT_FALSE(m.evals[1].clips_trained || m.evals[1].train_s || m.evals[1].wall_s);
+  // A wall_s of the wrong type makes the record unusable, as any other key does.
+  EXPECT_EQ(m.skipped.count, 1);
+  EXPECT_NE(m.skipped.where.find("metrics.jsonl:3: key 'wall_s' is a string"), std::string::npos) << m.skipped.where;
+}
+
 // Lines are split wherever the 64 KiB reads end; a line longer than kMaxLogLineBytes
 // goes to on_long (with its number and size), and the lines after it are still read.
 TEST(RunDirFiles, ForEachLineSplitsAtEveryNewlineAndPassesOverLongLines) {

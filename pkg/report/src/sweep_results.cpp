@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "vexp/report/batch_size.hpp"
 #include "vexp/report/gnuplot.hpp"
 #include "vexp/report/palette.hpp"
 #include "vexp/report/sweep_grid.hpp"
@@ -44,7 +45,23 @@ std::vector<std::string> param_keys(const std::vector<Row>& rows) {
   return keys;
 }
 
+// The figures to the target, by the names of the store's columns and of --sort.
+const char* const kTargetKeys[] = {"steps_to_target", "clips_to_target", "time_to_target_s", "train_s_to_target"};
+bool target_key(const std::string& key) {
+  for (const char* k : kTargetKeys)
+    if (key == k) return true;
+  return false;
+}
+
 std::optional<double> value_of(const Row& r, const std::string& key) {
+  if (target_key(key)) {
+    if (r.target.empty()) return std::nullopt;
+    const ToTarget& t = r.to_target;
+    if (key == "steps_to_target") return t.steps ? std::optional<double>(static_cast<double>(*t.steps)) : std::nullopt;
+    if (key == "clips_to_target") return t.clips ? std::optional<double>(static_cast<double>(*t.clips)) : std::nullopt;
+    if (key == "time_to_target_s") return t.wall_s;
+    return t.train_s;
+  }
   if (key == "id") return static_cast<double>(r.id);
   if (key == "lr") return r.lr;
   if (key == "global_batch") return static_cast<double>(r.global_batch);
@@ -136,17 +153,25 @@ Opened open_results(const std::string& dir) {
   o.base = st.meta("base");
   if (o.metric.empty()) o.metric = "top1";
   if (o.direction.empty()) o.direction = metric_higher_is_better(o.metric) ? "max" : "min";
+  o.target = parse_target_text(st.meta("target"));
   return o;
 }
 
 std::string results_text(const std::string& dir, const std::string& format, const std::string& sort_key) {
   Opened o = open_results(dir);
   std::string key = sort_key.empty() ? o.metric : sort_key;
-  if (!known_metric(key) && key != "id" && key != "lr" && key != "global_batch")
-    throw base::invalid("--sort '" + key + "': expected one of " + metric_list() + ", id, lr, global_batch");
-  const bool higher = key == o.metric ? o.direction == "max" : key == "id" || key == "lr" || key == "global_batch"
-                                                                   ? false
-                                                                   : metric_higher_is_better(key);
+  if (!known_metric(key) && key != "id" && key != "lr" && key != "global_batch" && !target_key(key))
+    throw base::invalid("--sort '" + key + "': expected one of " + metric_list() +
+                        ", id, lr, global_batch, or with a [sweep] target steps_to_target, clips_to_target, "
+                        "time_to_target_s, train_s_to_target");
+  if (target_key(key) && !o.target)
+    throw base::invalid("--sort '" + key + "': the sweep in '" + base::printable(dir, 200) +
+                        "' has no [sweep] target (add target = { metric = \"top1\", value = 0.9 } to its file and "
+                        "run vexp sweep again: the trials that ended are measured from their folders)");
+  // Fewer steps, clips or seconds to the target is better; a trial that never reached it sorts last.
+  const bool higher = key == o.metric                                                         ? o.direction == "max"
+                      : key == "id" || key == "lr" || key == "global_batch" || target_key(key) ? false
+                                                                                               : metric_higher_is_better(key);
   std::vector<Row> rows = o.rows;
   std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
     auto va = value_of(a, key), vb = value_of(b, key);
@@ -157,16 +182,40 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   const auto keys = param_keys(rows);
   std::ostringstream out;
   const char* mcols[] = {"top1", "top5", "val_loss", "clips_per_s", "wall_s"};
+  // With a target: each trial's figures to it ("reached": null while the trial has
+  // not ended; false, the figures null, when it ended without reaching it).
+  auto target_json = [&](const Row& r, json& j) {
+    const bool measured = o.measured(r);
+    const ToTarget& t = r.to_target;
+    auto num = [&](const auto& v) { return measured && v ? json(*v) : json(nullptr); };
+    j["target_reached"] = measured ? json(t.reached()) : json(nullptr);
+    j["steps_to_target"] = num(t.steps);
+    j["clips_to_target"] = num(t.clips);
+    j["time_to_target_s"] = num(t.wall_s);
+    j["train_s_to_target"] = num(t.train_s);
+    j["epoch_to_target"] = num(t.epoch);
+  };
   if (format == "json") {
     json a = json::array();
-    for (const auto& r : rows) a.push_back(row_json(r));
+    for (const auto& r : rows) {
+      json t = row_json(r);
+      if (o.target) target_json(r, t);
+      a.push_back(std::move(t));
+    }
     json j{{"sweep", o.name}, {"metric", o.metric}, {"direction", o.direction}, {"trials", a}};
+    if (o.target)
+      j["target"] = {{"metric", o.target->metric},
+                     {"value", o.target->value},
+                     {"direction", o.target->higher_is_better() ? "max" : "min"},
+                     {"text", o.target->text()}};
     return j.dump(2) + "\n";
   }
   if (format == "csv") {
     out << "trial,status";
     for (const auto& k : keys) out << "," << csv_text(k);
-    out << ",global_batch,lr,warmup_steps,total_steps,top1,top5,val_loss,clips_per_s,wall_s,attempts,run_dir,message\n";
+    out << ",global_batch,lr,warmup_steps,total_steps,top1,top5,val_loss,clips_per_s,wall_s";
+    if (o.target) out << ",target_reached,steps_to_target,clips_to_target,time_to_target_s,train_s_to_target";
+    out << ",attempts,run_dir,message\n";
     for (const auto& r : rows) {
       out << r.id << "," << csv_text(r.status);
       for (const auto& k : keys) {
@@ -180,6 +229,15 @@ std::string results_text(const std::string& dir, const std::string& format, cons
       for (const char* m : mcols) {
         auto v = value_of(r, m);
         out << "," << (v ? fmt("%.10g", *v) : "");
+      }
+      if (o.target) {
+        const ToTarget& t = r.to_target;
+        const bool measured = o.measured(r);
+        out << "," << (measured ? (t.reached() ? "true" : "false") : "");
+        out << "," << (measured && t.steps ? std::to_string(*t.steps) : "");
+        out << "," << (measured && t.clips ? std::to_string(*t.clips) : "");
+        out << "," << (measured && t.wall_s ? fmt("%.10g", *t.wall_s) : "");
+        out << "," << (measured && t.train_s ? fmt("%.10g", *t.train_s) : "");
       }
       out << "," << r.attempts << "," << csv_text(r.run_dir) << "," << csv_text(r.message) << "\n";
     }
@@ -199,9 +257,14 @@ std::string results_text(const std::string& dir, const std::string& format, cons
   std::snprintf(buf, sizeof buf, "%-5s %-9s", "trial", "status");
   out << buf;
   for (size_t i = 0; i < keys.size(); ++i) out << " " << shown(keys[i]) << std::string(w[i] - shown(keys[i]).size(), ' ');
-  std::snprintf(buf, sizeof buf, " %6s %9s %7s %7s %8s %8s %7s\n", "batch", "lr", "top-1", "top-5", "val_loss",
+  std::snprintf(buf, sizeof buf, " %6s %9s %7s %7s %8s %8s %7s", "batch", "lr", "top-1", "top-5", "val_loss",
                 "clips/s", "wall s");
   out << buf;
+  if (o.target) {
+    std::snprintf(buf, sizeof buf, " %11s %12s %9s", "T steps", "T clips", "T wall s");
+    out << buf;
+  }
+  out << "\n";
   for (const auto& r : rows) {
     std::snprintf(buf, sizeof buf, "%-5s %-9s", trial_name(r.id).c_str(), shown(r.status).c_str());
     out << buf;
@@ -216,7 +279,23 @@ std::string results_text(const std::string& dir, const std::string& format, cons
     };
     out << " " << cell("global_batch", "%.0f", 6) << " " << cell("lr", "%.4g", 9) << " " << cell("top1", "%.4f", 7)
         << " " << cell("top5", "%.4f", 7) << " " << cell("val_loss", "%.4f", 8) << " " << cell("clips_per_s", "%.1f", 8)
-        << " " << cell("wall_s", "%.1f", 7) << "\n";
+        << " " << cell("wall_s", "%.1f", 7);
+    if (o.target) {
+      // "-": not measured (the trial has not ended); "not reached": it ended without reaching the target.
+      const ToTarget& t = r.to_target;
+      const bool measured = o.measured(r);
+      auto right = [](const std::string& text, int width) {
+        return std::string(static_cast<size_t>(std::max<int>(0, width - static_cast<int>(text.size()))), ' ') + text;
+      };
+      if (measured && !t.reached()) {
+        out << " " << right("not reached", 11) << " " << right("-", 12) << " " << right("-", 9);
+      } else {
+        out << " " << right(measured && t.steps ? std::to_string(*t.steps) : "-", 11) << " "
+            << right(measured && t.clips ? std::to_string(*t.clips) : "-", 12) << " "
+            << right(measured && t.wall_s ? fmt("%.1f", *t.wall_s) : "-", 9);
+      }
+    }
+    out << "\n";
   }
   int counts[6] = {0, 0, 0, 0, 0, 0};
   const char* names[6] = {"done", "diverged", "pruned", "failed", "running", "pending"};
@@ -231,6 +310,14 @@ std::string results_text(const std::string& dir, const std::string& format, cons
       first = false;
     }
   out << "; metric " << shown(o.metric) << " (" << shown(o.direction) << ")\n";
+  if (o.target) {
+    size_t reached = 0, measured = 0;
+    for (const auto& r : rows)
+      if (o.measured(r)) ++measured, reached += r.to_target.reached() ? 1 : 0;
+    out << "T: target " << o.target->text() << ", reached by " << reached << " of " << measured
+        << " ended trials: optimizer steps, training clips and the run's wall-clock seconds to its first "
+           "evaluation that reached it\n";
+  }
   return out.str();
 }
 
@@ -573,6 +660,102 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
          << gp_string("best lr (by mean " + o.metric + ", where it stands out)");
     }
     gp << "\nunset label 5; unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
+  }
+  // 5. steps and clips to the target against the global batch (a sweep with a target
+  // and 2 or more batches): the best trial of each batch, the fit S = S_min + E_min / B
+  // and E = E_min + S_min B through them, B_crit, and each trial's B_noise.
+  if (const std::optional<BatchSizeStudy> st = report::batch_size_study(o)) {
+    std::ostringstream all, best;
+    all << "# global_batch steps clips trial\n";
+    best << "# global_batch steps clips trial (the fewest steps of its batch)\n";
+    Extent bx, sy, ey;
+    for (const auto& t : st->trials) {
+      const Row& r = *t.row;
+      bx.add(static_cast<double>(r.global_batch));
+      if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) bx.add(*v);
+      if (!o.measured(r) || !r.to_target.steps || !r.to_target.clips || *r.to_target.steps <= 0) continue;
+      all << r.global_batch << " " << *r.to_target.steps << " " << *r.to_target.clips << " " << r.id << "\n";
+      sy.add(static_cast<double>(*r.to_target.steps));
+      ey.add(static_cast<double>(*r.to_target.clips));
+    }
+    for (const auto& b : st->best)
+      if (b) {
+        const Row& r = *st->trials[*b].row;
+        best << r.global_batch << " " << *r.to_target.steps << " " << r.to_target.clips.value_or(0) << " " << r.id
+             << "\n";
+      }
+    put("target_trials.dat", all.str());
+    put("target_best.dat", best.str());
+    const report::CriticalBatchFit* fit = st->fit.fit ? &*st->fit.fit : nullptr;
+    // Long sentences as title lines of at most ~110 characters, cut after "; " or ", ".
+    auto lines_of = [](const std::string& text) {
+      std::vector<std::string> out;
+      std::string rest = text;
+      while (rest.size() > 110) {
+        size_t at = rest.rfind("; ", 110);
+        if (at == std::string::npos || at < 40) at = rest.rfind(", ", 110);
+        if (at == std::string::npos || at < 40) break;
+        out.push_back(rest.substr(0, at + 1));
+        rest = rest.substr(at + 2);
+      }
+      out.push_back(rest);
+      return out;
+    };
+    for (const bool steps : {true, false}) {
+      out_png(steps ? "steps_to_target.png" : "clips_to_target.png");
+      std::vector<std::string> title{sweep_name + ": " + (steps ? "steps" : "clips") + " to " + st->target.text() +
+                                     " against the global batch"};
+      for (const auto& l : lines_of(st->fit_text)) title.push_back(l);
+      if (!steps)
+        for (const auto& l : lines_of(st->noise_text)) title.push_back(l);
+      gp << "set title " << report::gp_lines(title, 1200) << "\nset tmargin " << title.size() + 2 << "\n";
+      const Extent& y = steps ? sy : ey;
+      if (!y.any()) {
+        empty_panel("no trial reached the target " + st->target.text());
+        gp << "set tmargin\nunset xrange; unset yrange; set autoscale\n";
+        continue;
+      }
+      gp << "set xlabel 'global batch (log scale)'\nset ylabel "
+         << gp_string(std::string(steps ? "optimizer steps" : "training clips") + " to the target (log scale)")
+         << "\nset logscale x\nset logscale y 2\nset format y '%g'\nset xrange [" << fmt("%.10g", bx.lo / 1.5) << ":" << fmt("%.10g", bx.hi * 1.5)
+         << "]\nset yrange [" << fmt("%.10g", y.lo / 2) << ":" << fmt("%.10g", y.hi * 2) << "]\nset key top "
+         << (steps ? "right" : "left") << " opaque\nset xtics (";
+      for (size_t i = 0; i < st->batches.size(); ++i)
+        gp << (i ? ", " : "") << gp_string(std::to_string(st->batches[i])) << " " << st->batches[i];
+      gp << ")\nset samples 400\n";
+      int arrow = 20;
+      if (fit && std::isfinite(fit->b_crit) && fit->b_crit > 0)
+        gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", fit->b_crit) << ", graph 0 to first "
+           << fmt("%.10g", fit->b_crit) << ", graph 1 nohead dt 2 lw 2 lc rgb '#d62728'\n";
+      size_t noise_lines = 0;
+      if (!steps)
+        for (const auto& t : st->trials)
+          if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) {
+            gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", *v) << ", graph 0 to first "
+               << fmt("%.10g", *v) << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#2ca02c'\n";
+            ++noise_lines;
+          }
+      gp << "plot " << file("target_trials.dat") << " using 1:" << (steps ? 2 : 3)
+         << " with points pt 6 ps 1.5 lc rgb '#999999' title 'trials that reached it', \\\n     "
+         << file("target_best.dat") << " using 1:" << (steps ? 2 : 3)
+         << " with points pt 7 ps 2 lc rgb '#1f77b4' title 'fewest steps of its batch'";
+      if (fit) {
+        const std::string smin = fmt("%.10g", fit->s_min), emin = fmt("%.10g", fit->e_min);
+        gp << ", \\\n     " << (steps ? smin + " + " + emin + " / x" : emin + " + " + smin + " * x")
+           << " with lines lw 2 lc rgb '#d62728' title "
+           << gp_string(steps ? "fit: S = " + fmt("%.4g", fit->s_min) + " + " + fmt("%.4g", fit->e_min) + " / B"
+                              : "fit: E = " + fmt("%.4g", fit->e_min) + " + " + fmt("%.4g", fit->s_min) + " B");
+        if (std::isfinite(fit->b_crit) && fit->b_crit > 0)
+          gp << ", \\\n     NaN with lines dt 2 lw 2 lc rgb '#d62728' title "
+             << gp_string("B_crit = E_min / S_min = " + fmt("%.4g", fit->b_crit));
+      }
+      if (noise_lines > 0)
+        gp << ", \\\n     NaN with lines dt 3 lw 1.5 lc rgb '#2ca02c' title "
+           << gp_string("B_noise of a trial (" + std::to_string(noise_lines) + "; at the target, else at its end)");
+      gp << "\nunset arrow; unset logscale; set format y '% h'; unset xrange; unset yrange; set xtics autofreq; "
+            "set ytics autofreq\n"
+         << "set tmargin\nset key default\nset samples 100\n";
+    }
   }
   const fs::path script = rd / "report.gp";
   put("report.gp", gp.str());

@@ -1,6 +1,9 @@
 #include "vexp/sweep/definition.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -38,8 +41,27 @@ ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc)
 // describes (arrays of tables, arrays of mixed scalars) are checked by hand below
 // and named here as the `unchecked` keys of check_table.
 struct SweepSchemas {
-  Schema file, sweep, random, prune, axis, axis_random;
+  Schema file, sweep, random, prune, axis, axis_random, target;
 };
+
+// What an eval record of metrics.jsonl always carries (rundir::EvalRecord): the
+// metrics a target may name.
+const std::vector<std::string>& target_metric_names() {
+  static const std::vector<std::string> names{"top1", "top5", "val_loss"};
+  return names;
+}
+
+// The shortest text that reads back as `v` ("0.9", not "0.90000000000000002"), with
+// every integer digit written out ("100", not "1e+02").
+std::string shortest(double v) {
+  char b[48];
+  const int whole = std::fabs(v) >= 1 ? static_cast<int>(std::floor(std::log10(std::fabs(v)))) + 1 : 1;
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(b, sizeof b, "%.*g", whole <= 17 ? std::max(digits, whole) : digits, v);
+    if (std::strtod(b, nullptr) == v) break;
+  }
+  return b;
+}
 
 const SweepSchemas& sweep_schemas() {
   static const SweepSchemas s = [] {
@@ -59,6 +81,7 @@ const SweepSchemas& sweep_schemas() {
     sub_table(w, "random", "count (draws per grid point) and seed of the random axes");
     sub_table(w, "derived", "Keys computed per trial from an expression");
     sub_table(w, "prune", "Median pruning of trials worse than the finished ones");
+    sub_table(w, "target", "{ metric = \"top1\", value = 0.9 }: each trial's steps, clips and time to reach it");
 
     d.random.integer("count", 1, "Trials drawn per grid point").require().at_least(1);
     d.random.integer("seed", 0, "Seed of the draws");
@@ -75,6 +98,11 @@ const SweepSchemas& sweep_schemas() {
     d.axis_random.real("max", 1, "Upper bound");
     d.axis_random.boolean("log", false, "Log-uniform (min > 0)");
     d.axis_random.boolean("int", false, "Round to an integer");
+
+    d.target.text("metric", "", "The evaluated metric: top1 or top5 (reached at >= value) or val_loss (at <= value)")
+        .require()
+        .one_of(as_values(target_metric_names()));
+    d.target.real("value", 0, "The value to reach: top1 / top5 a fraction in (0, 1], val_loss > 0").require().above(0);
     return d;
   }();
   return s;
@@ -201,6 +229,31 @@ bool load_axis(const Value& a, Axis& ax, bool& any_random, dsl::Diagnostics& d) 
 
 }  // namespace
 
+std::string Target::text() const { return metric + (higher_is_better() ? " >= " : " <= ") + shortest(value); }
+
+std::string target_metric_list() {
+  std::string list;
+  for (const auto& m : target_metric_names()) list += (list.empty() ? "" : ", ") + m;
+  return list;
+}
+
+std::optional<Target> parse_target_text(const std::string& text) {
+  for (const auto& m : target_metric_names())
+    for (const char* op : {" >= ", " <= "}) {
+      const std::string head = m + op;
+      if (text.rfind(head, 0) != 0) continue;
+      Target t;
+      t.metric = m;
+      if (t.higher_is_better() != (std::string(op) == " >= ")) return std::nullopt;
+      const std::string num = text.substr(head.size());
+      char* end = nullptr;
+      t.value = std::strtod(num.c_str(), &end);
+      if (num.empty() || !end || *end != '\0' || !std::isfinite(t.value)) return std::nullopt;
+      return t;
+    }
+  return std::nullopt;
+}
+
 bool known_metric(const std::string& m) {
   return std::find(metric_names().begin(), metric_names().end(), m) != metric_names().end();
 }
@@ -222,7 +275,11 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
   const SweepSchemas& S = sweep_schemas();
   Definition def;
   def.file = path;
-  def.text_hash = dsl::recipe_hash(root);
+  {
+    Value hashed = root;  // the target changes no trial (Definition::text_hash)
+    if (Value* t = hashed.find("sweep"); t && t->is_table()) t->erase("target");
+    def.text_hash = dsl::recipe_hash(hashed);
+  }
   const Loc file_loc{path, 1, 1};
   dsl::check_table(S.file, &root, file_loc, "the sweep file (everything goes under [sweep])", {}, d);
   const Value* sw = root.find("sweep");
@@ -297,6 +354,25 @@ std::optional<Definition> load_definition(const std::string& path, dsl::Diagnost
     if (r.params.has("min_trials")) def.prune_min_trials = r.params.i64("min_trials");
     if (def.prune && def.metric != "top1" && def.metric != "top5" && def.metric != "val_loss")
       d.error(t->loc(), "median pruning compares per-epoch evaluations: the metric must be top1, top5 or val_loss");
+  }
+  if (const Value* t = given_table(*sw, "target")) {
+    const std::string W = "[sweep] target";
+    const dsl::CheckedTable c = dsl::check_table(S.target, t, t->loc(), W, {}, d);
+    if (c.params.has("metric") && c.params.has("value")) {
+      Target tg;
+      tg.metric = c.params.str("metric");
+      tg.value = c.params.f64("value");
+      tg.loc = t->loc();
+      const Value* v = t->find("value");
+      const Loc at = v ? v->loc() : t->loc();
+      if (!std::isfinite(tg.value))
+        d.error(at, "'value' in " + W + ": must be a finite number, got " + v->to_toml_inline());
+      else if (tg.higher_is_better() && tg.value > 1)
+        d.error(at, "'value' in " + W + ": " + tg.metric + " is a fraction in (0, 1] (top-1 of 90 % is 0.9), got " +
+                        v->to_toml_inline());
+      else
+        def.target = tg;
+    }
   }
   bool any_random = false;
   if (const Value* axes = sw->find("axis")) {

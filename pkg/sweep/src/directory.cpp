@@ -205,6 +205,37 @@ std::map<std::string, std::string> runs_on_meta(const RunsOn& how) {
 
 }  // namespace
 
+bool trial_ended(const std::string& status) {
+  return status == "done" || status == "failed" || status == "diverged" || status == "pruned";
+}
+
+void record_to_target(Store& store, const Definition& def, int64_t id, const fs::path& run_dir, int64_t global_batch) {
+  if (!def.target) return;
+  ToTarget t;
+  try {
+    t = to_target(run_dir, *def.target, global_batch);
+  } catch (const base::Error& e) {  // a metrics.jsonl that cannot be read: nothing reached, said once
+    std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << e.what() << "; its figures to the target "
+              << def.target->text() << " are left empty\n";
+  }
+  store.set_to_target(id, def.target->text(), t);
+}
+
+size_t refresh_to_target(Store& store, const Definition& def) {
+  const std::string want = def.target ? def.target->text() : "";
+  size_t n = 0;
+  for (const Row& r : store.rows()) {
+    if (r.target == want || (!trial_ended(r.status) && r.target.empty())) continue;
+    if (def.target && trial_ended(r.status)) {
+      record_to_target(store, def, r.id, r.run_dir, r.global_batch);
+      ++n;
+    } else {
+      store.set_to_target(r.id, "", {});
+    }
+  }
+  return n;
+}
+
 std::optional<RunsOn> recorded_runs_on(const Store& store) {
   const std::string kind = store.meta("runs_on");
   if (kind == "cluster") return RunsOn{true, store.meta("cluster_file")};
@@ -352,6 +383,20 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
     // A store of an earlier vexp (or whose trials never started) records it now.
     if (store.meta("runs_on").empty()) store.set_meta(runs_on_meta(was ? *was : how));
     std::cout << "resuming sweep in '" << dir.string() << "'\n";
+    // The target is no part of the definition's hash: another one (or one added to a
+    // sweep that had none) is measured on the trials that ended, from their folders.
+    const std::string target = def.target ? def.target->text() : "";
+    const std::string before = store.meta("target");
+    if (before != target) {
+      // The file that names the target now is the definition (the same trials).
+      store.set_meta({{"target", target}, {"definition", rundir::read_text(def.file)},
+                      {"sweep_file", fs::absolute(def.file).string()}});
+      std::cout << "target " << (before.empty() ? std::string("(none)") : before) << " is now "
+                << (target.empty() ? std::string("(none)") : target) << "\n";
+    }
+    if (const size_t n = refresh_to_target(store, def); n > 0)
+      std::cout << "steps, clips and time to the target " << target << " measured for " << n << " ended trial"
+                << (n == 1 ? "" : "s") << "\n";
     return;
   }
   // Trial folders of a lost store say how they ran.
@@ -361,12 +406,16 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   std::map<std::string, std::string> meta{{"sweep_hash", hash}, {"sweep_file", fs::absolute(def.file).string()},
                                           {"name", def.name}, {"metric", def.metric}, {"direction", def.direction},
                                           {"base", fs::absolute(def.base).lexically_normal().string()},
-                                          {"definition", text}, {"created_at", std::to_string(now_s())}};
+                                          {"definition", text}, {"created_at", std::to_string(now_s())},
+                                          {"target", def.target ? def.target->text() : ""}};
   meta.merge(runs_on_meta(how));
   store.set_meta(meta);
   // A new store over trial directories that exist (the old one damaged or deleted):
   // their results are taken from them.
-  if (!fs::is_empty(dir / "trials")) rebuild_from_trials(store, s, def, dir);
+  if (!fs::is_empty(dir / "trials")) {
+    rebuild_from_trials(store, s, def, dir);
+    refresh_to_target(store, def);
+  }
 }
 
 }  // namespace vexp::sweep

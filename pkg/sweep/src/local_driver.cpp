@@ -284,6 +284,7 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
       metrics["cores"] = static_cast<int64_t>(std::thread::hardware_concurrency());
     }
     store.finish(r.id, st, code, metric, metrics, wall, msg);
+    record_to_target(store, def, r.id, tdir, by_id.at(r.id).global_batch);
     // The trial directory records its own outcome: a damaged sweep.db is rebuilt from it.
     log_outcome(run.trial_log(), r.id, st, code, wall, msg);
     if (st == "done" && def.prune) finished_curves[r.id] = curve;

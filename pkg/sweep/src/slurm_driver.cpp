@@ -306,6 +306,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
     } catch (const slurm::Error& e) {
       // Refused by Slurm (bad partition, limits): the trial fails, the others go on.
       store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, e.what());
+      record_to_target(store, def, id, tdir, row.global_batch);
       log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, e.what());
       std::cout << "trial " << trial_name(id) << " failed: " << e.what() << "\n";
       return;
@@ -329,6 +330,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
     const Outcome o = outcome_of(a, slurm_state, def, l.diverged_exit_code);
     const double wall = a.started > 0 ? now_s() - a.started : 0;
     store.finish(a.id, o.status, o.exit_code, o.metric, o.metrics, wall, o.message);
+    record_to_target(store, def, a.id, a.dir, by_id.at(a.id).global_batch);
     log_outcome(rundir::RunDir(fs::path(a.dir)).trial_log(), a.id, o.status, o.exit_code, wall, o.message);
     if (o.status == "done" && def.prune) finished_curves[a.id] = read_curves(a.dir, def.metric).eval;
     std::cout << "trial " << trial_name(a.id) << " " << o.status << " (job " << a.job << ")";

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 
@@ -47,6 +48,18 @@ struct Stmt {
     return p ? reinterpret_cast<const char*>(p) : "";
   }
 };
+
+// The to-target columns, in the order rows() reads them (a store of an earlier vexp gains them).
+constexpr const char* kTargetCols =
+    "steps_to_target, clips_to_target, time_to_target_s, train_s_to_target, epoch_to_target, target";
+constexpr const char* kTargetColsNull = "NULL, NULL, NULL, NULL, NULL, NULL";
+constexpr const char* kTargetColsSchema =
+    "steps_to_target INTEGER, clips_to_target INTEGER, time_to_target_s REAL, train_s_to_target REAL,"
+    " epoch_to_target INTEGER, target TEXT";
+// What a new attempt (or a trial put back to pending) clears.
+constexpr const char* kTargetClear =
+    "steps_to_target=NULL, clips_to_target=NULL, time_to_target_s=NULL, train_s_to_target=NULL,"
+    " epoch_to_target=NULL, target=NULL";
 
 json parse_or(const std::string& s, json dflt) {
   try {
@@ -108,7 +121,8 @@ void Store::open(const std::string& path, bool create) {
       " global_batch INTEGER, lr REAL, recipe_hash TEXT,"
       " status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','diverged','pruned')),"
       " attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, metric REAL, metrics TEXT,"
-      " started_at REAL, finished_at REAL, attempt_s REAL, run_dir TEXT NOT NULL, message TEXT, figures TEXT);");
+      " started_at REAL, finished_at REAL, attempt_s REAL, run_dir TEXT NOT NULL, message TEXT, figures TEXT,"
+      " " + std::string(kTargetColsSchema) + ");");
   upgrade();
 }
 
@@ -147,6 +161,29 @@ void Store::upgrade() {
     throw;
   } catch (const Error&) {
     job_cols_ = "NULL, NULL";
+  }
+  // The steps, clips and time to the sweep's target ([sweep] target): NULL for the
+  // trials of an earlier vexp until a `vexp sweep` with a target computes them.
+  target_cols_ = kTargetCols;
+  if (!has.count("target")) {
+    try {
+      exec("BEGIN IMMEDIATE");
+      try {
+        for (const char* col : {"steps_to_target INTEGER", "clips_to_target INTEGER", "time_to_target_s REAL",
+                                "train_s_to_target REAL", "epoch_to_target INTEGER", "target TEXT"}) {
+          const std::string name = std::string(col).substr(0, std::string(col).find(' '));
+          if (!has.count(name)) exec("ALTER TABLE trials ADD COLUMN " + std::string(col));
+        }
+        exec("COMMIT");
+      } catch (...) {
+        exec("ROLLBACK");
+        throw;
+      }
+    } catch (const CorruptDatabase&) {
+      throw;
+    } catch (const Error&) {
+      target_cols_ = kTargetColsNull;  // read-only: read as never computed
+    }
   }
 }
 
@@ -199,8 +236,8 @@ void Store::insert_trials(const std::vector<Trial>& trials, const std::string& t
 std::vector<Row> Store::rows() const {
   const std::string sql =
       "SELECT id, params, overrides, global_batch, lr, recipe_hash, status, attempts, exit_code, metric, metrics,"
-      " started_at, finished_at, " + attempt_col_ + ", run_dir, message, " + figures_col_ + ", " + job_cols_ +
-      " FROM trials ORDER BY id";
+      " started_at, finished_at, " + attempt_col_ + ", run_dir, message, " + figures_col_ + ", " + job_cols_ + ", " +
+      target_cols_ + " FROM trials ORDER BY id";
   Stmt q(DB(db_), sql.c_str());
   std::vector<Row> out;
   while (q.step()) {
@@ -237,15 +274,32 @@ std::vector<Row> Store::rows() const {
     if (!r.figures.is_object()) r.figures = json::object();
     r.job = q.col_text(17);
     r.job_state = q.col_text(18);
+    auto opt_i64 = [&](int c) {
+      return sqlite3_column_type(q.st, c) == SQLITE_NULL ? std::optional<int64_t>()
+                                                         : std::optional<int64_t>(sqlite3_column_int64(q.st, c));
+    };
+    auto opt_f64 = [&](int c) {
+      return sqlite3_column_type(q.st, c) == SQLITE_NULL ? std::optional<double>()
+                                                         : std::optional<double>(sqlite3_column_double(q.st, c));
+    };
+    r.target = q.col_text(24);
+    if (!r.target.empty()) {
+      r.to_target.steps = opt_i64(19);
+      r.to_target.clips = opt_i64(20);
+      r.to_target.wall_s = opt_f64(21);
+      r.to_target.train_s = opt_f64(22);
+      r.to_target.epoch = opt_i64(23);
+    }
     out.push_back(std::move(r));
   }
   return out;
 }
 
 void Store::mark_running(int64_t id, const std::string& run_dir) {
-  Stmt q(DB(db_),
-         "UPDATE trials SET status='running', attempts=attempts+1, started_at=?, finished_at=NULL, run_dir=?,"
-         " exit_code=NULL, message=NULL WHERE id=?");
+  const std::string sql =
+      "UPDATE trials SET status='running', attempts=attempts+1, started_at=?, finished_at=NULL, run_dir=?,"
+      " exit_code=NULL, message=NULL, " + std::string(kTargetClear) + " WHERE id=?";
+  Stmt q(DB(db_), sql.c_str());
   q.f64(1, now_s()).text(2, run_dir).i64(3, id).step();  // a single statement is its own transaction
 }
 
@@ -291,9 +345,10 @@ std::string move_aside(const std::string& db_path) {
 }
 
 void Store::mark_submitting(int64_t id, const std::string& run_dir) {
-  Stmt q(DB(db_),
-         "UPDATE trials SET status='running', attempts=attempts+1, started_at=NULL, finished_at=NULL, run_dir=?,"
-         " exit_code=NULL, message=NULL, job='', job_state='submitting' WHERE id=?");
+  const std::string sql =
+      "UPDATE trials SET status='running', attempts=attempts+1, started_at=NULL, finished_at=NULL, run_dir=?,"
+      " exit_code=NULL, message=NULL, job='', job_state='submitting', " + std::string(kTargetClear) + " WHERE id=?";
+  Stmt q(DB(db_), sql.c_str());
   q.text(1, run_dir).i64(2, id).step();
 }
 
@@ -313,8 +368,29 @@ void Store::set_job_state(int64_t id, const std::string& state, bool started) {
 }
 
 void Store::reset(int64_t id) {
-  Stmt q(DB(db_), "UPDATE trials SET status='pending' WHERE id=?");
+  const std::string sql = "UPDATE trials SET status='pending', " + std::string(kTargetClear) + " WHERE id=?";
+  Stmt q(DB(db_), sql.c_str());
   q.i64(1, id).step();
+}
+
+void Store::set_to_target(int64_t id, const std::string& target, const ToTarget& t) {
+  Stmt q(DB(db_),
+         "UPDATE trials SET steps_to_target=?, clips_to_target=?, time_to_target_s=?, train_s_to_target=?,"
+         " epoch_to_target=?, target=? WHERE id=?");
+  const bool set = !target.empty();
+  if (set && t.steps) q.i64(1, *t.steps);
+  else q.null(1);
+  if (set && t.clips) q.i64(2, *t.clips);
+  else q.null(2);
+  if (set && t.wall_s && std::isfinite(*t.wall_s)) q.f64(3, *t.wall_s);
+  else q.null(3);
+  if (set && t.train_s && std::isfinite(*t.train_s)) q.f64(4, *t.train_s);
+  else q.null(4);
+  if (set && t.epoch) q.i64(5, *t.epoch);
+  else q.null(5);
+  if (set) q.text(6, target);
+  else q.null(6);
+  q.i64(7, id).step();
 }
 
 std::vector<dsl::Override> overrides_of(const Row& r) {

@@ -20,7 +20,9 @@ void add_results(CLI::App& app) {
   cmd->add_option("dir", *dir, "Sweep directory (holds sweep.db)")->required();
   auto* j = cmd->add_flag("--json", *as_json, "JSON output");
   cmd->add_flag("--csv", *as_csv, "CSV output")->excludes(j);
-  cmd->add_option("--sort", *sort, "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch");
+  cmd->add_option("--sort", *sort,
+                  "Sort by top1, top5, val_loss, clips_per_s, wall_s, train_s, id, lr or global_batch; with a [sweep] "
+                  "target also steps_to_target, clips_to_target, time_to_target_s or train_s_to_target (fewest first)");
   cmd->add_option("--best-recipe", *best, "Write the best finished trial's resolved recipe to this file");
   cmd->callback([=] {
     if (!best->empty()) report::refuse_best_recipe_output(*dir, *best);  // before the table

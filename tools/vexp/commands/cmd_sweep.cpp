@@ -118,6 +118,9 @@ void sweep_command(const SweepArgs& a) {
   }
   auto [def, trials] = load_sweep(a, s);
   std::cout << a.path << ": " << trials.size() << " trials, every recipe valid\n";
+  if (def.target)
+    std::cout << "target: " << def.target->text()
+              << " (each trial's steps, clips and wall-clock time to its first evaluation that reaches it)\n";
   if (a.dry_run) {
     print_trials(trials);
     if (cl) {

@@ -178,6 +178,12 @@ struct StepRecord {
 struct EvalRecord {
   int64_t epoch = 0, global_step = 0;
   std::optional<double> top1, top5, val_loss;  // null in metrics.jsonl: not finite
+  // Where the run stood (absent in the records of an earlier vexp): the training clips
+  // seen (global_step x global batch), the seconds in training steps and the run's
+  // wall-clock seconds, both over every invocation (summary.json's train_s and wall_s
+  // at that point).
+  std::optional<int64_t> clips_trained;
+  std::optional<double> train_s, wall_s;
   // The [[hooks]]' metrics in the record (the ema hook's ema_top1, ema_top5,
   // ema_loss): every other key whose value is a number.
   std::map<std::string, double> hooks;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct Opened {
   std::vector<Row> rows;
   std::string metric, direction, name;
   std::string sweep_file, base;  // as the store names them (labels: where the sweep came from)
+  // [sweep] target, as the store records it (meta `target`); empty without one. Each
+  // row's to_target holds its figures when its `target` column is this target's text.
+  std::optional<sweep::Target> target;
+  // Whether row `r`'s figures are against this target (computed: reached or not).
+  bool measured(const Row& r) const { return target && r.target == target->text(); }
 };
 Opened open_results(const std::string& dir);
 

@@ -34,6 +34,28 @@ struct Derived {
   dsl::Loc loc;
 };
 
+// [sweep] target = { metric = "top1", value = 0.9 }: the evaluation every trial is
+// measured against. A trial reaches it at its first evaluation whose metric is at
+// least `value` (top1, top5: higher is better) or at most `value` (val_loss), the
+// metric's own direction whatever the sweep's `direction` (which ranks trials by the
+// sweep's `metric`). Steps, clips and wall-clock time to it: to_target.hpp.
+struct Target {
+  std::string metric;   // top1, top5 or val_loss: keys every eval record of metrics.jsonl carries
+  double value = 0;
+  dsl::Loc loc;
+  bool higher_is_better() const { return metric != "val_loss"; }
+  // Whether an evaluation's value reaches it.
+  bool reached_by(double v) const { return higher_is_better() ? v >= value : v <= value; }
+  // "top1 >= 0.9": what the store records the figures were computed against.
+  std::string text() const;
+};
+
+// The metrics a target may name, for messages: "top1, top5, val_loss".
+std::string target_metric_list();
+// The target recorded as text ("top1 >= 0.9", Target::text), or nullopt when `text`
+// is not one (an empty meta value: no target).
+std::optional<Target> parse_target_text(const std::string& text);
+
 struct Definition {
   std::string file;          // the sweep file as given
   std::string name;
@@ -50,9 +72,13 @@ struct Definition {
   int64_t random_count = 0;
   uint64_t random_seed = 0;
   std::vector<Derived> derived;
+  std::optional<Target> target;               // [sweep] target
   bool prune = false;
   int64_t prune_after = 1, prune_min_trials = 3;
-  std::string text_hash;     // of the parsed definition
+  // Of the parsed definition, [sweep] target left out: the target changes no trial,
+  // so a sweep run again with another target keeps its trials and recomputes their
+  // figures against it (open_sweep_store).
+  std::string text_hash;
 };
 
 // The metric keys of summary.json a sweep can optimise, with their natural direction.

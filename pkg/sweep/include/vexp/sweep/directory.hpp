@@ -53,6 +53,18 @@ void log_outcome(const std::filesystem::path& log, int64_t id, const std::string
 // The last error line a trial printed to its log (for the store's message column).
 std::string last_error(const std::filesystem::path& log);
 
+// Whether a trial of this status has ended (done, failed, diverged, pruned): its run
+// folder holds all it will, so its figures to the target can be computed.
+bool trial_ended(const std::string& status);
+// Computes trial `id`'s steps, clips and time to def.target from its run folder and
+// stores them (nothing when the sweep has no target).
+void record_to_target(Store& store, const Definition& def, int64_t id, const std::filesystem::path& run_dir,
+                      int64_t global_batch);
+// Every ended trial whose figures were computed against another target than
+// def.target's (or not at all: a store of an earlier vexp, or a target added since)
+// gets them now; without a target they are cleared. Returns the trials computed.
+size_t refresh_to_target(Store& store, const Definition& def);
+
 // How a sweep folder runs its trials, recorded in sweep.db's meta when it is created
 // (`runs_on` = "local" or "cluster", `cluster_file`): on this machine (`vexp sweep`)
 // or as Slurm jobs (`vexp sweep --cluster FILE`). A folder runs one way: the other is

@@ -13,6 +13,7 @@
 
 #include "vexp/sweep/error.hpp"
 #include "vexp/sweep/expansion.hpp"
+#include "vexp/sweep/to_target.hpp"
 
 namespace vexp::sweep {
 
@@ -42,6 +43,13 @@ struct Row {
   // submitted or when it ran locally) and Slurm's state as the driver last saw it
   // ("submitting" before sbatch answered; PENDING, RUNNING, ...).
   std::string job, job_state;
+  // The steps, clips and time to the sweep's target (columns steps_to_target,
+  // clips_to_target, time_to_target_s, train_s_to_target, epoch_to_target), and the
+  // target they were computed against (column target, Target::text: "top1 >= 0.9";
+  // "" while not computed: a trial not ended, a sweep without a target, or a store of
+  // an earlier vexp). Computed and empty: the trial ended without reaching it.
+  std::string target;
+  ToTarget to_target;
 };
 
 // DIR/sweep.db is damaged (SQLite: "database disk image is malformed", "file is
@@ -78,6 +86,9 @@ class Store {
   void set_job_state(int64_t id, const std::string& state, bool started = false);
   // Sets every column of trial r.id from `r` (rebuilding the store from trial directories).
   void restore(const Row& r);
+  // The trial's figures against `target` (Target::text); "" clears them (a new
+  // attempt, a sweep whose target was removed). One statement, its own transaction.
+  void set_to_target(int64_t id, const std::string& target, const ToTarget& t);
 
  private:
   void exec(const std::string& sql) const;
@@ -86,6 +97,7 @@ class Store {
   std::string trials_dir_;  // DIR/trials, absolute: where every row's run_dir is
   std::string attempt_col_ = "attempt_s", figures_col_ = "figures";  // what rows() reads (upgrade)
   std::string job_cols_ = "job, job_state";
+  std::string target_cols_;  // the to-target columns, or NULLs in a store that could not be upgraded
 };
 
 nlohmann::json row_json(const Row& r);
