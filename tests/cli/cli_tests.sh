@@ -43,6 +43,8 @@ case "$name" in
 version)
   expect_rc 0 -- "$vexp" --version
   expect_out "vexp 0.1.0"; expect_out "plugin ABI 5"; expect_out "torch="
+  # the commit it was built from and the tree's state then (or unknown outside git)
+  grep -Eq '; commit ([0-9a-f]{40}, (clean|dirty) tree|unknown)\)$' "$tmp/out" || { cat "$tmp/out"; fail "no commit in --version"; }
   ;;
 help_and_usage)
   expect_rc 0 -- "$vexp" --help

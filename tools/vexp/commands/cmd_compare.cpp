@@ -18,39 +18,27 @@
 #include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/recipe.hpp"
+#include "vexp/report/run_data.hpp"
 #include "vexp/rundir/provenance.hpp"
 
 namespace vexp::cli {
 namespace {
 
-// Each leaf of a recipe tree as "section.key" = its TOML text.
-void flatten(const dsl::Value& v, const std::string& prefix, rundir::FlatRows& out) {
-  if (v.is_table()) {
-    for (const auto& [k, c] : v.as_table()) flatten(c, prefix.empty() ? k : prefix + "." + k, out);
-    return;
-  }
-  out.emplace_back(prefix, v.to_toml_inline());
-}
+namespace fs = std::filesystem;
 
 // The recipe keys whose values are not the same in every run's resolved.toml (what
 // was trained, after `extends` and --set), before the provenance: what a reader of
-// the table wants to know first. A run without a readable resolved.toml reads
-// "(not recorded)"; a key a recipe lacks, "(absent)" (rundir::differences_between).
+// the table wants to know first. The rows of the comparison report's "Recipe keys that
+// differ" (report::resolved_keys, rundir::differences_between), in the recipes' order:
+// a run without a readable resolved.toml reads "(not recorded)"; a key a recipe lacks,
+// "(absent)".
 void print_recipe_differences(const std::vector<std::string>& dirs, const std::vector<std::string>& labels) {
   std::vector<std::optional<rundir::FlatRows>> runs;
   for (const auto& d : dirs) {
-    const std::string text = rundir::read_text(rundir::RunDir(d).resolved());
-    dsl::Diagnostics diags;
-    dsl::LoadOptions literal;  // resolved.toml is written out: no ${VAR} left to interpolate
-    literal.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
-    std::optional<dsl::Recipe> r;
-    if (!text.empty()) r = dsl::load_recipe_text(text, rundir::RunDir(d).resolved().string(), literal, diags);
-    runs.emplace_back();
-    if (r && diags.error_count() == 0) flatten(r->root, "", runs.back().emplace());
+    const fs::path resolved = rundir::RunDir(d).resolved();
+    runs.push_back(report::resolved_keys(rundir::read_text(resolved), resolved.string()));
   }
-  rundir::RunsDifferences d = rundir::differences_between(runs);
-  std::sort(d.rows.begin(), d.rows.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  const rundir::RunsDifferences d = rundir::differences_between(runs);
   if (d.rows.empty()) {
     std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", d.keys);
     return;
