@@ -590,7 +590,7 @@ PY
   grep -q '"epochs": 1' "$tmp/run1/summary.json" || fail "VEXP_TEST_EPOCHS=1 was not applied"
   # compare prints both runs side by side.
   expect_rc 0 -- "$vexp" compare "$tmp/run" "$tmp/run1"
-  expect_out "top-1"; expect_out "clips/s"; expect_out "MMACs/clip"; expect_out "params"
+  expect_out "top-1"; expect_out "clips/s"; expect_out "MACs/clip"; expect_out "params"
   # stop + resume finishes the run.
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --stop-after 1
   expect_out "continue with --resume"

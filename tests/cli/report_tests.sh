@@ -367,6 +367,19 @@ compare_provenance)
   tiny_run "$tmp/a" --set optim.lr=0.05
   tiny_run "$tmp/b" --set optim.lr=0.1
   expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/b"
+  # the table: MACs and parameters as counts ("4.5 M"), never a raw 4.5e+06 or MMACs
+  grep -q '^run .* MACs/clip  *params ' "$tmp/out" || { cat "$tmp/out"; fail "compare's table lacks MACs/clip"; }
+  $PY - "$tmp/out" "$tmp/a/summary.json" <<'PY' || fail "compare's table does not write MACs and parameters as counts"
+import json, re, sys
+row = [l for l in open(sys.argv[1]) if l.startswith("tiny (a) ")][0]
+s = json.load(open(sys.argv[2]))
+def count(v):  # base::count_text
+    for scale, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= 1e4 and v >= scale:
+            return "%.4g %s" % (v / scale, unit)
+    return "%.0f" % v
+assert "e+" not in row and (" %s " % count(s["flops_per_clip"])) in row and (" %s " % count(s["params"])) in row, (row, s)
+PY
   # the recipe keys that differ first (resolved.toml), one value per run
   expect_out "recipe keys that differ (1 of "
   expect_out "  optim.lr"

@@ -78,7 +78,7 @@ void print_provenance_differences(const std::vector<nlohmann::json>& records, co
 }  // namespace
 
 void add_compare(CLI::App& app) {
-  auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, FLOPs, params)");
+  auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, MACs, params)");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
   auto no_provenance = std::make_shared<bool>(false);
@@ -124,7 +124,7 @@ void add_compare(CLI::App& app) {
         if (it.key().size() > 5 && it.key().compare(it.key().size() - 5, 5, "_top1") == 0) hook_top1.insert(it.key());
     std::printf("%-*s %8s %8s", width, "run", "top-1", "top-5");
     for (const auto& k : hook_top1) std::printf(" %*s", std::max(8, static_cast<int>(k.size())), k.c_str());
-    std::printf(" %10s %12s %10s %9s\n", "clips/s", "MMACs/clip", "params", "train s");
+    std::printf(" %10s %12s %10s %9s\n", "clips/s", "MACs/clip", "params", "train s");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       // null (a value that was not finite) and absent keys print as nan / 0.
@@ -136,8 +136,9 @@ void add_compare(CLI::App& app) {
       for (const auto& k : hook_top1)
         if (r.contains(k)) std::printf(" %*.4f", std::max(8, static_cast<int>(k.size())), num(k.c_str(), 0));
         else std::printf(" %*s", std::max(8, static_cast<int>(k.size())), "-");
-      std::printf(" %10.1f %12.2f %10lld %9.1f\n", num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
-                  static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
+      // MACs and parameters as counts ("71.59 M", "176.1 k"): the exact figures are in --json.
+      std::printf(" %10.1f %12s %10s %9.1f\n", num("clips_per_s", 0), base::count_text(num("flops_per_clip", 0)).c_str(),
+                  base::count_text(std::isfinite(num("params", 0)) ? num("params", 0) : 0).c_str(), num("train_s", 0));
     }
     if (rows.size() > 1 && !*no_provenance) {
       print_recipe_differences(*dirs, labels);
