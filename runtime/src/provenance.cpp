@@ -70,6 +70,7 @@ rundir::Invocation describe_invocation(const Session& s, const InvocationFacts& 
   inv.start = base::utc_now();
   inv.vexp_version = rundir::vexp_version();
   inv.vexp_commit = rundir::vexp_commit();
+  inv.vexp_tree = rundir::vexp_tree();
   inv.build_tag = host_build_tag();
   inv.argv = facts.argv.empty() ? base::own_argv() : facts.argv;
   std::error_code ec;
@@ -86,13 +87,16 @@ rundir::Invocation describe_invocation(const Session& s, const InvocationFacts& 
   inv.dataset = plan.dataset;
   inv.data_roots = data_roots(plan);
   // Dataset parameters that name regular files (video lists, label maps such as
-  // classes.txt), as given or relative to a data root, hashed: the same root with
-  // another list trains something else.
+  // classes.txt), relative to a data root or as given, hashed: the same root with
+  // another list trains something else. A relative name is looked for under the data
+  // roots first, as the kinetics dataset reads it (`root` / `train_list`), so that a
+  // file of that name in the working directory is never the one hashed in its place.
   for (const auto& [k, v] : plan.dataset_params.values()) {
     if (!v.is_string() || v.as_string().empty()) continue;
-    std::vector<fs::path> candidates{fs::path(v.as_string())};
+    std::vector<fs::path> candidates;
     if (fs::path(v.as_string()).is_relative())
       for (const auto& [rk, root] : inv.data_roots) candidates.push_back(fs::path(root) / v.as_string());
+    candidates.push_back(fs::path(v.as_string()));
     for (const auto& c : candidates) {
       std::error_code fe;
       if (fs::is_regular_file(c, fe)) {

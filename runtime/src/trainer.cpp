@@ -21,6 +21,7 @@
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/objective.hpp"
 #include "vexp/base/files.hpp"
+#include "vexp/base/text.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp {
@@ -149,7 +150,7 @@ void log_start(const Run& r) {
   if (!r.writer) return;
   const Execution& x = r.exec;
   log_info("run '" + r.out.string() + "': " + std::to_string(r.params_count) + " parameters, " +
-           std::to_string(r.macs / 1e6) + " M MACs per clip, " +
+           base::count_text(r.macs) + " MACs per clip, " +
            (x.device.is_cpu() ? std::to_string(x.threads) + " threads" : x.device.str()) +
            (x.precision == Precision::Fp32 ? std::string() : std::string(", ") + precision_name(x.precision) + " autocast") +
            ", " + memory_format_name(x.memory_format) + ", global batch " + std::to_string(r.dp.global_batch) + ", " +

@@ -43,6 +43,8 @@ case "$name" in
 version)
   expect_rc 0 -- "$vexp" --version
   expect_out "vexp 0.1.0"; expect_out "plugin ABI 5"; expect_out "torch="
+  # the commit it was built from and the tree's state then (or unknown outside git)
+  grep -Eq '; commit ([0-9a-f]{40}, (clean|dirty) tree|unknown)\)$' "$tmp/out" || { cat "$tmp/out"; fail "no commit in --version"; }
   ;;
 help_and_usage)
   expect_rc 0 -- "$vexp" --help
@@ -91,6 +93,36 @@ docs_examples_validate)
     "$src/docs/recipes.md" > "$tmp/example.toml"
   [ -s "$tmp/example.toml" ] || fail "no example found in docs/recipes.md"
   expect_rc 0 -- "$vexp" check "$tmp/example.toml"
+  ;;
+docs_facts)
+  # What the docs say of vexp's own vocabulary is what vexp accepts (issue #36).
+  # docs/recipes.md's diagnostics table: the depth error, as vexp check writes it.
+  expect_rc 2 -- "$vexp" check "$src/recipes/quickstart/tsm_motion.toml" --set model.node.features.depth=20
+  msg=$(grep -o "'depth' in node 'features' (resnet): must be one of [0-9, ]*, got 20" "$tmp/out") ||
+    { cat "$tmp/out"; fail "vexp check did not refuse depth 20"; }
+  grep -qF "\`$msg\`" "$src/docs/recipes.md" || fail "docs/recipes.md's diagnostics do not show: $msg"
+  # Its test-only fault injection: every fault kind the trainer reads (its own error lists them).
+  expect_rc 1 -- env VEXP_TEST_FAULT=no_such_fault@step=1 "$vexp" run data/tiny.toml --out "$tmp/f"
+  grep -o '[a-z_]*@[a-z]*=N' "$tmp/out" | sort -u >"$tmp/kinds"
+  [ "$(wc -l <"$tmp/kinds")" -ge 6 ] || { cat "$tmp/out"; fail "the fault error does not list the kinds"; }
+  grep -q '^slow_step@ms=N$' "$tmp/kinds" || fail "slow_step is not a fault kind: $(cat "$tmp/kinds")"
+  awk '/^\*\*Test-only fault injection\.\*\*/{f=1} f&&/^$/{exit} f' "$src/docs/recipes.md" >"$tmp/faults.md"
+  while read -r k; do
+    grep -qF "\`$k\`" "$tmp/faults.md" || fail "docs/recipes.md's fault injection lacks $k"
+  done <"$tmp/kinds"
+  # The sweep's pruning key: [sweep.prune] after_epochs; [sweep] prune_after is refused.
+  sed 's/^metric = "val_loss"$/metric = "val_loss"\nprune_after = 1/' data/sweep_prune.toml >"$tmp/prune_after.toml"
+  sed -i "s|^base = \"tiny.toml\"|base = \"$here/data/tiny.toml\"|" "$tmp/prune_after.toml"
+  expect_rc 2 -- "$vexp" sweep "$tmp/prune_after.toml" --dry-run --out "$tmp/s"
+  expect_out "unknown key 'prune_after' in [sweep]"
+  ! grep -rn 'prune_after' "$src/README.md" "$src/docs" || fail "the docs name [sweep] prune_after, which vexp refuses"
+  grep -qF '`[sweep.prune] after_epochs`' "$src/docs/clusters.md" || fail "docs/clusters.md does not name [sweep.prune] after_epochs"
+  # docs/reproducing-the-paper.md: the official TSN baseline trained 5 segments, and the
+  # command it gives to retrain it validates.
+  grep -q 'The TSN baseline trained 5 segments' "$src/docs/reproducing-the-paper.md" ||
+    fail "docs/reproducing-the-paper.md does not say the official TSN baseline trained 5 segments"
+  grep -qF -- '--set data.params.frames=5' "$src/docs/reproducing-the-paper.md" || fail "no retrain command"
+  expect_rc 0 -- "$vexp" check "$src/recipes/kinetics400/tsn_r50_8f.toml" --no-data --set data.params.frames=5
   ;;
 check_quickstart)
   for r in tsm_motion tsn_motion; do
@@ -558,7 +590,7 @@ PY
   grep -q '"epochs": 1' "$tmp/run1/summary.json" || fail "VEXP_TEST_EPOCHS=1 was not applied"
   # compare prints both runs side by side.
   expect_rc 0 -- "$vexp" compare "$tmp/run" "$tmp/run1"
-  expect_out "top-1"; expect_out "clips/s"; expect_out "MMACs/clip"; expect_out "params"
+  expect_out "top-1"; expect_out "clips/s"; expect_out "MACs/clip"; expect_out "params"
   # stop + resume finishes the run.
   expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/run2" --stop-after 1
   expect_out "continue with --resume"

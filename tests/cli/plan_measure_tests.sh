@@ -12,7 +12,9 @@ small=(--measure-steps 1 --measure-warmup 0 --allreduce-mb 0.01,32 --storage-mb 
 case "$name" in
 measure_local)
   mkdir -p "$tmp/c"
-  expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}"
+  # (the load average given, as this test's machine's is not known: it is recorded)
+  expect_rc 0 -- env VEXP_TEST_LOADAVG="1.75 1.5 1.25 2/300 4242" "$vexp" plan --measure-local "$quick" \
+    --out "$tmp/c/here.toml" "${small[@]}"
   expect_out "1 node x 2 ranks"
   [ -f "$tmp/c/here.toml" ] || fail "no cluster file"
   $PY - "$tmp/c" <<'PYEOF' || fail "the cluster file is not what --measure-local should write"
@@ -21,6 +23,14 @@ d = sys.argv[1]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
 assert "measured by vexp plan --measure-local" in c["cluster"]["source"]
+# the load average when the measurement began, in the first comment and every source
+cores = len(os.sched_getaffinity(0))
+load = "load average 1.75 over %d core(s) at the start%s" % (cores, ", busy: slower than idle" if 1.75 > 0.5 * cores else "")
+first = open(os.path.join(d, "here.toml")).readline()
+assert first.startswith("# This machine, measured by") and load in first, (first, load)
+for src in [c["cluster"]["source"], c["links"]["intra"]["source"], c["cpu"]["source"], c["storage"]["source"]] + \
+        [p["source"] for p in c["gpu"]["profile"]]:
+    assert load in src, (src, load)
 # One profile measured alone, one with both ranks computing at once (mpirun).
 (p, b) = c["gpu"]["profile"]
 assert p["busy_ranks"] == 1 and b["busy_ranks"] == 2, (p, b)

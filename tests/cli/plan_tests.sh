@@ -78,9 +78,24 @@ options)
   $PY -c 'import json,sys; rows=json.load(open(sys.argv[1]))["plans"][0]["rows"]; assert [r["micro_steps"] for r in rows]==[8,4,2,1] and {r["global_batch"] for r in rows}=={256}, rows' "$tmp/out" || fail "fixed batch"
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --set dist.world_size=8 --gpus 3 --fixed-batch
   expect_out "not a multiple of the 3 ranks"
-  # More GPUs than the cluster has.
+  # More GPUs than the cluster has: the sentence names the ways out with counts that fit,
+  # and each of them plans.
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 16
-  expect_out "16 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8; plan at fewer with --gpus (e.g. --gpus 1,8), keeping the recipe's global batch with --fixed-batch"
+  expect_out "16 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8; give --gpus N,... up to 8 (e.g. --gpus 1,2,4,8)"
+  expect_no_out "--fixed-batch"   # the quickstart's world (1 GPU) fits: weak scaling is the way
+  # the paper's 1,536-GPU recipe with no --gpus: its world does not fit
+  k1536=$src/recipes/tsm_k400_1536.toml
+  expect_rc 2 -- "$vexp" plan "$k1536" --cluster "$cluster"
+  expect_out "tsm_k400_1536.toml: 1536 GPUs (the recipe's dist.world_size; no --gpus given): cluster 'test cluster' has 4 nodes x 2 = 8; give --gpus N,... up to 8 (e.g. --gpus 1,2,4,8), or --fixed-batch --gpus 8 to emulate the recipe's world of 1536 GPUs (its global batch of 12288) on fewer"
+  expect_rc 0 -- "$vexp" plan "$k1536" --cluster "$cluster" --gpus 1,2,4,8
+  # (stdout alone: the recipe warns on stderr that its Kinetics data is not here)
+  "$vexp" plan "$k1536" --cluster "$cluster" --fixed-batch --gpus 8 --json >"$tmp/fixed.json" 2>"$tmp/err" ||
+    { cat "$tmp/err"; fail "--fixed-batch --gpus 8 failed"; }
+  $PY -c 'import json,sys; r=json.load(open(sys.argv[1]))["plans"][0]["rows"]; assert [(x["gpus"], x["global_batch"], x["micro_steps"]) for x in r]==[(8,12288,192)], r' \
+    "$tmp/fixed.json" || fail "--fixed-batch --gpus 8 does not emulate the 1,536 GPUs"
+  # with --fixed-batch, counts that divide the recipe's world (12 of the 1,536 does not fit 8)
+  expect_rc 2 -- "$vexp" plan "$k1536" --cluster "$cluster" --fixed-batch --gpus 12
+  expect_out "12 GPUs: cluster 'test cluster' has 4 nodes x 2 = 8; give --gpus N,... up to 8 that divide the recipe's world of 1536 (--fixed-batch), e.g. --gpus 1,2,4,8"
   expect_rc 2 -- "$vexp" plan "$quick" --cluster "$cluster" --gpus 1,x
   expect_out "--gpus '1,x'"
   expect_rc 2 -- "$vexp" plan "$quick"
@@ -261,8 +276,18 @@ bad_cluster)
   # No profile and no [gpu.derive] for TSN's model.
   sed '/^\[gpu.derive\]/,/^$/d' "$cluster" > "$tmp/noderive.toml"
   expect_rc 2 -- "$vexp" plan "$tsn" --cluster "$tmp/noderive.toml"
-  expect_out "has no [[gpu.profile]] for model 'resnet18' at 8 frames, size 32, fp32"
-  expect_out 'measure one on this machine with `vexp plan RECIPE --measure-local OUT.toml`'
+  expect_out "has no [[gpu.profile]] for model 'resnet18' at 8 frames, size 32, fp32 (none for that model) and no [gpu.derive]"
+  # the fix: the table that would match, [gpu.derive], or a measured cluster file
+  expect_out "add to '$tmp/noderive.toml' a [[gpu.profile]] with model = \"resnet18\", frames = 8, size = 32, precision = \"fp32\" and its measured times"
+  expect_out "or a [gpu.derive] table (train_macs_per_s, optimizer_ms_per_mparam, source)"
+  expect_out 'or measure this machine into a cluster file with `vexp plan --measure-local RECIPE --out FILE.toml`'
+  # the profiles the file has for the model, when their clip differs
+  expect_rc 2 -- "$vexp" plan "$quick" --cluster "$tmp/noderive.toml" --set data.params.frames=4
+  expect_out "has no [[gpu.profile]] for model 'tsm_resnet18' at 4 frames, size 32, fp32 (its profiles of 'tsm_resnet18': 8 frames, size 32, fp32)"
+  # the table it names, added, is what the planner matches (plain text: one profile)
+  sed -n '/^\[\[gpu.profile\]\]/,/^$/p' "$cluster" | sed '0,/^model = .*/s//model = "resnet18"/' >"$tmp/profile.toml"
+  cat "$tmp/noderive.toml" "$tmp/profile.toml" >"$tmp/added.toml"
+  expect_rc 0 -- "$vexp" plan "$tsn" --cluster "$tmp/added.toml"
   ;;
 busy_ranks)
   # A second TSM profile measured with 2 ranks busy on the node (a CPU node) and one at

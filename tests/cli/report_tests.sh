@@ -293,6 +293,8 @@ c = a["vexp"]["commit"]
 if c != "unknown":
     assert re.match(r"^[0-9a-f]{40}$", c), c
     assert subprocess.run(["git", "-C", src, "cat-file", "-e", c + "^{commit}"]).returncode == 0, c
+# the source tree's state when vexp was built (libs/rundir/source_state.cmake; rundir.source_state)
+assert a["vexp"]["tree"] in (("unknown",) if c == "unknown" else ("clean", "dirty")), a["vexp"]
 # where and how it ran
 assert a["hosts"] == [socket.gethostname()] and a["ranks"] == 1 and a["launcher"] == "none" and a["comm"] == "local", a
 assert a["data"]["dataset"] == "synthetic_motion", a["data"]
@@ -334,14 +336,24 @@ PY
     "$tmp/div/provenance.jsonl" || fail "the diverged invocation's record is not complete"
   # data roots are made absolute (a relative root is relative to where the run started)
   expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 16 --val-clips 8
-  (cd "$tmp" && VEXP_MOTION_DATA=motion "$vexp" run "$here/data/tiny_video.toml" --out vrun) >"$tmp/out" 2>&1 \
-    || { cat "$tmp/out"; fail "the video run failed"; }
-  $PY - "$tmp" <<'PY' || fail "the data root is not recorded absolute"
-import json, os, sys
+  # (a list of the same name in the working directory is not the one the dataset reads)
+  printf 'decoy 1 0\n' >"$tmp/train_list.txt"
+  (cd "$tmp" && VEXP_MOTION_DATA=motion "$vexp" run "$here/data/tiny_video.toml" --out vrun \
+     --set data.params.label_map='"classes.txt"') >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "the video run failed"; }
+  $PY - "$tmp" <<'PY' || fail "the data root, lists or label map are not recorded"
+import hashlib, json, os, sys
 tmp = sys.argv[1]
 r = json.loads(open(tmp + "/vrun/provenance.jsonl").readline())
 assert r["data"]["roots"] == {"root": tmp + "/motion"}, r["data"]
 assert r["cwd"] == tmp and {"name": "VEXP_MOTION_DATA", "value": "motion", "environment": "motion"} in r["variables"], r
+# the files the dataset reads, under its root, with their SHA-256: the lists (the recipe's
+# train_list and val_list, relative to the root) and the label map (classes.txt)
+sha = lambda f: hashlib.sha256(open(f, "rb").read()).hexdigest()
+files = {f["path"]: f["sha256"] for f in r["data"]["files"]}
+want = [tmp + "/motion/" + n for n in ("train_list.txt", "val_list.txt", "classes.txt")]
+assert sorted(files) == sorted(want), files
+for f in want:
+    assert files[f] == sha(f), (f, files[f])
 PY
   # a provenance.jsonl that is a FIFO: one line naming it, nothing written
   mkdir "$tmp/fifo" && cp "$tmp/run/summary.json" "$tmp/run/metrics.jsonl" "$tmp/fifo/" && mkfifo "$tmp/fifo/provenance.jsonl"
@@ -355,6 +367,19 @@ compare_provenance)
   tiny_run "$tmp/a" --set optim.lr=0.05
   tiny_run "$tmp/b" --set optim.lr=0.1
   expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/b"
+  # the table: MACs and parameters as counts ("4.5 M"), never a raw 4.5e+06 or MMACs
+  grep -q '^run .* MACs/clip  *params ' "$tmp/out" || { cat "$tmp/out"; fail "compare's table lacks MACs/clip"; }
+  $PY - "$tmp/out" "$tmp/a/summary.json" <<'PY' || fail "compare's table does not write MACs and parameters as counts"
+import json, re, sys
+row = [l for l in open(sys.argv[1]) if l.startswith("tiny (a) ")][0]
+s = json.load(open(sys.argv[2]))
+def count(v):  # base::count_text
+    for scale, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= 1e4 and v >= scale:
+            return "%.4g %s" % (v / scale, unit)
+    return "%.0f" % v
+assert "e+" not in row and (" %s " % count(s["flops_per_clip"])) in row and (" %s " % count(s["params"])) in row, (row, s)
+PY
   # the recipe keys that differ first (resolved.toml), one value per run
   expect_out "recipe keys that differ (1 of "
   expect_out "  optim.lr"
@@ -367,6 +392,28 @@ compare_provenance)
   expect_out "  argv"
   expect_no_out "  recipe.files"      # the same recipe files
   expect_no_out "  start"             # times always differ: left out
+  # A node's key, and the environment: the recipe keys are the comparison report's rows
+  # (a node's parameter by its id, never the whole [[model.node]] array); the environment
+  # variables that differ are named, a secret one without its value.
+  OMP_WAIT_POLICY=PASSIVE VEXP_API_TOKEN=hunter2 tiny_run "$tmp/c" --set optim.lr=0.05 \
+    --set model.node.head.dropout=0.3
+  expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/c"
+  expect_out "recipe keys that differ (1 of "
+  expect_out "  model.node.head.dropout"
+  expect_out "    tiny (a): 0.2"
+  expect_out "    tiny (c): 0.3"
+  ! grep -qx "  model.node" "$tmp/out" || { cat "$tmp/out"; fail "compare printed the whole [[model.node]] array"; }
+  expect_out "  environment.OMP_WAIT_POLICY"
+  expect_out "    tiny (a): (absent)"
+  expect_out "    tiny (c): PASSIVE"
+  expect_out "  environment.VEXP_API_TOKEN"
+  expect_out "    tiny (c): (set; not recorded: the name looks secret)"
+  expect_no_out "hunter2"
+  ! grep -q hunter2 "$tmp/c/provenance.jsonl" || fail "a secret-looking variable's value is in provenance.jsonl"
+  expect_rc 0 -- "$vexp" report "$tmp/a" "$tmp/c" --out "$tmp/cmp_ac.html"
+  grep -q "model.node.head.dropout" "$tmp/cmp_ac.html" || fail "the comparison report lacks the node's key"
+  grep -q "environment.OMP_WAIT_POLICY" "$tmp/cmp_ac.html" || fail "the comparison report lacks the environment"
+  ! grep -q hunter2 "$tmp/cmp_ac.html" || fail "the comparison report shows a secret-looking variable's value"
   expect_rc 0 -- "$vexp" compare "$tmp/a" "$tmp/a"
   expect_out "provenance: the same in every run"
   expect_out "recipe: the same in every run"

@@ -10,6 +10,7 @@
 #include "vexp/build_tag.hpp"
 #include "vexp/schema/schema.hpp"
 #include "vexp/plugin_abi.h"
+#include "vexp/rundir/provenance.hpp"
 #include "vexp/runtime/plugin_host.hpp"
 
 namespace {
@@ -33,8 +34,12 @@ int main(int argc, char** argv) {
   vexp::install_plugin_crash_handler();
   CLI::App app{"vexp: distributed video training experiments from TOML recipes"};
   app.require_subcommand(1);
+  // The commit and the source tree's state at build time, as provenance.jsonl records them.
+  const std::string tree = vexp::rundir::vexp_tree();
   app.set_version_flag("--version", std::string("vexp ") + VEXP_VERSION + " (" + vexp::host_build_tag() +
-                                        "; plugin ABI " + std::to_string(VEXP_PLUGIN_ABI_VERSION) + ")");
+                                        "; plugin ABI " + std::to_string(VEXP_PLUGIN_ABI_VERSION) + "; commit " +
+                                        vexp::rundir::vexp_commit() + (tree == "unknown" ? "" : ", " + tree + " tree") +
+                                        ")");
   add_check(app);
   add_plugins(app);
   add_graph(app);

@@ -1,5 +1,6 @@
 #include "vexp/base/text.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -105,6 +106,26 @@ std::string utc_now(const char* format) {
   ::gmtime_r(&t, &tm);
   char b[64];
   return std::strftime(b, sizeof b, format, &tm) ? std::string(b) : std::string();
+}
+
+std::string count_text(double v) {
+  char b[64];
+  const double a = std::fabs(v);
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+  if (a < 1e4) {
+    std::snprintf(b, sizeof b, "%.0f", v);
+    return b;
+  }
+  const char* unit = a >= 1e12 ? "T" : a >= 1e9 ? "G" : a >= 1e6 ? "M" : "k";
+  const double scale = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
+  // "%.4g" of 999.96 M would read 1000 M: such a value is written in the next unit.
+  double x = v / scale;
+  if (std::fabs(x) >= 999.95 && scale < 1e12) {
+    x /= 1e3;
+    unit = scale == 1e3 ? "M" : scale == 1e6 ? "G" : "T";
+  }
+  std::snprintf(b, sizeof b, "%.4g %s", x, unit);
+  return b;
 }
 
 }  // namespace vexp::base

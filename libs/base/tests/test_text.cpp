@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "vexp/base/text.hpp"
 
 using vexp::base::has_control;
@@ -35,4 +37,22 @@ TEST(Text, StripsOneUtf8Bom) {
   EXPECT_EQ(short_one, "\xEF\xBB");
   std::string empty;
   EXPECT_FALSE(strip_utf8_bom(empty));
+}
+
+// Counts for people: MACs and parameters in every report and table (issue #36).
+TEST(Text, CountsReadAsCounts) {
+  using vexp::base::count_text;
+  EXPECT_EQ(count_text(71594234), "71.59 M");  // the quickstart's MACs per clip, never 7.1594e+07
+  EXPECT_EQ(count_text(4.134e9), "4.134 G");
+  EXPECT_EQ(count_text(176128), "176.1 k");
+  EXPECT_EQ(count_text(33.0e12), "33 T");
+  EXPECT_EQ(count_text(9999), "9999");
+  EXPECT_EQ(count_text(0), "0");
+  EXPECT_EQ(count_text(-2.5e6), "-2.5 M");
+  EXPECT_EQ(count_text(999960), "1 M");  // not "1000 k"
+  EXPECT_EQ(count_text(std::nan("")), "nan");
+  for (double v : {1e4, 123456789.0, 7.1594e7, 1e11, 5e14}) {
+    const std::string t = count_text(v);
+    EXPECT_EQ(t.find('e'), std::string::npos) << t;
+  }
 }

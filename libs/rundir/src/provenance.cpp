@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 
 #include "vexp/base/files.hpp"
 
@@ -118,7 +119,7 @@ json Invocation::to_json() const {
               {"start", start},
               {"end", end},
               {"outcome", outcome},
-              {"vexp", {{"version", vexp_version}, {"commit", vexp_commit}, {"build_tag", build_tag}}},
+              {"vexp", {{"version", vexp_version}, {"commit", vexp_commit}, {"tree", vexp_tree}, {"build_tag", build_tag}}},
               {"argv", argv},
               {"cwd", cwd},
               {"recipe", {{"path", recipe}, {"hash", recipe_hash}, {"files", files}}},
@@ -315,12 +316,32 @@ std::map<std::string, std::string> job_ids(const EnvLookup& env) {
   return out;
 }
 
+namespace {
+
+bool ends_with(const std::string& s, const char* tail) {
+  const size_t n = std::char_traits<char>::length(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// A SLURM_ variable that names this job's instance rather than its shape: the job,
+// step, array, task and node ids (the ids of the job are in the record's `job`), pids,
+// ports, addresses, hosts and times. Two runs of one recipe on Slurm differ in all of
+// them, and none changes what the run does.
+bool slurm_instance(const std::string& name) {
+  for (const char* tail : {"ID", "IDS", "_PORT", "_IPADDR", "_HOST", "_TIME"})
+    if (ends_with(name, tail)) return true;
+  return name == "SLURM_RESTART_COUNT";
+}
+
+}  // namespace
+
 std::map<std::string, std::string> run_environment(const std::vector<std::string>& environ_lines) {
   static const char* const prefixes[] = {"VEXP_",  "OMP_",  "GOMP_",  "KMP_",  "MKL_",     "OPENBLAS_", "CUDA_",
                                          "CUBLAS_", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "MALLOC_"};
   static const char* const names[] = {"GLIBC_TUNABLES", "LD_PRELOAD", "LD_LIBRARY_PATH"};
-  static const char* const secret[] = {"TOKEN",   "SECRET", "PASSWORD", "PASSWD",     "CREDENTIAL",
-                                       "PRIVATE", "API_KEY", "APIKEY",  "ACCESS_KEY", "AUTH"};
+  // KEY covers API_KEY, APIKEY, ACCESS_KEY, SIGNING_KEY, ...: hiding a harmless value
+  // (a ..._KEYS setting) is the cheaper mistake.
+  static const char* const secret[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "KEY", "AUTH"};
   std::map<std::string, std::string> out;
   for (const auto& line : environ_lines) {
     const size_t eq = line.find('=');
@@ -328,6 +349,7 @@ std::map<std::string, std::string> run_environment(const std::vector<std::string
     const std::string name = line.substr(0, eq);
     bool wanted = std::find(std::begin(names), std::end(names), name) != std::end(names);
     for (const char* p : prefixes) wanted = wanted || name.rfind(p, 0) == 0;
+    wanted = wanted || (name.rfind("SLURM_", 0) == 0 && !slurm_instance(name));
     if (!wanted) continue;
     std::string upper = name;
     for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));

@@ -130,6 +130,10 @@ TEST(Provenance, ProcessFacts) {
   EXPECT_EQ(jobs, (std::map<std::string, std::string>{{"SLURM_JOB_ID", "123"}}));
   EXPECT_EQ(vexp::base::utc_now().size(), 20u);
   EXPECT_STRNE(vexp_version(), "");
+  // the tree's state is known exactly when the commit is
+  const std::string tree = vexp_tree(), commit = vexp_commit();
+  EXPECT_TRUE(commit == "unknown" ? tree == "unknown" : tree == "clean" || tree == "dirty") << commit << " " << tree;
+  EXPECT_EQ(sample().to_json()["vexp"].count("tree"), 1u);
   EXPECT_EQ(absolute_path("/a/b/../c"), "/a/c");
   EXPECT_EQ(absolute_path("x/./y"), (fs::current_path() / "x/y").string());
 }
@@ -151,6 +155,33 @@ TEST(Provenance, RunEnvironmentKeepsWhatChangesARunAndNoSecret) {
     EXPECT_EQ(env.at(secret), "(set; not recorded: the name looks secret)") << secret;
     for (const auto& [k, v] : env) EXPECT_EQ(v.find("abc123"), std::string::npos) << k;
   }
+}
+
+// Slurm's variables that shape a job are recorded, those that name its instance are
+// not (they differ between any two jobs); any name holding KEY, in any case, is secret.
+TEST(Provenance, RunEnvironmentSlurmShapeAndKeys) {
+  const auto env = vexp::rundir::run_environment(
+      {"SLURM_NTASKS=8", "SLURM_CPUS_PER_TASK=4", "SLURM_JOB_PARTITION=gpu", "SLURM_GPUS_ON_NODE=4",
+       "SLURM_JOB_NODELIST=n[01-02]", "SLURM_JOB_ID=4711", "SLURM_JOBID=4711", "SLURM_PROCID=0", "SLURM_LOCALID=0",
+       "SLURM_NODEID=0", "SLURM_STEP_ID=0", "SLURM_TASK_PID=999", "SLURM_GTIDS=0", "SLURM_SRUN_COMM_PORT=4242",
+       "SLURM_LAUNCH_NODE_IPADDR=10.0.0.1", "SLURM_SUBMIT_HOST=login1", "SLURM_JOB_START_TIME=1764900000",
+       "SLURM_RESTART_COUNT=1", "SLURMD_NODENAME=n01", "VEXP_SIGNING_KEY=s3cr3t", "NCCL_ApiKey=s3cr3t",
+       "SLURM_MUNGE_KEY=s3cr3t", "CUDA_VISIBLE_DEVICES="});
+  EXPECT_EQ(env.at("SLURM_NTASKS"), "8");
+  EXPECT_EQ(env.at("SLURM_CPUS_PER_TASK"), "4");
+  EXPECT_EQ(env.at("SLURM_JOB_PARTITION"), "gpu");
+  EXPECT_EQ(env.at("SLURM_GPUS_ON_NODE"), "4");
+  EXPECT_EQ(env.at("SLURM_JOB_NODELIST"), "n[01-02]");
+  for (const char* instance : {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+                               "SLURM_STEP_ID", "SLURM_TASK_PID", "SLURM_GTIDS", "SLURM_SRUN_COMM_PORT",
+                               "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SUBMIT_HOST", "SLURM_JOB_START_TIME",
+                               "SLURM_RESTART_COUNT", "SLURMD_NODENAME"})
+    EXPECT_EQ(env.count(instance), 0u) << instance;
+  for (const char* secret : {"VEXP_SIGNING_KEY", "NCCL_ApiKey", "SLURM_MUNGE_KEY"})
+    EXPECT_EQ(env.at(secret), "(set; not recorded: the name looks secret)") << secret;
+  for (const auto& [k, v] : env) EXPECT_EQ(v.find("s3cr3t"), std::string::npos) << k;
+  // set but empty is a setting too (no GPU visible)
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
 }
 
 TEST(Provenance, DifferencesBetweenRunsAndTheirLabels) {

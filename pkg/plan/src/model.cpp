@@ -94,10 +94,60 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
     r.source = c.derive.source;
     return r;
   }
+  // Neither: name the table that would match, what the file has for the model, and the
+  // other two ways out.
+  std::string others;
+  size_t n_others = 0;
+  for (const auto& p : c.profiles)
+    if (p.model == w.model && n_others++ < 3)
+      others += std::string(others.empty() ? "" : "; ") + std::to_string(p.frames) + " frames, size " +
+                std::to_string(p.size) + ", " + p.precision;
+  const std::string file = c.path.empty() ? std::string("the cluster file") : "'" + c.path + "'";
   throw PlanError("cluster '" + c.name + "' has no [[gpu.profile]] for model '" + w.model + "' at " +
                   std::to_string(w.frames) + " frames, size " + std::to_string(w.size) + ", " + w.precision +
-                  " and no [gpu.derive] to derive one from the model's MACs; measure one on this machine with "
-                  "`vexp plan RECIPE --measure-local OUT.toml`, or add a [[gpu.profile]] (docs/planning.md)");
+                  (others.empty() ? std::string(" (none for that model)")
+                                  : " (its profiles of '" + w.model + "': " + others +
+                                        (n_others > 3 ? "; ..." : "") + ")") +
+                  " and no [gpu.derive] to derive one from the model's MACs; add to " + file +
+                  " a [[gpu.profile]] with model = \"" + w.model + "\", frames = " + std::to_string(w.frames) +
+                  ", size = " + std::to_string(w.size) + ", precision = \"" + w.precision +
+                  "\" and its measured times (batch, forward_ms, backward_ms, optimizer_ms, source; or from = a "
+                  "`vexp bench train RECIPE --json` output), or a [gpu.derive] table (train_macs_per_s, "
+                  "optimizer_ms_per_mparam, source), or measure this machine into a cluster file with "
+                  "`vexp plan --measure-local RECIPE --out FILE.toml` (docs/planning.md)");
+}
+
+std::string too_many_gpus(const Cluster& c, const GpuAsk& ask) {
+  const int64_t max_gpus = c.nodes * c.gpus_per_node;
+  // Counts that fit: 1, powers of two, the cluster's GPUs (1 and the four largest);
+  // with --fixed-batch only those that divide the recipe's world.
+  auto divides = [&](int64_t g) { return !ask.fixed_batch || (ask.world > 0 && ask.world % g == 0); };
+  std::vector<int64_t> counts;
+  for (int64_t p = 1; p < max_gpus; p *= 2)
+    if (divides(p)) counts.push_back(p);
+  if (divides(max_gpus)) counts.push_back(max_gpus);
+  if (counts.size() > 5) counts.erase(counts.begin() + 1, counts.end() - 4);
+  std::string list;
+  for (int64_t g : counts) list += (list.empty() ? "" : ",") + std::to_string(g);
+  int64_t fit = 1;  // the largest count that divides the recipe's world and fits the cluster
+  for (int64_t d = 1; d * d <= ask.world; ++d)
+    if (ask.world % d == 0)
+      for (int64_t x : {d, ask.world / d})
+        if (x <= max_gpus) fit = std::max(fit, x);
+  std::string out = std::to_string(ask.gpus) + " GPUs" +
+                    (ask.gpus_given ? std::string() : std::string(" (the recipe's dist.world_size; no --gpus given)")) +
+                    ": cluster '" + c.name + "' has " + std::to_string(c.nodes) + " nodes x " +
+                    std::to_string(c.gpus_per_node) + " = " + std::to_string(max_gpus) + "; give --gpus N,... up to " +
+                    std::to_string(max_gpus);
+  if (ask.fixed_batch)
+    return out + " that divide the recipe's world of " + std::to_string(ask.world) + " (--fixed-batch), e.g. --gpus " +
+           list;
+  out += " (e.g. --gpus " + list + ")";
+  if (ask.world > max_gpus)
+    out += ", or --fixed-batch --gpus " + std::to_string(fit) + " to emulate the recipe's world of " +
+           std::to_string(ask.world) + " GPUs (its global batch of " + std::to_string(ask.global_batch) +
+           ") on fewer";
+  return out;
 }
 
 int64_t nodes_for(const Cluster& c, int64_t gpus) { return (gpus + c.gpus_per_node - 1) / c.gpus_per_node; }
@@ -173,11 +223,9 @@ bool storage_bound(const Cluster& c, const DataOptions& o, int64_t gpus) {
 Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
             const StepShape& s) {
   const int64_t max_gpus = c.nodes * c.gpus_per_node;
+  // (the planner refuses such a count before it predicts, with the recipe's world: GpuAsk)
   if (s.gpus > max_gpus)
-    throw PlanError(std::to_string(s.gpus) + " GPUs: cluster '" + c.name + "' has " + std::to_string(c.nodes) +
-                    " nodes x " + std::to_string(c.gpus_per_node) + " = " + std::to_string(max_gpus) +
-                    "; plan at fewer with --gpus (e.g. --gpus 1," + std::to_string(max_gpus) +
-                    "), keeping the recipe's global batch with --fixed-batch");
+    throw PlanError(too_many_gpus(c, {s.gpus, s.world, s.global_batch, s.world != s.gpus, true}));
   Row r;
   r.gpus = s.gpus;
   r.ranks = s.gpus;

@@ -135,6 +135,10 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
     }
   };
   std::vector<int64_t> gpus = o.gpus.empty() ? std::vector<int64_t>{r.world} : o.gpus;
+  for (int64_t g : gpus)  // refused before anything is planned, naming the ways out
+    if (g > cluster.nodes * cluster.gpus_per_node)
+      throw PlanError(recipe + ": " +
+                      too_many_gpus(cluster, {g, r.world, p0.global_batch, o.fixed_batch, !o.gpus.empty()}));
   const Row one = row_at(dist_plan_at(1), buckets, o.data);
   std::vector<DistPlan> plans;
   for (int64_t g : gpus) {

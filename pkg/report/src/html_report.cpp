@@ -232,28 +232,21 @@ void comparison_report(Page& p, const std::vector<RunData>& runs) {
     if (runs[i].status != "done")
       p.body += "<div class=\"warn\"><b>" + esc(names[i]) + ": " + esc(runs[i].status) + "</b>: " +
                 esc(runs[i].message) + "</div>\n";
-  // Recipe keys whose values differ between the runs.
-  std::vector<std::string> keys;
-  std::set<std::string> seen;
-  for (const auto& r : runs)
-    for (const auto& [k, v] : r.keys)
-      if (seen.insert(k).second) keys.push_back(k);
+  // Recipe keys whose values differ between the runs (the rows `vexp compare` prints).
+  std::vector<std::optional<rundir::FlatRows>> recipes;
+  for (const auto& r : runs) recipes.push_back(r.keys.empty() ? std::nullopt : std::optional(r.keys));
+  const rundir::RunsDifferences d = rundir::differences_between(recipes);
   p.h2("Recipe keys that differ");
   std::string rows;
-  size_t n = 0;
-  for (const auto& k : keys) {
-    std::vector<std::string> vals;
-    for (const auto& r : runs) vals.push_back(key_value(r, k));
-    if (std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; })) continue;
-    ++n;
-    rows += "<tr><td><code>" + esc(k) + "</code></td>";
-    for (const auto& v : vals) rows += "<td><code>" + (v.empty() ? std::string("(absent)") : esc(v)) + "</code></td>";
+  for (const auto& row : d.rows) {
+    rows += "<tr><td><code>" + esc(row.key) + "</code></td>";
+    for (const auto& v : row.values) rows += "<td><code>" + esc(v) + "</code></td>";
     rows += "</tr>\n";
   }
-  if (n == 0) {
-    p.body += "<p>None: the resolved recipes are the same (" + std::to_string(keys.size()) + " keys).</p>\n";
+  if (d.rows.empty()) {
+    p.body += "<p>None: the resolved recipes are the same (" + std::to_string(d.keys) + " keys).</p>\n";
   } else {
-    p.body += "<p>" + std::to_string(n) + " of " + std::to_string(keys.size()) +
+    p.body += "<p>" + std::to_string(d.rows.size()) + " of " + std::to_string(d.keys) +
               " keys of the resolved recipes.</p>\n<div class=\"scroll\"><table>\n<tr><th>key</th>";
     for (const auto& nm : names) p.body += "<th>" + esc(nm) + "</th>";
     p.body += "</tr>\n" + rows + "</table></div>\n";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "vexp/base/text.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/report/html_report.hpp"
 #include "vexp/report/palette.hpp"
@@ -290,10 +291,7 @@ std::string count_text(const json& s, const char* key) {
   const double v = s[key].get<double>();
   const double a = std::fabs(v);
   if (!std::isfinite(v) || a < 1e4) return summary_text(s, key);
-  // 71,594,000 -> "71.59 M"; the exact count stays in summary.json.
-  const char* unit = a >= 1e12 ? "T" : a >= 1e9 ? "G" : a >= 1e6 ? "M" : "k";
-  const double scale = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
-  return fmt("%.4g", v / scale) + " " + unit;
+  return base::count_text(v);  // 71,594,000 -> "71.59 M"; the exact count stays in summary.json
 }
 
 std::string summary_text(const json& s, const char* key) {

@@ -88,13 +88,7 @@ RunData read_run(const fs::path& dir_in) {
   r.summary = rundir::read_summary(d.summary());
   // resolved.toml, flattened
   r.resolved = rundir::read_text(d.resolved());
-  if (!r.resolved.empty()) {
-    dsl::Diagnostics diags;
-    dsl::LoadOptions opts;
-    opts.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    auto rec = dsl::load_recipe_text(r.resolved, d.resolved().string(), opts, diags);
-    if (rec) flatten(rec->root, "", r.keys);
-  }
+  if (auto keys = resolved_keys(r.resolved, d.resolved().string())) r.keys = std::move(*keys);
   // provenance.jsonl (runs of an earlier vexp have none)
   rundir::Provenance prov = rundir::read_provenance(r.dir);
   r.provenance = std::move(prov.records);
@@ -140,6 +134,18 @@ RunData read_run(const fs::path& dir_in) {
   }
   sweep_trial_overrides(r);
   return r;
+}
+
+std::optional<rundir::FlatRows> resolved_keys(const std::string& text, const std::string& file) {
+  if (text.empty()) return std::nullopt;
+  dsl::Diagnostics diags;
+  dsl::LoadOptions literal;  // resolved.toml is written out: no ${VAR} left to interpolate
+  literal.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
+  const auto rec = dsl::load_recipe_text(text, file, literal, diags);
+  if (!rec || diags.error_count() > 0) return std::nullopt;
+  rundir::FlatRows rows;
+  flatten(rec->root, "", rows);
+  return rows;
 }
 
 std::string key_value(const RunData& r, const std::string& key) {

@@ -18,39 +18,27 @@
 #include "commands/common.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/base/text.hpp"
-#include "vexp/dsl/recipe.hpp"
+#include "vexp/report/run_data.hpp"
 #include "vexp/rundir/provenance.hpp"
 
 namespace vexp::cli {
 namespace {
 
-// Each leaf of a recipe tree as "section.key" = its TOML text.
-void flatten(const dsl::Value& v, const std::string& prefix, rundir::FlatRows& out) {
-  if (v.is_table()) {
-    for (const auto& [k, c] : v.as_table()) flatten(c, prefix.empty() ? k : prefix + "." + k, out);
-    return;
-  }
-  out.emplace_back(prefix, v.to_toml_inline());
-}
+namespace fs = std::filesystem;
 
 // The recipe keys whose values are not the same in every run's resolved.toml (what
 // was trained, after `extends` and --set), before the provenance: what a reader of
-// the table wants to know first. A run without a readable resolved.toml reads
-// "(not recorded)"; a key a recipe lacks, "(absent)" (rundir::differences_between).
+// the table wants to know first. The rows of the comparison report's "Recipe keys that
+// differ" (report::resolved_keys, rundir::differences_between), in the recipes' order:
+// a run without a readable resolved.toml reads "(not recorded)"; a key a recipe lacks,
+// "(absent)".
 void print_recipe_differences(const std::vector<std::string>& dirs, const std::vector<std::string>& labels) {
   std::vector<std::optional<rundir::FlatRows>> runs;
   for (const auto& d : dirs) {
-    const std::string text = rundir::read_text(rundir::RunDir(d).resolved());
-    dsl::Diagnostics diags;
-    dsl::LoadOptions literal;  // resolved.toml is written out: no ${VAR} left to interpolate
-    literal.env = [](const std::string& name) -> std::optional<std::string> { return "${" + name + "}"; };
-    std::optional<dsl::Recipe> r;
-    if (!text.empty()) r = dsl::load_recipe_text(text, rundir::RunDir(d).resolved().string(), literal, diags);
-    runs.emplace_back();
-    if (r && diags.error_count() == 0) flatten(r->root, "", runs.back().emplace());
+    const fs::path resolved = rundir::RunDir(d).resolved();
+    runs.push_back(report::resolved_keys(rundir::read_text(resolved), resolved.string()));
   }
-  rundir::RunsDifferences d = rundir::differences_between(runs);
-  std::sort(d.rows.begin(), d.rows.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  const rundir::RunsDifferences d = rundir::differences_between(runs);
   if (d.rows.empty()) {
     std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", d.keys);
     return;
@@ -90,7 +78,7 @@ void print_provenance_differences(const std::vector<nlohmann::json>& records, co
 }  // namespace
 
 void add_compare(CLI::App& app) {
-  auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, FLOPs, params)");
+  auto* cmd = app.add_subcommand("compare", "Print finished runs side by side (top-1, clips/s, MACs, params)");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
   auto no_provenance = std::make_shared<bool>(false);
@@ -136,7 +124,7 @@ void add_compare(CLI::App& app) {
         if (it.key().size() > 5 && it.key().compare(it.key().size() - 5, 5, "_top1") == 0) hook_top1.insert(it.key());
     std::printf("%-*s %8s %8s", width, "run", "top-1", "top-5");
     for (const auto& k : hook_top1) std::printf(" %*s", std::max(8, static_cast<int>(k.size())), k.c_str());
-    std::printf(" %10s %12s %10s %9s\n", "clips/s", "MMACs/clip", "params", "train s");
+    std::printf(" %10s %12s %10s %9s\n", "clips/s", "MACs/clip", "params", "train s");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       // null (a value that was not finite) and absent keys print as nan / 0.
@@ -148,8 +136,9 @@ void add_compare(CLI::App& app) {
       for (const auto& k : hook_top1)
         if (r.contains(k)) std::printf(" %*.4f", std::max(8, static_cast<int>(k.size())), num(k.c_str(), 0));
         else std::printf(" %*s", std::max(8, static_cast<int>(k.size())), "-");
-      std::printf(" %10.1f %12.2f %10lld %9.1f\n", num("clips_per_s", 0), num("flops_per_clip", 0) / 1e6,
-                  static_cast<long long>(std::isfinite(num("params", 0)) ? num("params", 0) : 0), num("train_s", 0));
+      // MACs and parameters as counts ("71.59 M", "176.1 k"): the exact figures are in --json.
+      std::printf(" %10.1f %12s %10s %9.1f\n", num("clips_per_s", 0), base::count_text(num("flops_per_clip", 0)).c_str(),
+                  base::count_text(std::isfinite(num("params", 0)) ? num("params", 0) : 0).c_str(), num("train_s", 0));
     }
     if (rows.size() > 1 && !*no_provenance) {
       print_recipe_differences(*dirs, labels);

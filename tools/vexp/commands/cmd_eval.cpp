@@ -175,7 +175,7 @@ ojson eval_record(const Context& c, const EvalOutput& res, const EvalFigures& f,
   j["eval_s"] = res.seconds;
   j["videos_per_s"] = res.seconds > 0 ? static_cast<double>(f.videos) / res.seconds : 0.0;
   j["logits"] = c.e.logits ? ojson(rundir::kEvalLogits) : ojson();
-  j["vexp"] = {{"version", rundir::vexp_version()}, {"commit", rundir::vexp_commit()}};
+  j["vexp"] = {{"version", rundir::vexp_version()}, {"commit", rundir::vexp_commit()}, {"tree", rundir::vexp_tree()}};
   j["class_names_from"] = named ? ojson(names_from) : ojson();
   ojson failures = ojson::array();
   for (const auto& x : res.failures)

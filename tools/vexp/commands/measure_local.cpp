@@ -331,11 +331,18 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const std::string exe = base::exe_path();
   if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
   const int cores = available_cores();
-  // A busy machine measures slow: the cluster file would plan with its leftovers.
-  if (const double load = load_average(); load > 0.5 * cores)
+  // A busy machine measures slow: the cluster file would plan with its leftovers. The
+  // load is said now and recorded in the cluster file (its comment and every `source`).
+  const double load = load_average();
+  const bool busy = load > 0.5 * cores;
+  if (busy)
     std::cerr << "vexp: warning: this machine is busy (load average " << load << " over " << cores
               << " cores): the measurements will be slower than an idle machine's; measure it idle for a "
               << "cluster file to plan with\n";
+  const std::string load_text =
+      load < 0 ? std::string("load average unknown")
+               : "load average " + fmt(load, "%.2f") + " over " + std::to_string(cores) + " core(s) at the start" +
+                     (busy ? std::string(", busy: slower than idle") : std::string());
   const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
   std::vector<int> threads = a.threads;
   if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
@@ -494,7 +501,8 @@ void run_measure_local(const MeasureLocalArgs& a) {
                                 {"videos_clip_bytes", videos_clip_bytes}});
 
   // 5. The cluster file.
-  const std::string where = "measured by vexp plan --measure-local on " + host + ", " + date + ": " + command;
+  const std::string where =
+      "measured by vexp plan --measure-local on " + host + " (" + load_text + "), " + date + ": " + command;
   std::ostringstream o;
   o << "# This machine, " << where << "\n"
     << "# Every number is a measurement of that command; the JSON files it wrote to " << meas_rel.generic_string()

@@ -31,4 +31,10 @@ std::string shell_quote(const std::string& s);
 // jobs.jsonl, lock files).
 std::string utc_now(const char* format = "%Y-%m-%dT%H:%M:%SZ");
 
+// A count (parameters, multiply-adds) for people: below 10,000 the integer ("9999"),
+// else 4 significant digits and k / M / G / T ("71.59 M", "4.134 G", "12.5 k"); "nan" or
+// "inf" when not finite. Every report and table of vexp writes MACs and parameter counts
+// with it (the exact number stays in summary.json and --json).
+std::string count_text(double v);
+
 }  // namespace vexp::base

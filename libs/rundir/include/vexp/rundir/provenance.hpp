@@ -48,6 +48,7 @@ struct Invocation {
   std::string start, end;    // ISO 8601 UTC; end "" while it runs (or when it died without a word)
   std::string outcome;       // "" while it runs; finished | stopped | interrupted | diverged | failed
   std::string vexp_version, vexp_commit, build_tag;
+  std::string vexp_tree;  // vexp_tree(): the source tree at build time, clean | dirty | unknown
   std::vector<std::string> argv;
   std::string cwd;
   std::string recipe;                     // the root recipe, absolute
@@ -129,10 +130,12 @@ std::vector<std::string> run_labels(const std::vector<std::string>& names, const
 
 // ---- what a process knows of itself (torch-free) --------------------------------
 
-// vexp's version and the git commit it was built from ("unknown" outside git),
-// fixed when CMake configured the build.
+// vexp's version, the git commit it was built from and whether the source tree was
+// clean then: "clean" (no tracked file changed against that commit), "dirty", or
+// "unknown" (outside git, or no git); fixed by every build (libs/rundir/source_state.cmake).
 const char* vexp_version();
 const char* vexp_commit();
+const char* vexp_tree();
 
 std::string host_name();
 // The job-id variables of the batch systems that are set: SLURM_JOB_ID,
@@ -142,9 +145,12 @@ std::map<std::string, std::string> job_ids(const EnvLookup& env);
 // The environment variables that change what a run does or how fast, from `environ`
 // (NAME=VALUE lines): VEXP_*, OMP_*, GOMP_*, KMP_*, MKL_*, OPENBLAS_*, CUDA_* (with
 // CUDA_VISIBLE_DEVICES), CUBLAS_*, CUDNN_*, NCCL_*, TORCH_*, PYTORCH_*, MALLOC_*,
-// GLIBC_TUNABLES, LD_PRELOAD and LD_LIBRARY_PATH. A name that looks secret (holding
-// TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATE, API_KEY, APIKEY, ACCESS_KEY or
-// AUTH) is recorded without its value: "(set; not recorded: the name looks secret)".
+// GLIBC_TUNABLES, LD_PRELOAD, LD_LIBRARY_PATH, and SLURM_* but those that name the job's
+// instance rather than its shape (a name ending in ID or IDS, _PORT, _IPADDR, _HOST or
+// _TIME, and SLURM_RESTART_COUNT: ids, pids, ports, addresses, times; job_ids() keeps the
+// job's ids). A name that looks secret (holding TOKEN, SECRET, PASSWORD, PASSWD,
+// CREDENTIAL, PRIVATE, KEY or AUTH, in any case) is recorded without its value:
+// "(set; not recorded: the name looks secret)".
 std::map<std::string, std::string> run_environment(const std::vector<std::string>& environ_lines);
 // This process's environ as NAME=VALUE lines.
 std::vector<std::string> environ_lines();

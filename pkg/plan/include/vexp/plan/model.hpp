@@ -72,6 +72,22 @@ int64_t busy_ranks_for(const Cluster& c, int64_t gpus);
 // reduce-scatter / inter-node ring / all-gather, as NCCL picks per message size.
 double allreduce_ms(const Cluster& c, int64_t ranks, double bytes, std::string* algo = nullptr);
 
+// More GPUs asked of a cluster than it has: `gpus` (from --gpus, else the recipe's
+// dist.world_size), the recipe's world and global batch, whether --fixed-batch was given.
+struct GpuAsk {
+  int64_t gpus = 1;
+  int64_t world = 1;
+  int64_t global_batch = 1;
+  bool fixed_batch = false;
+  bool gpus_given = true;
+};
+// The sentence that refuses it and names the ways out, with counts that fit:
+// "1536 GPUs (the recipe's dist.world_size; no --gpus given): cluster 'c' has 4 nodes x 2
+// = 8; give --gpus N,... up to 8 (e.g. --gpus 1,2,4,8), or --fixed-batch --gpus 8 to
+// emulate the recipe's world of 1536 GPUs (its global batch of 12288) on fewer"; with
+// --fixed-batch, the counts up to the cluster's that divide the recipe's world.
+std::string too_many_gpus(const Cluster& c, const GpuAsk& ask);
+
 // The geometry of one planned step (from the dry-run planner's DistPlan).
 struct StepShape {
   int64_t gpus = 1;           // ranks launched (GPUs used)

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vexp/rundir/files.hpp"
+#include "vexp/rundir/provenance.hpp"
 
 namespace vexp::report {
 
@@ -54,5 +55,12 @@ inline bool is_run_dir(const std::filesystem::path& dir) { return rundir::RunDir
 
 // The value of a flattened recipe key ("" when the run does not have it).
 std::string key_value(const RunData& r, const std::string& key);
+
+// resolved.toml's text (`file` names it in diagnostics) flattened to "key" = its TOML
+// text: "optim.lr" = "0.1", "model.node.features.depth" = "50" (an array of tables by
+// its entries' `id`, else their index); nullopt when the text is empty or does not load.
+// RunData::keys, and the rows whose differences (rundir::differences_between) the
+// comparison report and `vexp compare` list as the recipe keys that differ.
+std::optional<rundir::FlatRows> resolved_keys(const std::string& text, const std::string& file);
 
 }  // namespace vexp::report
