@@ -35,7 +35,7 @@ std::string size_problem(const std::string& path, std::uint64_t size, std::uint6
 
 struct Inputs {
   std::mutex mu;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> by_inode;  // the first name it was read as
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> by_inode;  // the last name read (a deleted file's inode is reused)
 };
 
 Inputs& inputs() {
@@ -48,7 +48,7 @@ Inputs& inputs() {
 void note_input(const std::string& path, std::uint64_t dev, std::uint64_t ino) {
   Inputs& in = inputs();
   std::lock_guard<std::mutex> l(in.mu);
-  in.by_inode.emplace(std::make_pair(dev, ino), path);
+  in.by_inode.insert_or_assign(std::make_pair(dev, ino), path);
 }
 
 void note_input(const std::string& path) {
@@ -62,7 +62,12 @@ std::string read_as_input(const std::string& path) {
   Inputs& in = inputs();
   std::lock_guard<std::mutex> l(in.mu);
   auto it = in.by_inode.find({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)});
-  return it == in.by_inode.end() ? "" : it->second;
+  if (it == in.by_inode.end()) return "";
+  // The file read may since have been deleted and its inode given to a new file: the
+  // name it was read as must still lead to this inode.
+  struct stat was {};
+  if (::stat(it->second.c_str(), &was) != 0 || was.st_dev != st.st_dev || was.st_ino != st.st_ino) return "";
+  return it->second;
 }
 
 int open_append_fd(const char* path, bool inherit) noexcept {

@@ -60,8 +60,9 @@ void note_input(const std::string& path, std::uint64_t dev, std::uint64_t ino);
 // Notes `path` by stat (nothing when it does not exist).
 void note_input(const std::string& path);
 // The name under which this process read the file `path` names (the same device
-// and inode, so hard and symbolic links are seen through), or "" when it read no
-// such file or `path` does not exist.
+// and inode, so hard and symbolic links are seen through; the last such name), or ""
+// when it read no such file, `path` does not exist, or the name it was read as no
+// longer leads to that inode (the file read was deleted and its inode reused).
 std::string read_as_input(const std::string& path);
 
 // ---- appending --------------------------------------------------------------
