@@ -759,6 +759,12 @@ quickstart_check)
   expect_out "45 trials, every recipe valid"
   expect_out "trial 001  global_batch 256    lr 0.02 "
   expect_out "trial 045  global_batch 12288  lr 3.84 "
+  # The batch-size study in miniature (docs/batch-size.md): 8 to 256 clips (32x), lr linear.
+  expect_rc 0 -- "$vexp" sweep "$src/recipes/sweeps/batch_size_motion.toml" --dry-run
+  expect_out "12 trials, every recipe valid"
+  expect_out "target: top1 >= 0.85"
+  expect_out "trial 001  global_batch 8      lr 0.025 "
+  expect_out "trial 012  global_batch 256    lr 0.8 "
   ;;
 *) fail "unknown test" ;;
 esac
