@@ -82,10 +82,13 @@ std::string grouped(double v) {
   return out;
 }
 
+// A noise scale in clips: "41.18", "1,229" or "12,288" (never "1.229e+04").
+std::string clips_text(double v) { return v < 1000 ? fmt("%.4g", v) : grouped(v); }
+
 // The time-to-accuracy block under the plan's table (--noise-from; goodput.hpp).
 std::string target_table(const TargetPlan& t, bool fixed_batch) {
   std::ostringstream out;
-  out << "\ntime to accuracy: B_noise " << fmt("%.4g", t.b_noise) << " clips (" << shown(t.noise_from)
+  out << "\ntime to accuracy: B_noise " << clips_text(t.b_noise) << " clips (" << shown(t.noise_from)
       << "); reference: the recipe's global batch " << grouped(static_cast<double>(t.ref_batch)) << " trained "
       << fmt("%g", t.budget_epochs) << " epochs (" << grouped(t.ref_clips) << " clips)\n";
   out << "  GPUs  global    stat.      steps to      clips to   epochs      time to     GPU-h     goodput  note\n"
@@ -100,7 +103,7 @@ std::string target_table(const TargetPlan& t, bool fixed_batch) {
         << pad(grouped(x.steps), 14) << pad(grouped(x.clips), 14) << num(x.epochs, 9) << pad(duration(x.time_s), 13)
         << pad(x.gpu_hours < 100 ? fmt("%.3g", x.gpu_hours) : grouped(x.gpu_hours), 10) << num(x.goodput, 12) << note << "\n";
   }
-  out << "  critical batch: B_noise = " << fmt("%.4g", t.b_noise)
+  out << "  critical batch: B_noise = " << clips_text(t.b_noise)
       << " clips (steps to a target fall as 1 + B_noise/B, clips grow as 1 + B/B_noise); nearest planned: "
       << t.critical_gpus << " GPUs\n";
   for (const TargetRow& x : t.rows)
@@ -332,7 +335,7 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
        << "$split" << i << " using 1:2 with filledcurves x1 lc rgb '#2ca02c' title 'compute'\n";
     if (r.target)
       gp << "set title " << report::gp_string(name + ": time to the recipe's progress (B_noise " +
-                                              fmt("%.4g", r.target->b_noise) + " clips)")
+                                              clips_text(r.target->b_noise) + " clips)")
          << "\nset ylabel 'hours'\nset logscale y\nset autoscale y\n"
          << "plot $time" << i << " using 1:3 with linespoints pt 7 lw 2 lc rgb '#9467bd' title 'with the noise scale', "
          << "$time" << i << " using 1:2 with linespoints pt 6 lw 1 dt 2 lc rgb '#7f7f7f' title 'run.epochs at each batch'\n"
