@@ -235,6 +235,12 @@ submit_requeue)
     "requeueing (1 of 3)" "start 2 on" "holds a run: continuing it" "the run is complete"; do
     grep -qF -- "$want" <<<"$out" || { show_job "$tmp/job"; fail "the job's output lacks: $want"; }
   done
+  # srun's "task N: Exited with exit code 130" lines of the clean stop come after the
+  # log's word that they are expected (#36).
+  note_at=$(grep -n -F "srun's 'task N: Exited with exit code 130' lines below are expected" <<<"$out" | head -n 1 | cut -d: -f1)
+  [ -n "$note_at" ] || { show_job "$tmp/job"; fail "the job's output does not say that exit code 130 is expected"; }
+  first_130=$(grep -n "Exited with exit code 130" <<<"$out" | grep -v "lines below are expected" | head -n 1 | cut -d: -f1)
+  [ -z "$first_130" ] || [ "$first_130" -gt "$note_at" ] || { show_job "$tmp/job"; fail "srun's exit code 130 line comes before the note"; }
   expect_rc 0 -- "$vexp" status "$tmp/job"
   expect_out "the run is complete (summary.json)"
   expect_out "job $job: 2 start(s), 1 requeue(s) of at most 3, nodes n[1-2]"
