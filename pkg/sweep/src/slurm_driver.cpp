@@ -119,7 +119,19 @@ struct Active {
   bool pruned = false;
   std::string prune_message;
   int64_t checked_epoch = 0;
+  bool waited_for_record = false;  // a cancelled job whose record had no end yet: judged at the next poll
 };
+
+// Whether the job's own record (its folder's jobs.jsonl) says it ended: its batch
+// script's end, or vexp cancel's record.
+bool record_says_ended(const Active& a) {
+  try {
+    for (const auto& j : slurm::read_jobs(a.dir).jobs)
+      if (j.job == a.job) return slurm::record_ended(j);
+  } catch (const std::exception&) {
+  }
+  return false;
+}
 
 // How an ended job's trial came out: from its run folder (summary.json, the job's
 // own jobs.jsonl) and what Slurm last said.
@@ -432,6 +444,12 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
       }
       const slurm::QueueEntry& e = it->second;
       if (slurm::is_final(e.state)) {
+        // Slurm says CANCELLED the moment scancel returns, before the batch script (its
+        // SIGTERM end) or vexp cancel has written why: such a job is judged one poll later.
+        if (e.state == "CANCELLED" && !a.waited_for_record && !record_says_ended(a)) {
+          a.waited_for_record = true;
+          continue;
+        }
         finish(a, e.state);
         ended.push_back(id);
         continue;
