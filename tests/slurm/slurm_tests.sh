@@ -235,6 +235,12 @@ submit_requeue)
     "requeueing (1 of 3)" "start 2 on" "holds a run: continuing it" "the run is complete"; do
     grep -qF -- "$want" <<<"$out" || { show_job "$tmp/job"; fail "the job's output lacks: $want"; }
   done
+  # srun's "task N: Exited with exit code 130" lines of the clean stop come after the
+  # log's word that they are expected (#36).
+  note_at=$(grep -n -F "srun's 'task N: Exited with exit code 130' lines below are expected" <<<"$out" | head -n 1 | cut -d: -f1)
+  [ -n "$note_at" ] || { show_job "$tmp/job"; fail "the job's output does not say that exit code 130 is expected"; }
+  first_130=$(grep -n "Exited with exit code 130" <<<"$out" | grep -v "lines below are expected" | head -n 1 | cut -d: -f1)
+  [ -z "$first_130" ] || [ "$first_130" -gt "$note_at" ] || { show_job "$tmp/job"; fail "srun's exit code 130 line comes before the note"; }
   expect_rc 0 -- "$vexp" status "$tmp/job"
   expect_out "the run is complete (summary.json)"
   expect_out "job $job: 2 start(s), 1 requeue(s) of at most 3, nodes n[1-2]"
@@ -435,6 +441,63 @@ print(' '.join(r[0] for r in db.execute('SELECT status FROM trials ORDER BY id')
   expect_out "sbatch is not on PATH"
   [ ! -e "$tmp/b/sweep.db" ] || fail "a refused cluster sweep wrote $tmp/b/sweep.db"
   [ "$(squeue -h | wc -l)" = 0 ] || fail "a refused sweep queued a job"
+  no_crash
+  ;;
+cancel)
+  # vexp cancel and vexp status against the real Slurm (#36): a submitted run's running
+  # job is cancelled, its record says "cancelled by vexp cancel" and the batch script's
+  # own end follows (the run stopped with a checkpoint); a cluster sweep's trials are
+  # listed by vexp status, cancelled while the driver runs, and the driver records them
+  # cancelled, submits the third trial never, and exits 0.
+  E=(--set run.epochs=${SUBMIT_CANCEL_EPOCHS:-40})
+  start_cluster
+  expect_rc 0 -- env VEXP_TEST_FAULT="slow_step@ms=300" "$vexp" submit "$R" "${TWO[@]}" "${E[@]}" --cluster "$C" --time 5 --out "$tmp/job"
+  job=$(job_id_of "$tmp/job")
+  has_checkpoint() { compgen -G "$tmp/job/checkpoints/epoch_*.pt" >/dev/null; }
+  wait_until 90 "$tmp/job" "job $job's first checkpoint" has_checkpoint
+  expect_rc 0 -- "$vexp" cancel "$tmp/job"
+  expect_out "cancelled Slurm job $job (RUNNING) of $tmp/job"
+  wait_until 60 "$tmp/job" "job $job's end after vexp cancel" job_event "$tmp/job" end cancelled
+  grep -q "\"event\":\"cancel\",\"job\":\"$job\"" "$tmp/job/jobs.jsonl" || { show_job "$tmp/job"; fail "no cancel record"; }
+  expect_rc 0 -- "$vexp" status "$tmp/job"
+  expect_out "last: cancelled by vexp cancel ("
+  expect_rc 0 -- "$vexp" cancel "$tmp/job"
+  expect_out "nothing to cancel in $tmp/job: job $job ended"
+  # A cluster sweep: three slow trials, two at a time on the two nodes.
+  cat >"$tmp/c.toml" <<TOML
+[sweep]
+name = "cc"
+base = "$R"
+[sweep.set]
+"run.epochs" = 40
+[[sweep.axis]]
+key = "optim.lr"
+grid = [0.01, 0.02, 0.03]
+TOML
+  VEXP_TEST_FAULT="slow_step@ms=300" "$vexp" sweep "$tmp/c.toml" --out "$tmp/s" --cluster "$C" --max-running 2 --poll 1 \
+    --no-report >"$tmp/drv.log" 2>&1 &
+  bgpid=$!
+  two_running() { [ "$(grep -c ' running: job ' "$tmp/drv.log")" -ge 2 ]; }
+  wait_until 90 "$tmp/s" "two trials running" two_running
+  expect_rc 0 -- "$vexp" status "$tmp/s"
+  expect_out "cluster sweep 'cc' (3 trials"
+  [ "$(grep -cE '^00[12] +[0-9]+ +RUNNING on n[12] ' "$tmp/out")" -eq 2 ] || { cat "$tmp/out"; fail "vexp status: not two running trials"; }
+  expect_out "pending (not submitted yet)"
+  expect_out "3 trials: 2 running, 1 pending; 2 job(s) queued or running"
+  expect_rc 0 -- "$vexp" cancel "$tmp/s"
+  expect_out "cancelled 2 Slurm job(s) of the sweep $tmp/s: trial 001 (job "
+  expect_out "1 trial(s) not submitted yet are cancelled too: 003"
+  t0=$SECONDS
+  wait $bgpid; rc=$?; bgpid=""
+  cat "$tmp/drv.log"
+  echo "the driver ended $((SECONDS - t0)) s after vexp cancel"
+  [ "$rc" -eq 0 ] || fail "the driver exited $rc after vexp cancel, expected 0"
+  grep -q "trial 001 cancelled (job " "$tmp/drv.log" || fail "the driver did not record trial 001 cancelled"
+  grep -q "trial 002 cancelled (job " "$tmp/drv.log" || fail "the driver did not record trial 002 cancelled"
+  expect_rc 0 -- "$vexp" status "$tmp/s"
+  expect_out "3 trials: 3 cancelled; 0 job(s) queued or running"
+  [ -z "$(squeue -h 2>/dev/null)" ] || fail "jobs left in the queue: $(squeue)"
+  [ ! -e "$tmp/s/trials/003/job.sbatch" ] || fail "trial 003 was submitted after vexp cancel"
   no_crash
   ;;
 *) fail "unknown test $name" ;;

@@ -22,9 +22,10 @@ std::string one_line(const std::string& message) { return vexp::base::printable(
 
 }  // namespace
 namespace vexp::cli {
-// cmd_submit.cpp: `vexp submit` and `vexp status` (declared here rather than in
-// common.hpp, which every command includes).
+// cmd_submit.cpp: `vexp submit` (and `vexp job-record`); cmd_jobs.cpp: `vexp status`
+// and `vexp cancel` (declared here rather than in common.hpp, which every command includes).
 void add_submit(CLI::App& app);
+void add_jobs(CLI::App& app);
 }  // namespace vexp::cli
 
 int main(int argc, char** argv) {
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   add_trust(app);
   add_plan(app);
   add_submit(app);
+  add_jobs(app);
   // CLI11 would print the main help for `vexp submitt --help` and exit 0, so a
   // typo in a script's command would pass: the first word must be a command.
   if (argc > 1 && argv[1][0] != '-') {

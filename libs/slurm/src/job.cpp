@@ -95,12 +95,20 @@ std::string batch_script(const JobSpec& j) {
        "    say \"could not record the $1 ($2) event in jobs.jsonl (the line above says why); the job goes on\"\n"
        "}\n"
        "say() { echo \"vexp job $job [$(date -u +%H:%M:%S)]: $*\"; }\n\n";
+  const bool srun = !j.launcher.empty() && fs::path(j.launcher[0]).filename() == "srun";
+  // Every rank ends a clean stop with exit code 130, which the launcher reports as a
+  // task's failure ("srun: error: n1: task 0: Exited with exit code 130"): the log
+  // says first that those lines are expected.
   o << "# USR1: the time limit is near. TERM: scancel, or the limit itself (Slurm signals\n"
        "# the step's tasks too). The first one counts.\n"
        "signalled=\n"
        "step=\n"
+       "stop_note() { say \"every rank stops after the same step with a checkpoint and exit code 130 (the job "
+       "then requeues, at most $max_requeues times): "
+    << (srun ? "srun's 'task N: Exited with exit code 130' lines" : "the launcher's lines about exit code 130")
+    << " below are expected, not failures\"; }\n"
        "trap 'signalled=${signalled:-USR1}; say \"SIGUSR1: the time limit is near; asking every rank to stop\"; "
-       "[ -z \"$step\" ] || kill -USR1 \"$step\" 2>/dev/null' USR1\n"
+       "[ -z \"$step\" ] || kill -USR1 \"$step\" 2>/dev/null; stop_note' USR1\n"
        "trap 'signalled=${signalled:-TERM}; say \"SIGTERM\"' TERM\n\n";
   if (!j.setup.empty()) {
     o << "# [scheduler] setup of " << base::printable(j.cluster_file) << "\n";
@@ -115,7 +123,6 @@ std::string batch_script(const JobSpec& j) {
   // job may be granted fewer (or more) nodes: ask for one task per GPU of the nodes
   // it has now. vexp run then trains the recipe's world on those ranks, emulating
   // the missing GPUs exactly, or refuses in one line when they do not divide it.
-  const bool srun = !j.launcher.empty() && fs::path(j.launcher[0]).filename() == "srun";
   if (srun) {
     o << "tasks_per_node=" << j.tasks_per_node << "\n"
       << "nodes_now=$(printf %s \"${SLURM_JOB_NUM_NODES:-" << j.nodes << "}\" | tr -cd 0-9)\n"
@@ -231,7 +238,7 @@ JobRecord read_jobs(const std::string& run_dir) {
     auto num = [&](const char* k, int64_t def) {
       return e.contains(k) && e[k].is_number_integer() ? e[k].get<int64_t>() : def;
     };
-    if (ev != "submitted" && ev != "start" && ev != "end") {
+    if (ev != "submitted" && ev != "start" && ev != "end" && ev != "cancel") {
       ++r.bad_lines;
       continue;
     }
@@ -245,6 +252,13 @@ JobRecord read_jobs(const std::string& run_dir) {
       ++j.starts;
       j.nodes = str("nodes");
       j.state = "running";
+    } else if (ev == "cancel") {
+      // vexp cancel: the job had not ended when scancel was asked (a job that ended
+      // just before keeps its end).
+      if (!record_ended(j)) {
+        j.state = "cancelled";
+        j.cancelled = str("time").empty() ? "?" : str("time");
+      }
     } else {
       j.state = str("state").empty() ? "ended" : str("state");
       j.exit_code = num("exit", -1);
@@ -264,9 +278,59 @@ std::string state_text(const JobHistory& j) {
     return "stopped at the time limit with a checkpoint, not requeued: the cluster's limit of " +
            (j.max_requeues >= 0 ? std::to_string(j.max_requeues) : std::string("?")) + " requeue(s) was reached";
   if (s == "requeue_failed") return "stopped at the time limit with a checkpoint; scontrol requeue failed";
+  if (s == "cancelled" && !j.cancelled.empty())
+    return "cancelled by vexp cancel (" + base::printable(j.cancelled, 40) +
+           "); continue with vexp run --resume auto or sbatch";
   if (s == "cancelled") return "cancelled (scancel or the time limit); continue with vexp run --resume auto or sbatch";
   if (s == "failed") return "vexp run failed (exit " + std::to_string(j.exit_code) + ")";
   return base::printable(s, 40);
+}
+
+bool record_ended(const JobHistory& j) {
+  const std::string& s = j.state;
+  return !(s == "submitted" || s == "running" || s == "requeued");
+}
+
+std::string cancel_event_line(const std::string& job) {
+  nlohmann::ordered_json j{{"event", "cancel"}, {"job", job},           {"state", "cancelled"},
+                           {"by", "vexp cancel"}, {"time", base::utc_now()}};
+  return j.dump();
+}
+
+RunCancel cancel_run(const std::string& run_dir) {
+  const JobRecord rec = read_jobs(run_dir);
+  if (rec.jobs.empty())
+    throw Refused("'" + base::printable(run_dir) + "' has no recorded Slurm job (" +
+                  base::printable(jobs_file(run_dir)) + " is missing or empty): nothing to cancel");
+  RunCancel out;
+  std::vector<std::string> maybe;
+  for (const auto& j : rec.jobs) {
+    if (j.job.empty() || j.job.find_first_not_of("0123456789") != std::string::npos) continue;  // never sent to scancel
+    if (record_ended(j)) out.ended.emplace_back(j.job, "its record says: " + state_text(j));
+    else maybe.push_back(j.job);
+  }
+  if (!maybe.empty()) {
+    const std::map<std::string, QueueEntry> q = query(maybe);  // one squeue call
+    std::vector<std::string> live;
+    for (const auto& job : maybe) {
+      auto it = q.find(job);
+      if (it == q.end()) out.ended.emplace_back(job, "Slurm no longer knows it (it ended)");
+      else if (is_final(it->second.state)) out.ended.emplace_back(job, "Slurm: " + base::printable(it->second.state, 40));
+      else {
+        live.push_back(job);
+        out.cancelled.emplace_back(job, it->second.state);
+      }
+    }
+    cancel(live);  // one scancel call
+    for (const auto& job : live) {
+      try {
+        append_event(run_dir, cancel_event_line(job));
+      } catch (const base::Error& e) {
+        out.record_problem = e.what();
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace vexp::slurm

@@ -98,4 +98,25 @@ std::vector<SettingProblem> settings_problems(const Settings& s, const std::stri
   return out;
 }
 
+const ChoiceField kChoiceFields[3] = {{"time", &Choices::time, &Settings::time},
+                                      {"partition", &Choices::partition, &Settings::partition},
+                                      {"account", &Choices::account, &Settings::account}};
+
+std::string apply_choices(Settings& s, const Choices& c, const std::string& lead_of) {
+  for (const auto& f : kChoiceFields)
+    if (!(c.*f.choice).empty()) s.*f.setting = c.*f.choice;
+  for (const auto& p : settings_problems(s, lead_of))
+    for (const auto& f : kChoiceFields)
+      if (p.key == f.key && !(c.*f.choice).empty())
+        return "--" + p.key + " '" + base::printable(c.*f.choice, 60) + "' " + p.why;
+  return "";
+}
+
+std::string choices_words(const Choices& c) {
+  std::string out;
+  for (const auto& f : kChoiceFields)
+    if (!(c.*f.choice).empty()) out += (out.empty() ? "--" : " --") + std::string(f.key) + " " + base::shell_quote(c.*f.choice);
+  return out;
+}
+
 }  // namespace vexp::slurm

@@ -98,3 +98,32 @@ TEST(SlurmSettings, TheLeadIsCheckedWhateverSetTheTime) {
   s.signal_lead_s = 30;
   EXPECT_EQ(problems(s), "");
 }
+
+// --time, --partition and --account (#36): vexp submit and vexp sweep --cluster put them
+// into the cluster's settings through one function, checked as the cluster file's are.
+TEST(SlurmSettings, CommandLineChoicesAreCheckedAsTheClusterFilesValues) {
+  Settings s;
+  s.signal_lead_s = 45;
+  s.time = "10";
+  s.partition = "debug";
+  EXPECT_EQ(apply_choices(s, {}, "c.toml"), "");
+  EXPECT_EQ(s.time, "10");  // nothing given: the cluster file's
+  EXPECT_EQ(apply_choices(s, {"0:30", "", ""}, "c.toml"),
+            "--time '0:30' is 30 s, not longer than c.toml's signal_lead_s = 45 (the run is told to stop that long "
+            "before the limit)");
+  EXPECT_EQ(apply_choices(s, {"soon", "", ""}), "--time 'soon' is not a Slurm time limit (MINUTES, MINUTES:SECONDS, "
+                                                "HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+  EXPECT_EQ(apply_choices(s, {"", "gpu;reboot", ""}),
+            "--partition 'gpu;reboot' holds ';' (a name has only letters, digits and ._-)");
+  EXPECT_EQ(apply_choices(s, {"", "", "a b"}), "--account 'a b' holds ' ' (a name has only letters, digits and ._-)");
+  Settings ok;
+  ok.signal_lead_s = 45;
+  EXPECT_EQ(apply_choices(ok, {"5", "gpu", "proj.1"}), "");
+  EXPECT_EQ(ok.time, "5");
+  EXPECT_EQ(ok.partition, "gpu");
+  EXPECT_EQ(ok.account, "proj.1");
+  EXPECT_EQ(choices_words({"5", "gpu", "it's"}), "--time 5 --partition gpu --account 'it'\\''s'");
+  EXPECT_EQ(choices_words({}), "");
+  EXPECT_TRUE(Choices{}.empty());
+  EXPECT_FALSE((Choices{"", "", "a"}.empty()));
+}

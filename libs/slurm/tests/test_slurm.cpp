@@ -171,3 +171,70 @@ TEST(SlurmJobRecord, EventLinesAreBuiltFromSlurmsVariablesOnly) {
   ::unsetenv("SLURM_RESTART_COUNT");
   ::unsetenv("SLURM_JOB_NODELIST");
 }
+
+// vexp cancel (#36): its record makes the job "cancelled" and says who did it; a job
+// that had already ended keeps its end; the batch script's own end record may follow.
+TEST(SlurmRecord, ACancelByVexpCancelIsRecorded) {
+  vexp::base::TempDir t("vexp_slurm_test");
+  const std::string d = t.path().string();
+  append_event(d, R"({"event":"submitted","job":"7","time":"t0","max_requeues":3})");
+  append_event(d, R"({"event":"start","job":"7","nodes":"n1","time":"t1"})");
+  JobRecord r = read_jobs(d);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_FALSE(record_ended(r.jobs[0]));
+  const std::string line = cancel_event_line("7");
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["event"], "cancel");
+  EXPECT_EQ(j["job"], "7");
+  EXPECT_EQ(j["by"], "vexp cancel");
+  append_event(d, line);
+  r = read_jobs(d);
+  EXPECT_EQ(r.bad_lines, 0);
+  EXPECT_EQ(r.jobs[0].state, "cancelled");
+  EXPECT_FALSE(r.jobs[0].cancelled.empty());
+  EXPECT_TRUE(record_ended(r.jobs[0]));
+  EXPECT_EQ(state_text(r.jobs[0]).rfind("cancelled by vexp cancel (", 0), 0u) << state_text(r.jobs[0]);
+  // The script's end after the SIGTERM: still the cancel of vexp cancel.
+  append_event(d, R"({"event":"end","job":"7","state":"cancelled","exit":130,"time":"t3"})");
+  r = read_jobs(d);
+  EXPECT_EQ(r.jobs[0].state, "cancelled");
+  EXPECT_EQ(r.jobs[0].exit_code, 130);
+  EXPECT_NE(state_text(r.jobs[0]).find("by vexp cancel"), std::string::npos);
+  // A job that completed just before: its end stands.
+  append_event(d, R"({"event":"submitted","job":"8","time":"t4"})");
+  append_event(d, R"({"event":"end","job":"8","state":"completed","exit":0,"time":"t5"})");
+  append_event(d, cancel_event_line("8"));
+  r = read_jobs(d);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_EQ(r.jobs[1].state, "completed");
+  EXPECT_TRUE(r.jobs[1].cancelled.empty());
+  // A plain scancel (the script's SIGTERM) is no vexp cancel.
+  append_event(d, R"({"event":"submitted","job":"9","time":"t6"})");
+  append_event(d, R"({"event":"end","job":"9","state":"cancelled","exit":130,"time":"t7"})");
+  r = read_jobs(d);
+  EXPECT_EQ(state_text(r.jobs[2]).rfind("cancelled (scancel", 0), 0u);
+  // "requeued" is pending again: not ended.
+  JobHistory h;
+  h.state = "requeued";
+  EXPECT_FALSE(record_ended(h));
+}
+
+// srun reports a rank's clean stop (exit code 130) as "task N: Exited with exit code
+// 130" (#36): the USR1 trap says first that those lines are expected.
+TEST(SlurmScript, TheStopSaysThatExitCode130IsExpected) {
+  JobSpec j;
+  j.run_dir = "/runs/a";
+  j.job_name = "a";
+  j.vexp_argv = {"/bin/vexp", "run", "/r.toml", "--out", "/runs/a", "--resume", "auto"};
+  j.launcher = {"/usr/bin/srun", "--mpi=pmix"};
+  std::string s = batch_script(j);
+  EXPECT_NE(s.find("srun's 'task N: Exited with exit code 130' lines below are expected, not failures"),
+            std::string::npos)
+      << s;
+  const size_t trap = s.find("trap 'signalled=${signalled:-USR1};");
+  ASSERT_NE(trap, std::string::npos);
+  EXPECT_NE(s.substr(trap, s.find('\n', trap) - trap).find("; stop_note' USR1"), std::string::npos) << s;
+  j.launcher = {"mpirun"};
+  s = batch_script(j);
+  EXPECT_NE(s.find("the launcher's lines about exit code 130 below are expected"), std::string::npos) << s;
+}

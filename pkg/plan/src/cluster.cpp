@@ -158,6 +158,18 @@ void load_scheduler(const Value& root, Cluster& c, Diagnostics& d) {
   }
   s.gpus_per_node = q.i64("gpus_per_node");
   s.cpus_per_node = q.i64("cpus_per_node");
+  // Two keys of one name and two meanings: [cluster] gpus_per_node is the ranks (tasks)
+  // vexp starts per node, one per GPU; [scheduler] gpus_per_node the GPUs each node asks
+  // Slurm for. Where both are given they must agree.
+  if (s.gpus_per_node > 0 && c.gpus_per_node > 0 && s.gpus_per_node != c.gpus_per_node) {
+    const std::string n = std::to_string(s.gpus_per_node), r = std::to_string(c.gpus_per_node);
+    bad("gpus_per_node",
+        "is " + n + ", and [cluster] gpus_per_node is " + r + ": the two differ in meaning ([cluster] gpus_per_node " +
+            "is the ranks vexp starts on each node, one per GPU; [scheduler] gpus_per_node the GPUs each node asks " +
+            "Slurm for, sbatch --gpus-per-node), so the job would start " + r + " rank(s) per node on " + n +
+            " GPU(s)" + (s.gpus_per_node < c.gpus_per_node ? " (ranks sharing a GPU)" : " (GPUs left idle)") +
+            ": give both the GPUs a node has (or [scheduler] gpus_per_node = 0 for CPU ranks)");
+  }
   if (s.cpus_per_node > 0 && c.gpus_per_node > 0 && s.cpus_per_node < c.gpus_per_node)
     bad("cpus_per_node", "is " + std::to_string(s.cpus_per_node) + ", fewer than the " +
                              std::to_string(c.gpus_per_node) + " tasks per node ([cluster] gpus_per_node)");
@@ -359,7 +371,9 @@ void load_link(const Value* t, const Schema& schema, const std::string& where, C
   if (ct.params.has("rails")) l.rails = ct.params.i64("rails");
 }
 
-std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Diagnostics& d) {
+std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Diagnostics& d, ClusterUse use) {
+  // A table vexp plan needs: an error when read for planning, else noted (plan_missing).
+  const bool plan = use == ClusterUse::plan;
   const ClusterSchemas& S = schemas();
   const Value& root = rec.root;
   const Loc file_loc{file, 1, 1};
@@ -404,7 +418,8 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
       }
     }
   } else if (!root.find("gpu")) {
-    d.error(file_loc, "a cluster file needs a [gpu] table (name, [[gpu.profile]] and/or [gpu.derive])");
+    if (plan) d.error(file_loc, "a cluster file needs a [gpu] table (name, [[gpu.profile]] and/or [gpu.derive])");
+    else c.plan_missing.push_back("[gpu]");
   }
 
   const Value* links = table_of(root, "links");
@@ -414,10 +429,12 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
   load_link(intra, S.intra, "[links.intra]", c.intra, d);
   load_link(inter, S.inter, "[links.inter]", c.inter, d);
   const Loc links_loc = links ? links->loc() : cl->loc();
-  if (top.ok && c.gpus_per_node > 1 && !(links && links->find("intra")))
+  const bool no_intra = top.ok && c.gpus_per_node > 1 && !(links && links->find("intra"));
+  const bool no_inter = top.ok && c.nodes > 1 && !(links && links->find("inter"));
+  if (no_intra && plan)
     d.error(links_loc, "[cluster] has " + std::to_string(c.gpus_per_node) +
                            " GPUs per node: the cluster file needs [links.intra] (bandwidth_GBps, latency_us, source)");
-  if (top.ok && c.nodes > 1 && !(links && links->find("inter")))
+  if (no_inter && plan)
     d.error(links_loc, "[cluster] has " + std::to_string(c.nodes) +
                            " nodes: the cluster file needs [links.inter] (bandwidth_GBps, rails, latency_us, source)");
 
@@ -452,8 +469,11 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
       d.error(cpu->loc(), "[cpu] needs a decode rate: frames_clips_per_s_per_core, videos_clips_per_s_per_core, "
                           "from_frames or from_videos");
   } else if (!root.find("cpu")) {
-    d.error(file_loc, "a cluster file needs a [cpu] table (cores_per_node and a decode rate per core)");
+    if (plan) d.error(file_loc, "a cluster file needs a [cpu] table (cores_per_node and a decode rate per core)");
+    else c.plan_missing.push_back("[cpu]");
   }
+  if (no_inter && !plan) c.plan_missing.push_back("[links.inter]");
+  if (no_intra && !plan) c.plan_missing.push_back("[links.intra]");
 
   if (const Value* st = table_of(root, "storage")) {
     const CheckedTable ct = check_table(S.storage, st, st->loc(), "[storage]", {}, d);
@@ -491,17 +511,18 @@ bool is_cluster_file(const std::string& path) {
   }
 }
 
-std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags) {
+std::optional<Cluster> load_cluster(const std::string& path, Diagnostics& diags, ClusterUse use) {
   // A file that cannot be read at all: the recipe reader's error (kind invalid), naming it.
   std::optional<Recipe> rec = load_recipe(path, literal_options(), diags);
   if (!rec) return std::nullopt;
-  return load_from(*rec, path, diags);
+  return load_from(*rec, path, diags, use);
 }
 
-std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, Diagnostics& diags) {
+std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, Diagnostics& diags,
+                                         ClusterUse use) {
   auto rec = load_recipe_text(text, virtual_path, literal_options(), diags);
   if (!rec) return std::nullopt;
-  return load_from(*rec, virtual_path, diags);
+  return load_from(*rec, virtual_path, diags, use);
 }
 
 std::string cluster_summary(const Cluster& c) {
@@ -509,13 +530,19 @@ std::string cluster_summary(const Cluster& c) {
   std::string layouts;
   if (c.cpu.frames_clips_per_s_per_core > 0) layouts += "frames";
   if (c.cpu.videos_clips_per_s_per_core > 0) layouts += layouts.empty() ? "videos" : " and videos";
+  if (c.gpu_name.empty() && c.profiles.empty() && !c.derive.given && layouts.empty()) {
+    // A file for jobs only ([cluster] and [scheduler]).
+    std::snprintf(buf, sizeof buf, "cluster '%s': %lld node(s) x %lld GPU(s)%s", base::printable(c.name, 120).c_str(),
+                  (long long)c.nodes, (long long)c.gpus_per_node, c.scheduler.given ? ", [scheduler] slurm" : "");
+    return buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "cluster '%s': %lld node(s) x %lld GPU(s) (%s), %zu compute profile(s)%s, %s, decode rates for %s%s",
                 base::printable(c.name, 120).c_str(), (long long)c.nodes, (long long)c.gpus_per_node,
                 base::printable(c.gpu_name, 120).c_str(), c.profiles.size(),
                 c.derive.given ? " + derived from MACs" : "",
                 c.inter.given ? ("inter-node " + std::to_string(c.inter.rails) + " rail(s)").c_str() : "one node",
-                layouts.c_str(), c.storage.given ? ", storage" : "");
+                layouts.empty() ? "none" : layouts.c_str(), c.storage.given ? ", storage" : "");
   return buf;
 }
 

@@ -372,3 +372,56 @@ TEST(ClusterScheduler, ProblemsAtTheirValues) {
   EXPECT_NE(e.find("/virtual/c.toml:47:1: error: [scheduler] needs 'kind'"), std::string::npos) << e;
 }
 
+
+// A cluster file for jobs only (#36): vexp submit and vexp sweep --cluster read [cluster]
+// and [scheduler]; vexp plan's tables are not required for them, and what vexp plan
+// would lack is noted. Read for planning, the same file is refused at each missing table.
+TEST(ClusterScheduler, ClusterAndSchedulerAloneAreEnoughForJobs) {
+  const std::string text =
+      "[cluster]\nname = \"jobs only\"\nnodes = 4\ngpus_per_node = 8\n\n[scheduler]\nkind = \"slurm\"\n"
+      "partition = \"gpu\"\ngpus_per_node = 8\n";
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster_text(text, "/virtual/j.toml", d, vexp::plan::ClusterUse::jobs);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_EQ(d.error_count(), 0u);
+  EXPECT_TRUE(c->scheduler.given);
+  EXPECT_EQ(c->nodes, 4);
+  EXPECT_EQ(c->gpus_per_node, 8);
+  EXPECT_EQ(c->scheduler.settings.partition, "gpu");
+  EXPECT_EQ(c->plan_missing, (std::vector<std::string>{"[gpu]", "[cpu]", "[links.inter]", "[links.intra]"}));
+  EXPECT_EQ(vexp::plan::cluster_summary(*c), "cluster 'jobs only': 4 node(s) x 8 GPU(s), [scheduler] slurm");
+  // For planning: every missing table is an error, as before.
+  const std::string e = errors_of(text, "/virtual/j.toml");
+  for (const char* want : {"needs a [gpu] table", "needs a [cpu] table", "needs [links.intra]", "needs [links.inter]"})
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+  // The tables that are there are checked all the same.
+  Diagnostics bad;
+  EXPECT_FALSE(vexp::plan::load_cluster_text(text + "\n[cpu]\ncores_per_node = -1\n", "/virtual/j.toml", bad,
+                                             vexp::plan::ClusterUse::jobs));
+  EXPECT_NE(bad.str().find("'cores_per_node' in [cpu]"), std::string::npos) << bad.str();
+  // A complete file read for jobs lacks nothing.
+  Diagnostics full;
+  auto f = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", full, vexp::plan::ClusterUse::jobs);
+  ASSERT_TRUE(f.has_value()) << full.str();
+  EXPECT_TRUE(f->plan_missing.empty());
+}
+
+// gpus_per_node means the ranks per node in [cluster] and the GPUs asked of Slurm in
+// [scheduler] (#36): where they differ, the error says both meanings and the fix.
+TEST(ClusterScheduler, TheTwoGpusPerNodeMustAgree) {
+  const std::string base = std::string(kValid) + "\n[scheduler]\nkind = \"slurm\"\n";  // [cluster] gpus_per_node = 4
+  std::string e = errors_of(base + "gpus_per_node = 2\n");
+  EXPECT_NE(e.find("/virtual/c.toml:49:1: error: 'gpus_per_node' in [scheduler] is 2, and [cluster] gpus_per_node is "
+                   "4: the two differ in meaning ([cluster] gpus_per_node is the ranks vexp starts on each node, one "
+                   "per GPU; [scheduler] gpus_per_node the GPUs each node asks Slurm for, sbatch --gpus-per-node), so "
+                   "the job would start 4 rank(s) per node on 2 GPU(s) (ranks sharing a GPU): give both the GPUs a "
+                   "node has (or [scheduler] gpus_per_node = 0 for CPU ranks)"),
+            std::string::npos)
+      << e;
+  e = errors_of(base + "gpus_per_node = 8\n");
+  EXPECT_NE(e.find("4 rank(s) per node on 8 GPU(s) (GPUs left idle)"), std::string::npos) << e;
+  for (const char* ok : {"gpus_per_node = 4\n", "gpus_per_node = 0\n", ""}) {
+    Diagnostics d;
+    EXPECT_TRUE(vexp::plan::load_cluster_text(base + ok, "/virtual/c.toml", d)) << ok << d.str();
+  }
+}

@@ -297,14 +297,14 @@ std::string results_text(const std::string& dir, const std::string& format, cons
     }
     out << "\n";
   }
-  int counts[6] = {0, 0, 0, 0, 0, 0};
-  const char* names[6] = {"done", "diverged", "pruned", "failed", "running", "pending"};
+  int counts[7] = {0, 0, 0, 0, 0, 0, 0};
+  const char* names[7] = {"done", "diverged", "pruned", "cancelled", "failed", "running", "pending"};
   for (const auto& r : rows)
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < 7; ++i)
       if (r.status == names[i]) ++counts[i];
   out << rows.size() << " trials:";
   bool first = true;
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i < 7; ++i)
     if (counts[i]) {
       out << (first ? " " : ", ") << counts[i] << " " << names[i];
       first = false;

@@ -111,7 +111,7 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
         std::cerr << "vexp: warning: " << e.what() << "; trial " << trial_name(r.id) << " runs again\n";
       }
     }
-    static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
+    static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned|cancelled), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
     std::smatch m;
     const bool ended = std::regex_match(end_line, m, end_re) && m[1] == trial_name(r.id);
     if (ours && has_summary) {
@@ -206,7 +206,8 @@ std::map<std::string, std::string> runs_on_meta(const RunsOn& how) {
 }  // namespace
 
 bool trial_ended(const std::string& status) {
-  return status == "done" || status == "failed" || status == "diverged" || status == "pruned";
+  return status == "done" || status == "failed" || status == "diverged" || status == "pruned" ||
+         status == "cancelled";
 }
 
 void record_to_target(Store& store, const Definition& def, int64_t id, const fs::path& run_dir, int64_t global_batch) {

@@ -102,7 +102,8 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
   run.cluster_file = l.cluster_file;
   run.submit_command = "vexp sweep (trial " + trial_name(id) + " of " +
                        base::shell_quote(fs::absolute(dir).string()) + ", --cluster " +
-                       base::shell_quote(l.cluster_file) + ")";
+                       base::shell_quote(l.cluster_file) +
+                       (l.choices.empty() ? std::string() : " " + slurm::choices_words(l.choices)) + ")";
   t.spec = slurm::run_job_spec(l.cluster.scheduler.settings, t.shape, run);
   // Checked before anything is submitted (the job's own words say which trial).
   if (const std::string why = slurm::job_spec_problem(t.spec); !why.empty())
@@ -118,7 +119,19 @@ struct Active {
   bool pruned = false;
   std::string prune_message;
   int64_t checked_epoch = 0;
+  bool waited_for_record = false;  // a cancelled job whose record had no end yet: judged at the next poll
 };
+
+// Whether the job's own record (its folder's jobs.jsonl) says it ended: its batch
+// script's end, or vexp cancel's record.
+bool record_says_ended(const Active& a) {
+  try {
+    for (const auto& j : slurm::read_jobs(a.dir).jobs)
+      if (j.job == a.job) return slurm::record_ended(j);
+  } catch (const std::exception&) {
+  }
+  return false;
+}
 
 // How an ended job's trial came out: from its run folder (summary.json, the job's
 // own jobs.jsonl) and what Slurm last said.
@@ -151,6 +164,9 @@ Outcome outcome_of(const Active& a, const std::string& slurm_state, const Defini
   if (a.pruned) {
     o.status = "pruned";
     o.message = a.prune_message;
+  } else if (last.state == "cancelled" && !last.cancelled.empty()) {
+    o.status = "cancelled";  // by vexp cancel (the job's record says when)
+    o.message = "cancelled by vexp cancel (" + base::printable(last.cancelled, 40) + "); log: " + log;
   } else if (last.state == "completed" && has_summary) {
     o.status = "done";
     o.exit_code = 0;
@@ -182,6 +198,37 @@ Outcome outcome_of(const Active& a, const std::string& slurm_state, const Defini
   return o;
 }
 
+// sweep.db's meta key of the --time, --partition and --account a driver was given.
+constexpr const char* kChoicesMeta = "slurm_choices";
+
+// The launch with the choices recorded by an earlier driver of the sweep for those not
+// given now (said, and checked against the cluster file as given ones are), and the
+// record brought up to date: a re-started driver submits the rest of the trials as the
+// first one did, and a value given again replaces the recorded one.
+SlurmLaunch with_recorded_choices(Store& store, const SlurmLaunch& given) {
+  SlurmLaunch l = given;
+  slurm::Choices recorded, taken;
+  const json j = json::parse(store.meta(kChoicesMeta), nullptr, false);
+  for (const auto& f : slurm::kChoiceFields) {
+    if (j.is_object() && j.contains(f.key) && j[f.key].is_string()) recorded.*f.choice = j[f.key].get<std::string>();
+    if ((l.choices.*f.choice).empty() && !(recorded.*f.choice).empty())
+      l.choices.*f.choice = taken.*f.choice = recorded.*f.choice;
+  }
+  if (!taken.empty()) {
+    if (const std::string why = slurm::apply_choices(l.cluster.scheduler.settings, taken, l.cluster_file);
+        !why.empty())
+      throw InvalidUse(why + " (recorded in sweep.db by an earlier driver of this sweep): give " +
+                       why.substr(0, why.find(' ')) + " another value; nothing submitted");
+    std::cout << "the trials are submitted with " << base::printable(slurm::choices_words(taken), 300)
+              << ", recorded by an earlier driver of this sweep (give them again to change them)\n";
+  }
+  json now = json::object();
+  for (const auto& f : slurm::kChoiceFields)
+    if (!(l.choices.*f.choice).empty()) now[f.key] = l.choices.*f.choice;
+  if (now != (j.is_object() ? j : json::object())) store.set_meta({{kChoicesMeta, now.dump()}});
+  return l;
+}
+
 void sleep_s(double s) {
   timespec t{static_cast<time_t>(s), static_cast<long>((s - std::floor(s)) * 1e9)};
   while (!g_stop && ::nanosleep(&t, &t) != 0 && errno == EINTR) {
@@ -202,7 +249,8 @@ std::string slurm_dry_run(const std::vector<Trial>& trials, Session& s, const De
 }
 
 void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const fs::path& dir,
-                           const SlurmLaunch& l) {
+                           const SlurmLaunch& launch) {
+  const SlurmLaunch l = with_recorded_choices(store, launch);
   std::map<int64_t, Row> by_id;
   std::vector<int64_t> pending;
   std::map<int64_t, Active> active;  // by trial
@@ -210,7 +258,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
   std::vector<int64_t> unsure;  // "submitting" when a driver stopped: submitted or not?
   for (auto& r : store.rows()) {
     by_id[r.id] = r;
-    if (r.status == "failed" && l.retry_failed) {
+    if ((r.status == "failed" && l.retry_failed) || (r.status == "cancelled" && l.retry_cancelled)) {
       store.reset(r.id);
       r.status = "pending";
     }
@@ -290,6 +338,11 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
   detail::catch_stop_signals(true);
 
   auto submit = [&](int64_t id) {
+    // `vexp cancel` may have cancelled it since this driver read the store.
+    if (const std::string now = store.status_of(id); now != "pending") {
+      std::cout << "trial " << trial_name(id) << " is " << base::printable(now, 40) << " (vexp cancel): not submitted\n";
+      return;
+    }
     const Row& row = by_id.at(id);
     const TrialJob t = trial_job(s, def, dir, id, overrides_of(row), needs_of(row.figures), l);
     const fs::path tdir(t.spec.run_dir);
@@ -391,6 +444,12 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
       }
       const slurm::QueueEntry& e = it->second;
       if (slurm::is_final(e.state)) {
+        // Slurm says CANCELLED the moment scancel returns, before the batch script (its
+        // SIGTERM end) or vexp cancel has written why: such a job is judged one poll later.
+        if (e.state == "CANCELLED" && !a.waited_for_record && !record_says_ended(a)) {
+          a.waited_for_record = true;
+          continue;
+        }
         finish(a, e.state);
         ended.push_back(id);
         continue;

@@ -108,9 +108,12 @@ void Store::open(const std::string& path, bool create) {
     if (!problem.empty()) throw CorruptDatabase("sweep.db: " + problem);
   }
   if (!create) {
-    Stmt q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')");
-    q.step();
-    if (sqlite3_column_int(q.st, 0) != 2) throw Error("'" + path + "' is not a vexp sweep database");
+    {
+      // (finalized before upgrade(): a statement still open would lock the table it rebuilds)
+      Stmt q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')");
+      q.step();
+      if (sqlite3_column_int(q.st, 0) != 2) throw Error("'" + path + "' is not a vexp sweep database");
+    }
     upgrade();
     return;
   }
@@ -119,7 +122,7 @@ void Store::open(const std::string& path, bool create) {
       "CREATE TABLE IF NOT EXISTS trials("
       " id INTEGER PRIMARY KEY, params TEXT NOT NULL, overrides TEXT NOT NULL,"
       " global_batch INTEGER, lr REAL, recipe_hash TEXT,"
-      " status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','diverged','pruned')),"
+      " status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','diverged','pruned','cancelled')),"
       " attempts INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, metric REAL, metrics TEXT,"
       " started_at REAL, finished_at REAL, attempt_s REAL, run_dir TEXT NOT NULL, message TEXT, figures TEXT,"
       " " + std::string(kTargetColsSchema) + ");");
@@ -161,6 +164,41 @@ void Store::upgrade() {
     throw;
   } catch (const Error&) {
     job_cols_ = "NULL, NULL";
+  }
+  // 'cancelled' (a trial whose job `vexp cancel` cancelled) among the statuses: the
+  // table of an earlier vexp, whose CHECK lists the others only, is copied into one
+  // whose CHECK has it (SQLite cannot alter a CHECK). A store that cannot be written
+  // is read as it is (no trial of it can be cancelled then).
+  auto trials_sql = [&] {
+    Stmt q(DB(db_), "SELECT sql FROM sqlite_master WHERE type='table' AND name='trials'");
+    return q.step() ? q.col_text(0) : std::string();
+  };
+  const std::string check = "'diverged','pruned')", head = "CREATE TABLE trials(";
+  auto lacks_cancelled = [&](const std::string& sql) {
+    return sql.find(check) != std::string::npos && sql.find("'cancelled'") == std::string::npos &&
+           sql.rfind(head, 0) == 0;
+  };
+  if (lacks_cancelled(trials_sql())) {
+    try {
+      exec("BEGIN IMMEDIATE");
+      try {
+        std::string sql = trials_sql();  // again, inside the transaction: another process may have done it
+        if (lacks_cancelled(sql)) {
+          sql.replace(sql.find(check), check.size(), "'diverged','pruned','cancelled')");
+          sql.replace(0, head.size(), "CREATE TABLE trials_upgrade(");
+          exec(sql);
+          exec("INSERT INTO trials_upgrade SELECT * FROM trials; DROP TABLE trials;"
+               " ALTER TABLE trials_upgrade RENAME TO trials");
+        }
+        exec("COMMIT");
+      } catch (...) {
+        exec("ROLLBACK");
+        throw;
+      }
+    } catch (const CorruptDatabase&) {
+      throw;
+    } catch (const Error&) {
+    }
   }
   // The steps, clips and time to the sweep's target ([sweep] target): NULL for the
   // trials of an earlier vexp until a `vexp sweep` with a target computes them.
@@ -305,12 +343,35 @@ void Store::mark_running(int64_t id, const std::string& run_dir) {
 
 void Store::finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
                    const json& metrics, double attempt_s, const std::string& message) {
+  // A trial `vexp cancel` marked cancelled stays so (a driver may judge its ended job
+  // before the job's record says who cancelled it).
   Stmt q(DB(db_),
-         "UPDATE trials SET status=?, exit_code=?, metric=?, metrics=?, finished_at=?, attempt_s=?, message=? WHERE id=?");
+         "UPDATE trials SET status=?1, exit_code=?2, metric=?3, metrics=?4, finished_at=?5, attempt_s=?6, message=?7"
+         " WHERE id=?8 AND (status != 'cancelled' OR ?1 = 'cancelled')");
   q.text(1, status).i64(2, exit_code);
   if (metric) q.f64(3, *metric);
   else q.null(3);
   q.text(4, metrics.dump()).f64(5, now_s()).f64(6, attempt_s).text(7, message).i64(8, id).step();
+}
+
+bool Store::mark_cancelled(int64_t id, const std::string& job, const std::string& message) {
+  // Pending (never submitted); or queued or running with this job (or being submitted,
+  // its job found in its folder's record); or judged failed a moment ago by a driver
+  // that saw this job end before `vexp cancel` recorded why.
+  Stmt q(DB(db_),
+         "UPDATE trials SET status='cancelled', finished_at=?1, message=?2,"
+         " job_state=CASE WHEN ?3 = '' THEN job_state ELSE 'CANCELLED' END,"
+         " job=CASE WHEN ?3 = '' THEN job ELSE ?3 END"
+         " WHERE id=?4 AND (status='pending' OR (?3 != '' AND ((status='running' AND (job=?3 OR job='' OR job IS NULL))"
+         " OR (status='failed' AND job=?3))))");
+  q.f64(1, now_s()).text(2, message).text(3, job).i64(4, id).step();
+  return sqlite3_changes(DB(db_)) > 0;
+}
+
+std::string Store::status_of(int64_t id) const {
+  Stmt q(DB(db_), "SELECT status FROM trials WHERE id=?");
+  q.i64(1, id);
+  return q.step() ? q.col_text(0) : "";
 }
 
 void Store::restore(const Row& r) {

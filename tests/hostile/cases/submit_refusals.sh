@@ -54,6 +54,18 @@ expect_out "vexp: error: sbatch refused the job (exit code 1): sbatch: error: Ba
 one_line
 [ ! -e job ] || fail "a refused job left its directory: $(ls -a job)"
 rm -f submitted
+# A folder that holds a finished run (#36): its job would "complete" at once (vexp run
+# --resume auto of a finished run) and write summary.json anew. Refused up front, with
+# --dry-run too: one line, nothing queued, nothing written in the folder.
+mkdir -p done && echo '{"top1": 0.5}' >done/summary.json && cp done/summary.json summary.before
+for dry in "" --dry-run; do
+  expect_rc 2 -- "$vexp" submit tiny.toml "${TWO[@]}" --cluster "$C" --out done ${dry:+"$dry"}
+  expect_out "vexp: error: '$tmp/done' holds a finished run (summary.json): give another --out, or move that run away"
+  expect_out "nothing submitted"; one_line
+done
+[ ! -e submitted ] || fail "sbatch ran for a finished run: $(cat submitted)"
+[ "$(ls -A done)" = summary.json ] || fail "a refused submit wrote into the finished run: $(ls -A done)"
+cmp -s done/summary.json summary.before || fail "a refused submit changed summary.json"
 # --dry-run: the script on stdout, valid sh, nothing written or submitted.
 "$vexp" submit tiny.toml "${TWO[@]}" --set "run.name=it's" --cluster "$C" --out job --dry-run >script.sh 2>dry.err ||
   { cat dry.err; fail "--dry-run failed"; }

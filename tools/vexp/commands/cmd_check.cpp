@@ -61,6 +61,19 @@ void add_check(CLI::App& app) {
     if (plan::is_cluster_file(args->path)) {
       dsl::Diagnostics d;
       const auto c = plan::load_cluster(args->path, d);
+      if (!c) {
+        // A file for jobs only: [cluster] and [scheduler] are all vexp submit and vexp
+        // sweep --cluster read; it is valid for them, and says what vexp plan lacks.
+        dsl::Diagnostics dj;
+        const auto j = plan::load_cluster(args->path, dj, plan::ClusterUse::jobs);
+        if (j && j->scheduler.given && !j->plan_missing.empty()) {
+          std::string missing;
+          for (const auto& t : j->plan_missing) missing += (missing.empty() ? "" : ", ") + t;
+          std::cout << base::printable(args->path) << ": ok for vexp submit and vexp sweep --cluster ("
+                    << plan::cluster_summary(*j) << "); vexp plan also needs " << missing << "\n";
+          return;
+        }
+      }
       for (const auto& x : d.sorted()) std::cerr << x.str() << "\n";
       if (!c) throw base::invalid("");
       std::cout << base::printable(args->path) << ": ok (" << plan::cluster_summary(*c) << ")\n";

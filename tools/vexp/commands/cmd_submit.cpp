@@ -1,14 +1,13 @@
 // vexp submit RECIPE [--set k=v]... --cluster clusters/NAME.toml [--nodes N] [--time T] [--partition P]
 //   [--account A] [--out DIR] [--dry-run]
-// vexp status RUN_DIR
+// vexp job-record RUN_DIR EVENT STATE [EXIT] (the batch script's own call)
+// (vexp status and vexp cancel, which follow the jobs: cmd_jobs.cpp)
 // Slurm is driven through its commands with argv (sbatch, scontrol), never a shell
 // string; the job (its batch script, every value quoted, sbatch, the record) is
 // vexp::slurm's one job of a run (run_job.hpp): this command makes its own choices.
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <sstream>
 
 #include "commands/cluster_file.hpp"
 #include "commands/common.hpp"
@@ -28,7 +27,8 @@ using base::printable;
 
 struct SubmitArgs {
   RecipeArgs recipe;
-  std::string cluster, out, time, partition, account;
+  std::string cluster, out;
+  slurm::Choices choices;  // --time, --partition, --account
   int64_t nodes = 0;
   bool dry_run = false;
 };
@@ -39,9 +39,7 @@ std::string submit_line(const SubmitArgs& a) {
   for (const auto& x : a.recipe.sets) s += " --set " + shell_quote(x);
   s += " --cluster " + shell_quote(a.cluster);
   if (a.nodes > 0) s += " --nodes " + std::to_string(a.nodes);
-  if (!a.time.empty()) s += " --time " + shell_quote(a.time);
-  if (!a.partition.empty()) s += " --partition " + shell_quote(a.partition);
-  if (!a.account.empty()) s += " --account " + shell_quote(a.account);
+  if (!a.choices.empty()) s += " " + slurm::choices_words(a.choices);
   if (!a.out.empty()) s += " --out " + shell_quote(a.out);
   return s;
 }
@@ -56,19 +54,8 @@ void run_submit(const SubmitArgs& a) {
   // The cluster's settings with this command line's choices, checked as the cluster
   // file's are (the time limit longer than signal_lead_s included).
   slurm::Settings sch = c.scheduler.settings;
-  struct Choice {
-    const char* key;
-    const std::string& given;
-    std::string& setting;
-  };
-  const Choice choices[] = {{"partition", a.partition, sch.partition}, {"account", a.account, sch.account},
-                            {"time", a.time, sch.time}};
-  for (const auto& ch : choices)
-    if (!ch.given.empty()) ch.setting = ch.given;
-  for (const auto& p : slurm::settings_problems(sch, a.cluster))
-    for (const auto& ch : choices)
-      if (p.key == ch.key && !ch.given.empty())
-        throw base::invalid("--" + p.key + " '" + printable(ch.given, 60) + "' " + p.why + "; nothing submitted");
+  if (const std::string why = slurm::apply_choices(sch, a.choices, a.cluster); !why.empty())
+    throw base::invalid(why + "; nothing submitted");
 
   // sbatch first: without it nothing else is worth doing.
   if (!a.dry_run && !base::find_program("sbatch"))
@@ -90,17 +77,22 @@ void run_submit(const SubmitArgs& a) {
                                             : (fs::path("runs") / (plan.run.name.empty()
                                                                        ? fs::path(a.recipe.path).stem().string()
                                                                        : plan.run.name)).string();
+  std::error_code ec;
   dir = fs::absolute(dir).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (auto why = slurm::run_dir_problem(dir); !why.empty())
     throw base::invalid("run directory '" + printable(dir) + "' " + why +
                                  ", which an #SBATCH line cannot hold; choose another with --out; nothing submitted");
+  // A finished run is not trained again: its job would "complete" at once (vexp run
+  // --resume auto of a run that is done) and write its summary.json anew.
+  if (fs::exists(fs::symlink_status(rundir::RunDir(dir).summary(), ec)))
+    throw base::invalid("'" + printable(dir) + "' holds a finished run (summary.json): give another --out, or move "
+                        "that run away to train it again from the start; nothing submitted");
   slurm::RunToSubmit run;
   run.run_dir = dir;
   run.job_name = slurm::job_name_of(plan.run.name.empty() ? fs::path(a.recipe.path).stem().string() : plan.run.name);
   run.exe = base::exe_path();
   if (run.exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe)");
-  std::error_code ec;
   run.recipe = fs::absolute(a.recipe.path, ec).lexically_normal().string();
   run.sets = a.recipe.sets;
   run.plugin_dirs = canonical_plugin_paths(a.recipe.plugin_paths);
@@ -124,73 +116,6 @@ void run_submit(const SubmitArgs& a) {
             << sub.job << ".out)\n";
 }
 
-// scontrol's one-line answer as KEY=VALUE pairs (values without spaces are enough here).
-std::map<std::string, std::string> scontrol_fields(const std::string& out) {
-  std::map<std::string, std::string> f;
-  std::istringstream in(out);
-  std::string w;
-  while (in >> w) {
-    const size_t eq = w.find('=');
-    if (eq != std::string::npos && eq > 0) f.emplace(w.substr(0, eq), w.substr(eq + 1));
-  }
-  return f;
-}
-
-void run_status(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw base::failure("'" + printable(dir) + "' is not a directory");
-  slurm::JobRecord rec;
-  rec = slurm::read_jobs(dir);
-  const bool done = fs::exists(rundir::RunDir(dir).summary(), ec);
-  std::cout << printable(dir) << ": " << (done ? "the run is complete (summary.json)" : "the run is not complete")
-            << "\n";
-  if (rec.jobs.empty()) {
-    std::cout << "no Slurm job recorded (" << printable(slurm::jobs_file(dir)) << " is missing or empty)\n";
-    return;
-  }
-  if (rec.bad_lines > 0)
-    std::cerr << "vexp: warning: " << printable(slurm::jobs_file(dir)) << ": " << rec.bad_lines
-              << " line(s) that are not job events were skipped\n";
-  for (const auto& j : rec.jobs) {
-    std::cout << "job " << printable(j.job, 40) << ": " << j.starts << " start(s), " << j.requeues << " requeue(s)";
-    if (j.max_requeues >= 0) std::cout << " of at most " << j.max_requeues;
-    if (!j.nodes.empty()) std::cout << ", nodes " << printable(j.nodes, 80);
-    if (!j.submitted.empty()) std::cout << ", submitted " << printable(j.submitted, 40);
-    std::cout << "\n  last: " << slurm::state_text(j);
-    if (!j.last_time.empty()) std::cout << " (" << printable(j.last_time, 40) << ")";
-    std::cout << "\n";
-  }
-  // Slurm's own word on the newest job: one call.
-  const std::string& last = rec.jobs.back().job;
-  if (last.find_first_not_of("0123456789") != std::string::npos) return;
-  if (!base::find_program("scontrol")) {
-    std::cout << "Slurm: not reachable from here (scontrol is not on PATH); the states above are the job's own record\n";
-    return;
-  }
-  base::Captured r;
-  try {
-    r = base::run_capture({"scontrol", "--oneliner", "show", "job", last}, true, 1 << 16);
-  } catch (const base::Error& e) {
-    std::cout << "Slurm: not reachable from here (" << e.what() << ")\n";
-    return;
-  }
-  if (!r.status.ok()) {
-    if (r.out.find("Invalid job id") != std::string::npos)
-      std::cout << "Slurm: job " << last << " is no longer known (it ended more than MinJobAge ago)\n";
-    else
-      std::cout << "Slurm: not reachable from here (scontrol: " << printable(r.out.substr(0, r.out.find('\n')), 200)
-                << ")\n";
-    return;
-  }
-  auto f = scontrol_fields(r.out);
-  std::cout << "Slurm: job " << last << " " << printable(f["JobState"], 40);
-  if (!f["Reason"].empty() && f["Reason"] != "None") std::cout << " (" << printable(f["Reason"], 60) << ")";
-  std::cout << ", restarts " << printable(f["Restarts"], 20) << ", run time " << printable(f["RunTime"], 20)
-            << " of " << printable(f["TimeLimit"], 20);
-  if (!f["NodeList"].empty() && f["NodeList"] != "(null)") std::cout << ", nodes " << printable(f["NodeList"], 80);
-  std::cout << "\n";
-}
-
 }  // namespace
 
 void add_submit(CLI::App& app) {
@@ -200,9 +125,7 @@ void add_submit(CLI::App& app) {
   cmd->add_option("--cluster", a->cluster, "Cluster file with a [scheduler] table (docs/clusters.md)")->required();
   cmd->add_option("--nodes", a->nodes, "Nodes to ask for (fewer than the world needs: emulated exactly)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--time", a->time, "Time limit (Slurm syntax; default: the cluster file's)");
-  cmd->add_option("--partition", a->partition, "Partition (default: the cluster file's)");
-  cmd->add_option("--account", a->account, "Account (default: the cluster file's)");
+  add_choice_options(cmd, a->choices);
   cmd->add_option("--out", a->out, "Run directory on the shared filesystem (default: as vexp run)");
   cmd->add_flag("--dry-run", a->dry_run, "Print the batch script; write and submit nothing");
   cmd->callback([a] { run_submit(*a); });
@@ -225,11 +148,6 @@ void add_submit(CLI::App& app) {
     if (!fs::is_directory(*rd, ec)) throw base::failure("'" + printable(*rd) + "' is not a directory");
     slurm::append_event(*rd, slurm::job_event_line(*ev, *state, *code));
   });
-
-  auto* st = app.add_subcommand("status", "A run's Slurm jobs: ids, states, requeues (and Slurm's live state)");
-  auto dir = std::make_shared<std::string>();
-  st->add_option("run_dir", *dir, "The run directory")->required();
-  st->callback([dir] { run_status(*dir); });
 }
 
 }  // namespace vexp::cli

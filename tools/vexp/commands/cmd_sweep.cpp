@@ -39,9 +39,10 @@ struct SweepArgs {
   std::vector<std::string> plugin_paths;  // --plugin-path, passed on to every trial
   std::vector<std::string> sets;          // --set, applied to every trial before the sweep's own values
   int jobs = 1, ranks = 1, gpus = -1;
-  bool dry_run = false, retry_failed = false, no_report = false;
+  bool dry_run = false, retry_failed = false, retry_cancelled = false, no_report = false;
   // --cluster: every trial a Slurm job (vexp::sweep's Slurm driver).
   std::string cluster;
+  slurm::Choices choices;  // --time, --partition, --account (with --cluster)
   int max_running = 0;
   double poll_s = 30;
   bool jobs_given = false, ranks_given = false, gpus_given = false;
@@ -107,6 +108,12 @@ void sweep_command(const SweepArgs& a) {
     cl.emplace();
     cl->cluster_file = a.cluster;
     cl->cluster = open_scheduler_cluster(a.cluster, "vexp sweep --cluster");
+    // vexp submit's options, checked as vexp submit checks them (slurm::apply_choices).
+    if (const std::string why = slurm::apply_choices(cl->cluster.scheduler.settings, a.choices, a.cluster);
+        !why.empty())
+      throw base::invalid(why + "; nothing submitted");
+    cl->choices = a.choices;
+    cl->retry_cancelled = a.retry_cancelled;
     cl->max_running = a.max_running;
     cl->poll_s = a.poll_s;
     cl->retry_failed = a.retry_failed;
@@ -116,6 +123,11 @@ void sweep_command(const SweepArgs& a) {
       throw base::failure("sbatch is not on PATH: vexp sweep --cluster runs where Slurm's commands are (a login "
                                "node); nothing submitted (--dry-run prints every trial's batch script)");
   }
+  if (a.cluster.empty())
+    for (const auto& [given, name] : {std::pair<bool, const char*>{!a.choices.empty(), "--time, --partition and --account"},
+                                      {a.retry_cancelled, "--retry-cancelled"}})
+      if (given)
+        throw base::invalid(std::string(name) + " apply to a cluster sweep (--cluster FILE), whose trials are Slurm jobs");
   auto [def, trials] = load_sweep(a, s);
   std::cout << a.path << ": " << trials.size() << " trials, every recipe valid\n";
   if (def.target)
@@ -199,8 +211,13 @@ void sweep_command(const SweepArgs& a) {
       }
     }
   }
-  int failed = 0;  // this invocation's and earlier ones' (kept unless --retry-failed)
-  for (const auto& r : store.rows()) failed += r.status == "failed" ? 1 : 0;
+  int failed = 0, cancelled = 0;  // this invocation's and earlier ones' (kept unless --retry-failed / --retry-cancelled)
+  for (const auto& r : store.rows()) {
+    failed += r.status == "failed" ? 1 : 0;
+    cancelled += r.status == "cancelled" ? 1 : 0;
+  }
+  if (cancelled > 0)
+    std::cout << cancelled << " trial(s) cancelled by vexp cancel (not failed); --retry-cancelled submits them again\n";
   if (failed > 0)
     throw base::failure(std::to_string(failed) + " trial(s) failed; see their log.txt (rerun with --retry-failed)");
 }
@@ -228,6 +245,8 @@ void add_sweep(CLI::App& app) {
                   "With --cluster: trials queued or running at once (0: all)")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--poll", a->poll_s, "With --cluster: seconds between two polls of Slurm (one squeue call each)");
+  // vexp submit's --time, --partition, --account: every trial's job (recorded in sweep.db).
+  add_choice_options(cmd, a->choices);
   cmd->add_flag("--dry-run", a->dry_run, "Validate every trial and print them; run nothing");
   cmd->add_option("--set", a->sets,
                   "Override a recipe value in every trial, as if the base recipe had it: --set run.epochs=2 "
@@ -237,6 +256,8 @@ void add_sweep(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_plugin_path_option(cmd, a->plugin_paths);
   cmd->add_flag("--retry-failed", a->retry_failed, "When resuming, rerun trials that failed");
+  cmd->add_flag("--retry-cancelled", a->retry_cancelled,
+                "With --cluster, when resuming: submit again the trials that vexp cancel cancelled");
   cmd->add_flag("--no-report", a->no_report, "Do not write the best recipe, report.html and the PNG plots at the end");
   cmd->callback([a] { sweep_command(*a); });
 }

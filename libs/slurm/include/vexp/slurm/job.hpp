@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 
@@ -63,6 +64,7 @@ struct JobHistory {
   int64_t exit_code = -1;       // of `vexp run` at the last end (-1: none)
   std::string nodes;            // node list of the last start
   std::string last_time;        // time of the last event
+  std::string cancelled;        // when `vexp cancel` cancelled it ("" when it did not)
 };
 
 struct JobRecord {
@@ -76,6 +78,29 @@ JobRecord read_jobs(const std::string& run_dir);
 
 // What a state means, in a few words ("stopped at the time limit and requeued").
 std::string state_text(const JobHistory& j);
+
+// Whether the record says the job has ended: it will not start again (completed,
+// requeue_limit, requeue_failed, cancelled, failed). A job "submitted", "running" or
+// "requeued" (pending again) may still be queued or running: Slurm knows.
+bool record_ended(const JobHistory& j);
+
+// The record `vexp cancel` appends once scancel has cancelled `job`:
+// {"event":"cancel","job","state":"cancelled","by":"vexp cancel","time"}. read_jobs makes
+// the job's state "cancelled" (JobHistory::cancelled: the time) unless the job had
+// already ended; the batch script's own end record, if it ran, follows it.
+std::string cancel_event_line(const std::string& job);
+
+// `vexp cancel RUN_DIR`: the run's recorded jobs that may still be queued or running
+// (record_ended says no), asked of Slurm in one squeue call; those Slurm holds in a
+// state that is not final are cancelled with one scancel call, and each cancellation
+// is appended to RUN_DIR/jobs.jsonl. Throws Refused when no job is recorded ("'DIR'
+// has no recorded Slurm job ...: nothing to cancel"), Error when Slurm cannot be asked.
+struct RunCancel {
+  std::vector<std::pair<std::string, std::string>> cancelled;  // job, Slurm's state before (PENDING, RUNNING, ...)
+  std::vector<std::pair<std::string, std::string>> ended;      // jobs that had ended: job, why it is not cancelled
+  std::string record_problem;  // why a cancellation could not be appended to jobs.jsonl, or ""
+};
+RunCancel cancel_run(const std::string& run_dir);
 
 
 }  // namespace vexp::slurm

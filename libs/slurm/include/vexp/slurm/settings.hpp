@@ -3,7 +3,8 @@
 // script can hold, and a time limit longer than the stop signal's lead. pkg/plan's
 // cluster file parser reads the table into Settings and reports these problems at
 // their FILE:LINE:COL; `vexp submit` checks its --time, --partition and --account with
-// the same function once it has put them into the settings.
+// the same function once it has put them into the settings (apply_choices, which
+// `vexp sweep --cluster` shares).
 #pragma once
 
 #include <cstdint>
@@ -52,5 +53,30 @@ struct SettingProblem {
 // there), a launcher, sbatch or setup line with a newline or another control
 // character, an empty launcher or launcher word, an sbatch element that is no option.
 std::vector<SettingProblem> settings_problems(const Settings& s, const std::string& lead_of = "");
+
+// The choices a command line makes over a cluster's settings: --time, --partition and
+// --account of `vexp submit` and `vexp sweep --cluster` ("": the cluster file's).
+struct Choices {
+  std::string time, partition, account;
+  bool empty() const { return time.empty() && partition.empty() && account.empty(); }
+};
+// Each choice's option name, value and the setting it replaces, in the order above.
+struct ChoiceField {
+  const char* key;                   // time, partition, account (the settings_problems key)
+  std::string Choices::*choice;
+  std::string Settings::*setting;
+};
+extern const ChoiceField kChoiceFields[3];
+
+// Puts every choice that is given into `s` and checks them as a cluster file's values
+// are checked (settings_problems, `lead_of` as there: a time limit longer than the
+// cluster file's signal_lead_s). Returns the first problem of a given choice, "--KEY
+// 'VALUE' " + why ("--time '0:30' is 30 s, not longer than C's signal_lead_s = 45 (...)"),
+// or "" when they are all good; the caller says what it did not do.
+std::string apply_choices(Settings& s, const Choices& c, const std::string& lead_of = "");
+
+// The choices as command-line words ("--time '5' --partition 'gpu'"; "" when none),
+// each value quoted for a shell.
+std::string choices_words(const Choices& c);
 
 }  // namespace vexp::slurm

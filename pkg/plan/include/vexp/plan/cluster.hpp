@@ -73,7 +73,9 @@ struct ClusterStorage {
 // read it). Its values are the cluster's Slurm settings, every one checked here with
 // slurm::settings_problems (names, time limits, lines a batch script can hold, a time
 // limit longer than signal_lead_s) and reported at its value. docs/clusters.md has
-// the format.
+// the format. Its gpus_per_node (the GPUs each node asks Slurm for) must equal
+// [cluster] gpus_per_node (the ranks vexp starts on a node, one per GPU) when it is
+// not 0: the error where they differ says what each means.
 struct ClusterScheduler {
   bool given = false;
   std::string kind;          // "slurm"
@@ -94,7 +96,18 @@ struct Cluster {
   ClusterCpu cpu;
   ClusterStorage storage;
   ClusterScheduler scheduler;
+  // Read for jobs (ClusterUse::jobs): the tables `vexp plan` needs that the file lacks
+  // ("[gpu]", "[cpu]", "[links.inter]", "[links.intra]"), in that order; empty when it
+  // has them all (and always when read for planning, where they are errors).
+  std::vector<std::string> plan_missing;
 };
+
+// What a cluster file is read for. `vexp plan` needs the machine's figures ([gpu],
+// [cpu], [links.intra] with several GPUs per node, [links.inter] with several nodes);
+// `vexp submit` and `vexp sweep --cluster` read [cluster] and [scheduler] only, so a
+// file with just those two is enough for them (the others, when present, are checked
+// all the same).
+enum class ClusterUse { plan, jobs };
 
 // True when `path` is a TOML file with a top-level [cluster] table (how `vexp
 // check` tells a cluster file from a recipe). False for anything unreadable or
@@ -106,9 +119,11 @@ bool is_cluster_file(const std::string& path);
 // a typed-in figure without `source`, a `from` file that is missing or not the
 // bench JSON it should be). std::nullopt when there is any error. Throws
 // PlanError when the file itself cannot be read.
-std::optional<Cluster> load_cluster(const std::string& path, dsl::Diagnostics& diags);
+std::optional<Cluster> load_cluster(const std::string& path, dsl::Diagnostics& diags,
+                                    ClusterUse use = ClusterUse::plan);
 // The same from text (tests); `from` paths resolve against `virtual_path`'s folder.
-std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, dsl::Diagnostics& diags);
+std::optional<Cluster> load_cluster_text(const std::string& text, const std::string& virtual_path, dsl::Diagnostics& diags,
+                                         ClusterUse use = ClusterUse::plan);
 
 // "Summit (OLCF): 4608 nodes x 6 GPUs (NVIDIA V100), 3 profile(s), derive: yes, inter-node 2 x 12.5 GB/s",
 // for a terminal: the file's names with their control characters escaped (base::printable).

@@ -53,7 +53,7 @@ void log_outcome(const std::filesystem::path& log, int64_t id, const std::string
 // The last error line a trial printed to its log (for the store's message column).
 std::string last_error(const std::filesystem::path& log);
 
-// Whether a trial of this status has ended (done, failed, diverged, pruned): its run
+// Whether a trial of this status has ended (done, failed, diverged, pruned, cancelled): its run
 // folder holds all it will, so its figures to the target can be computed.
 bool trial_ended(const std::string& status);
 // Computes trial `id`'s steps, clips and time to def.target from its run folder and

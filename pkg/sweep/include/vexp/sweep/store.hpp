@@ -78,6 +78,13 @@ class Store {
   void finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
               const nlohmann::json& metrics, double attempt_s, const std::string& message);
   void reset(int64_t id);  // back to pending (interrupted)
+  // `vexp cancel`: trial `id` is cancelled (status 'cancelled', `message`): a pending
+  // trial (job ""), or a queued or running one whose job `job` was cancelled. False
+  // when the trial was neither (it ended meanwhile). finish() never replaces it with
+  // another status.
+  bool mark_cancelled(int64_t id, const std::string& job, const std::string& message);
+  // The trial's status now ("" for no such trial): a driver asks before it submits.
+  std::string status_of(int64_t id) const;
   // The Slurm driver's steps (status stays 'running' from the submit to the end):
   // before sbatch (a new attempt, no job id yet), the job id sbatch answered, and
   // Slurm's state (started: the job was first seen running, started_at = now).
