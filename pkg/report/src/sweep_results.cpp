@@ -687,13 +687,16 @@ std::vector<std::string> write_report(const std::string& dir, const std::string&
     put("target_trials.dat", all.str());
     put("target_best.dat", best.str());
     const report::CriticalBatchFit* fit = st->fit.fit ? &*st->fit.fit : nullptr;
-    // Long sentences as title lines of at most ~110 characters, cut after "; " or ", ".
+    // Long sentences as title lines of at most ~110 characters, cut after "; ", ": " or ", ".
     auto lines_of = [](const std::string& text) {
       std::vector<std::string> out;
       std::string rest = text;
       while (rest.size() > 110) {
-        size_t at = rest.rfind("; ", 110);
-        if (at == std::string::npos || at < 40) at = rest.rfind(", ", 110);
+        size_t at = std::string::npos;
+        for (const char* cut : {"; ", ": ", ", "}) {
+          at = rest.rfind(cut, 110);
+          if (at != std::string::npos && at >= 40) break;
+        }
         if (at == std::string::npos || at < 40) break;
         out.push_back(rest.substr(0, at + 1));
         rest = rest.substr(at + 2);
