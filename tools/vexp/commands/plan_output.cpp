@@ -334,8 +334,9 @@ void write_plot(const std::vector<RecipeResult>& results, const std::string& png
        << "$split" << i << " using 1:($2+$3) with filledcurves x1 lc rgb '#ff7f0e' title 'exposed comm', "
        << "$split" << i << " using 1:2 with filledcurves x1 lc rgb '#2ca02c' title 'compute'\n";
     if (r.target)
-      gp << "set title " << report::gp_string(name + ": time to the recipe's progress (B_noise " +
-                                              clips_text(r.target->b_noise) + " clips)")
+      gp << "set title "
+         << report::gp_lines({name + ": time to the recipe's progress",
+                              "(B_noise " + clips_text(r.target->b_noise) + " clips)"})
          << "\nset ylabel 'hours'\nset logscale y\nset autoscale y\n"
          << "plot $time" << i << " using 1:3 with linespoints pt 7 lw 2 lc rgb '#9467bd' title 'with the noise scale', "
          << "$time" << i << " using 1:2 with linespoints pt 6 lw 1 dt 2 lc rgb '#7f7f7f' title 'run.epochs at each batch'\n"
