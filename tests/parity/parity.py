@@ -577,11 +577,15 @@ def test_transforms_ops():
                         diff = (got.int() - want.int()).abs()
                         if ours in geometric:
                             # The same grid to float rounding: a pixel whose source lies on a
-                            # rounding boundary may take its neighbour.
+                            # rounding boundary may take its neighbour. Which neighbour a tie
+                            # takes in torchvision follows the BLAS's summation order in torch's
+                            # bmm (vexp's grid does not use the BLAS): shear_y(0.2, nearest) on
+                            # 37 x 53 flips 63 of 5,883 pixels (1.1 %) against Debian's reference
+                            # BLAS, fewer against OpenBLAS; a wrong grid moves most pixels.
                             bad = int((diff > (1 if interp == "bilinear" else 0)).sum())
                             mismatched += bad
                             total += diff.numel()
-                            if bad > max(2, diff.numel() // 200):
+                            if bad > max(2, diff.numel() // 50):
                                 sys.exit("FAIL: %s(%g, %s) on %s: %d of %d pixels differ from torchvision" %
                                          (ours, sign * m, interp, tuple(img8.shape), bad, diff.numel()))
                         elif int(diff.max()) != 0:
