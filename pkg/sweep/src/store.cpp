@@ -87,6 +87,17 @@ void Store::exec(const std::string& sql) const {
   }
 }
 
+void Store::in_transaction(const std::function<void()>& body) const {
+  exec("BEGIN IMMEDIATE");
+  try {
+    body();
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
 void Store::open(const std::string& path, bool create) {
   sqlite3* db = nullptr;
   int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
@@ -180,8 +191,7 @@ void Store::upgrade() {
   };
   if (lacks_cancelled(trials_sql())) {
     try {
-      exec("BEGIN IMMEDIATE");
-      try {
+      in_transaction([&] {
         std::string sql = trials_sql();  // again, inside the transaction: another process may have done it
         if (lacks_cancelled(sql)) {
           sql.replace(sql.find(check), check.size(), "'diverged','pruned','cancelled')");
@@ -190,11 +200,7 @@ void Store::upgrade() {
           exec("INSERT INTO trials_upgrade SELECT * FROM trials; DROP TABLE trials;"
                " ALTER TABLE trials_upgrade RENAME TO trials");
         }
-        exec("COMMIT");
-      } catch (...) {
-        exec("ROLLBACK");
-        throw;
-      }
+      });
     } catch (const CorruptDatabase&) {
       throw;
     } catch (const Error&) {
@@ -205,18 +211,13 @@ void Store::upgrade() {
   target_cols_ = kTargetCols;
   if (!has.count("target")) {
     try {
-      exec("BEGIN IMMEDIATE");
-      try {
+      in_transaction([&] {
         for (const char* col : {"steps_to_target INTEGER", "clips_to_target INTEGER", "time_to_target_s REAL",
                                 "train_s_to_target REAL", "epoch_to_target INTEGER", "target TEXT"}) {
           const std::string name = std::string(col).substr(0, std::string(col).find(' '));
           if (!has.count(name)) exec("ALTER TABLE trials ADD COLUMN " + std::string(col));
         }
-        exec("COMMIT");
-      } catch (...) {
-        exec("ROLLBACK");
-        throw;
-      }
+      });
     } catch (const CorruptDatabase&) {
       throw;
     } catch (const Error&) {
@@ -238,22 +239,16 @@ std::string Store::meta(const std::string& key) const {
 }
 
 void Store::set_meta(const std::map<std::string, std::string>& kv) {
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     for (const auto& [k, v] : kv) {
       Stmt q(DB(db_), "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
       q.text(1, k).text(2, v).step();
     }
-    exec("COMMIT");
-  } catch (...) {
-    exec("ROLLBACK");
-    throw;
-  }
+  });
 }
 
 void Store::insert_trials(const std::vector<Trial>& trials, const std::string& trials_dir) {
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     for (const auto& t : trials) {
       json ov = json::array();  // ordered: the recipe hash depends on the order overrides are applied
       for (const auto& o : t.overrides) ov.push_back({o.path, o.text});
@@ -264,11 +259,7 @@ void Store::insert_trials(const std::vector<Trial>& trials, const std::string& t
           .text(6, t.recipe_hash).text(7, (fs::path(trials_dir) / trial_name(t.id)).string())
           .text(8, t.figures.to_json().dump()).step();
     }
-    exec("COMMIT");
-  } catch (...) {
-    exec("ROLLBACK");
-    throw;
-  }
+  });
 }
 
 std::vector<Row> Store::rows() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -99,6 +100,8 @@ class Store {
 
  private:
   void exec(const std::string& sql) const;
+  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; ROLLBACK and rethrow when it throws.
+  void in_transaction(const std::function<void()>& body) const;
   void upgrade();  // a store of an earlier vexp: renamed and added columns
   void* db_ = nullptr;
   std::string trials_dir_;  // DIR/trials, absolute: where every row's run_dir is
