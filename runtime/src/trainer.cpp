@@ -168,6 +168,47 @@ void log_start(const Run& r) {
 
 TrainResult train_run(Run& r, Session& s, ResumePoint& resume);
 
+// --resume (auto) of a directory whose summary.json says its run of this very
+// recipe (recipe_hash) is done: the run as that summary records it, decided by
+// rank 0 for every rank. A summary of another recipe (--set train.epochs=... to
+// train further) or one that does not read falls through to the resume.
+std::optional<TrainResult> finished_run(const Run& r, const TrainOptions& opt) {
+  if (!(opt.resume || opt.resume_auto) || !opt.resume_from.empty()) return std::nullopt;
+  nlohmann::json summary;
+  if (r.writer) {
+    try {
+      summary = rundir::read_summary(rundir::RunDir(r.out).summary());
+    } catch (const base::Error& e) {
+      log_warn(std::string(e.what()) + "; the run is resumed as if it had not finished");
+      summary = nlohmann::json();
+    }
+  }
+  const bool mine = summary.is_object() && summary.value("status", "") == "done" &&
+                    summary.value("recipe_hash", "") == r.recipe_hash;
+  at::Tensor flag = at::full({1}, mine ? int64_t(1) : int64_t(0), at::kLong);
+  if (r.ranks > 1) r.comm->broadcast(flag, 0);
+  if (flag.item<int64_t>() == 0) return std::nullopt;
+  TrainResult res;
+  res.run_dir = r.out.string();
+  res.rank = r.rank;
+  res.finished = true;
+  res.already_finished = true;
+  if (r.writer) {
+    auto num = [&summary](const char* k) { return summary.contains(k) && summary[k].is_number() ? summary[k].get<double>() : 0.0; };
+    res.top1 = num("top1");
+    res.top5 = num("top5");
+    res.val_loss = num("val_loss");
+    res.epochs = static_cast<int64_t>(num("epochs"));
+    res.steps = static_cast<int64_t>(num("steps"));
+    res.clips_per_s = num("clips_per_s");
+    res.wall_s = num("wall_s");
+    res.params = static_cast<int64_t>(num("params"));
+    res.flops_per_clip = num("flops_per_clip");
+    log_info("'" + r.out.string() + "' holds this recipe's finished run (summary.json): nothing to train, nothing rewritten");
+  }
+  return res;
+}
+
 TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_ptr<Comm>& comm) {
   Run r(*s.plan, opt, comm);
   r.exec = set_up_execution(r.plan.run, opt.recipe_path, r.writer);
@@ -181,6 +222,9 @@ TrainResult train_body(Session& s, const TrainOptions& opt, const std::shared_pt
   // Held until the run ends (the kernel drops it however this process ends).
   base::DirLock lock;
   if (r.writer) lock = lock_run_dir(r.out, opt);
+  // A finished run of this recipe is not trained again (a requeued or resubmitted
+  // job's --resume auto, a second --resume): nothing in the directory changes.
+  if (std::optional<TrainResult> done = finished_run(r, opt)) return *done;
   ResumePoint resume = choose_resume_point(opt, r.out, r.writer);
   // Failure records of an earlier invocation (a failed --nproc start) are no
   // longer current: a run that succeeds now leaves none at failures/.

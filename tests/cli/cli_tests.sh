@@ -633,6 +633,18 @@ for k in ("top1", "top5", "val_loss", "steps"):
 ma, mb = (torch.load(sorted(glob.glob(d + "/checkpoints/epoch_*.pt"))[-1], weights_only=True)["model"] for d in sys.argv[1:3])
 assert set(ma) == set(mb) and all(torch.equal(ma[k], mb[k]) for k in ma), "weights differ"
 PY
+  # Once the run is finished, --resume auto (a requeued job) and --resume say so and
+  # change nothing (summary.json, metrics, provenance, checkpoints); another recipe
+  # is refused below as before.
+  snapshot() { (cd "$1" && find . -type f ! -name .vexp.lock -printf '%p %s %T@\n' | sort && cat summary.json provenance.jsonl metrics.jsonl); }
+  snapshot "$tmp/r" >"$tmp/r.before"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume auto
+  expect_out "holds this recipe's finished run (summary.json): nothing to train, nothing rewritten"
+  expect_out "$tmp/r: already finished: top-1"
+  expect_no_out "continuing it"
+  expect_rc 0 -- "$vexp" run data/tiny.toml --out "$tmp/r" --resume
+  expect_out "already finished"
+  snapshot "$tmp/r" | cmp -s - "$tmp/r.before" || fail "resuming a finished run changed its directory"
   # Interrupted, it prints the command that continues it: the same line with
   # --resume in place of --resume auto.
   VEXP_TEST_FAULT=sigint@step=2 "$vexp" run data/tiny.toml --out "$tmp/i" --resume auto >"$tmp/out" 2>&1

@@ -333,6 +333,17 @@ for d, ranks in ((sys.argv[1], [2, 1]), (sys.argv[2], [1, 2])):
         assert ("mpirun" in r["launcher"]) == (r["ranks"] == 2), r["launcher"]
         assert r["comm"] == "mpi" and r["libraries"]["mpi"].startswith("libmpi"), r["libraries"]
 PY
+  # A requeue of the finished run (--resume auto on 2 ranks, then --resume on 1): every
+  # rank agrees it is done, exits 0 and nothing in the directory changes.
+  snapshot() { (cd "$1" && find . -type f ! -name .vexp.lock -printf '%p %s %T@\n' | sort && cat summary.json provenance.jsonl metrics.jsonl); }
+  snapshot "$tmp/up" >"$tmp/up.before"
+  expect_rc 0 -- "${MPI[@]}" -np 2 "$vexp" run $R --out "$tmp/up" --resume auto
+  expect_out "holds this recipe's finished run (summary.json): nothing to train, nothing rewritten"
+  expect_out "already finished"
+  expect_no_out "resuming"
+  expect_rc 0 -- "$vexp" run $R --out "$tmp/up" --resume
+  expect_out "already finished"
+  snapshot "$tmp/up" | cmp -s - "$tmp/up.before" || fail "resuming the finished run changed its directory"
   # With accumulation (2 micro-batches per GPU) the fast reduction's emulated rank sums
   # a step's four micro-batches in another order than the allreduce of two: equal to
   # float rounding (docs/distributed.md gives the bound); BatchNorm follows GPU 0's two

@@ -86,7 +86,10 @@ void add_run(CLI::App& app) {
       throw base::interrupted("");
     }
     char buf[256];
-    if (r.finished) {
+    if (r.already_finished) {
+      std::snprintf(buf, sizeof buf, "%s: already finished: top-1 %.4f  top-5 %.4f  %lld steps (nothing trained)\n",
+                    r.run_dir.c_str(), r.top1, r.top5, static_cast<long long>(r.steps));
+    } else if (r.finished) {
       std::snprintf(buf, sizeof buf, "%s: top-1 %.4f  top-5 %.4f  %.1f clips/s  %lld steps  %.1f s\n", r.run_dir.c_str(),
                     r.top1, r.top5, r.clips_per_s, static_cast<long long>(r.steps), r.wall_s);
     } else {

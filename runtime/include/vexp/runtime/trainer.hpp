@@ -34,6 +34,7 @@ struct TrainResult {
   int64_t params = 0;
   double flops_per_clip = 0;
   bool finished = false;      // false when stopped early by stop_after_epochs
+  bool already_finished = false;  // --resume of a run that had finished: nothing was trained or written
   int rank = 0;               // this process's rank (only rank 0 prints the result)
 };
 
