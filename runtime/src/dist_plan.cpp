@@ -3,6 +3,8 @@
 #include "vexp/runtime/buckets.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -33,7 +35,22 @@ std::string batch_fit_problem(const dsl::DistConfig& dist, int64_t train_size) {
   return "the training split has " + std::to_string(train_size) + " clips, fewer than one global batch of " +
          (global ? std::to_string(*global) : std::string("more than 9e18")) + " (dist.world_size " +
          std::to_string(dist.world_size) + " x batch_per_gpu " + std::to_string(dist.batch_per_gpu) +
-         " x accum_steps " + std::to_string(dist.accum_steps) + ")";
+         " x accum_steps " + std::to_string(dist.accum_steps) + "): " + batch_fit_fix(dist, train_size);
+}
+
+// What to change: the data (a root or list with the full split) or the batch (the
+// largest world size whose batch the split holds, else batch_per_gpu).
+std::string batch_fit_fix(const dsl::DistConfig& dist, int64_t train_size) {
+  std::string fix = "give data with at least one global batch of training clips (data.root or the lists)";
+  const int64_t per_world = dist.batch_per_gpu > 0 && dist.accum_steps > 0 && dist.batch_per_gpu <= INT64_MAX / dist.accum_steps
+                                ? dist.batch_per_gpu * dist.accum_steps
+                                : 0;
+  if (per_world > 0 && train_size >= per_world)
+    fix += ", or a smaller world (--set dist.world_size=" + std::to_string(train_size / per_world) + " or less)";
+  else if (train_size > 0)
+    fix += ", or a smaller batch (--set dist.world_size=1 --set dist.accum_steps=1 --set dist.batch_per_gpu=" +
+           std::to_string(train_size) + " or less)";
+  return fix;
 }
 
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params) {

@@ -33,7 +33,14 @@ int64_t planned_train_size(Session& s, std::string* size_note) {
     try {
       auto data = s.host.make<Dataset>("dataset", plan.dataset, plan.dataset_params);
       const int64_t real = data->size(Split::Train);
-      if (real > 0 && real != train_size) {
+      if (real > 0 && real != train_size && !batch_fit_problem(plan.dist, real).empty() &&
+          batch_fit_problem(plan.dist, train_size).empty()) {
+        // A small prepared set at the recipe's root (the demo's, a test's): the plan of
+        // the recipe is still the declared dataset's; `vexp run` with this data is refused.
+        *size_note = "planning with the declared " + declared + ": the data at hand holds only " +
+                     std::to_string(real) + " training clips, fewer than one global batch; `vexp run` with it would " +
+                     "stop: " + batch_fit_fix(plan.dist, real);
+      } else if (real > 0 && real != train_size) {
         *size_note = "planning with the " + std::to_string(real) + " training clips the data holds, not the declared " +
                      declared;
         train_size = real;

@@ -81,6 +81,12 @@ paper_videos)
   KINETICS_ROOT=$tmp/videos expect_rc 0 -- "$vexp" check "$src/recipes/tsm_k400_1536.toml" "${scale[@]}"
   KINETICS_ROOT=$tmp/videos expect_rc 2 -- "$vexp" check "$src/recipes/tsm_k400_1536.toml"  # 16 clips < 12,288
   expect_out "the training split has 16 clips, fewer than one global batch of 12288"
+  expect_out "give data with at least one global batch of training clips (data.root or the lists), or a smaller world (--set dist.world_size=2 or less)"
+  # The README's dry run of the paper's recipe with that small set at the root: the
+  # declared dataset's plan, and one line saying why and what a run would need.
+  KINETICS_ROOT=$tmp/videos expect_rc 0 -- "$vexp" run "$src/recipes/tsm_k400_1536.toml" --dry-run
+  expect_out "planning with the declared data.train_size = 240436: the data at hand holds only 16 training clips, fewer than one global batch; \`vexp run\` with it would stop: give data with at least one global batch"
+  expect_out "training clips:    240436 per epoch"
   run_recipes "$tmp/videos" $paper
   ;;
 paper_frames)

@@ -53,9 +53,12 @@ std::optional<int64_t> global_batch_of(const dsl::DistConfig& dist);
 
 // "" when a training split of `train_size` clips holds one global batch, else the one
 // sentence saying it does not: "the training split has N clips, fewer than one global
-// batch of G (dist.world_size W x batch_per_gpu B x accum_steps A)" (`vexp check` and
-// the plan of a run).
+// batch of G (dist.world_size W x batch_per_gpu B x accum_steps A): " and the fix
+// (batch_fit_fix) (`vexp check` and the plan of a run).
 std::string batch_fit_problem(const dsl::DistConfig& dist, int64_t train_size);
+// The fix of a split smaller than one global batch: more data, or the world size (or
+// batch) that fits it.
+std::string batch_fit_fix(const dsl::DistConfig& dist, int64_t train_size);
 
 // How the GPUs' gradients are summed, in one line (the dry run and the start of a run).
 std::string reduction_text(const DistPlan& p);
