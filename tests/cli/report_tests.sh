@@ -132,6 +132,10 @@ grid = [0, 1]
 EOF
   expect_rc 0 -- "$vexp" sweep "$tmp/seeds.toml" --out "$tmp/s" --jobs 2
   expect_out "report: $tmp/s/report.html"
+  cp "$tmp/out" "$tmp/sweep.out"
+  "$vexp" results "$tmp/s" --json >"$tmp/results.json" || fail "vexp results --json failed"
+  expect_rc 0 -- "$vexp" results "$tmp/s" --best-recipe "$tmp/best.toml"
+  cat "$tmp/out" >>"$tmp/sweep.out"
   [ -s "$tmp/s/report.html" ] || fail "vexp sweep wrote no report.html"
   rm "$tmp/s/report.html"
   expect_rc 0 -- "$vexp" report "$tmp/s"
@@ -147,6 +151,28 @@ assert hm["chance"] == 0.25, hm   # tiny.toml: 4 classes, top-1
 best = max(hm["cells"], key=lambda c: c["v"])
 assert hm.get("best") is None or [best["x"], best["y"]] == hm["best"], (best, hm.get("best"))
 assert ("No best cell: " in html) == (hm.get("best") is None), hm["verdict"]
+# The sweep'"'"'s own lines, vexp results and the recipe it writes say the same: the
+# report'"'"'s verdict, the best (or else the leading) cell, that cell'"'"'s recipe without
+# its seed and the slot'"'"'s threads.
+import os, tomllib
+tmp = os.path.dirname(os.path.dirname(sys.argv[1]))
+out = open(tmp + "/sweep.out").read()
+res = json.load(open(tmp + "/results.json"))
+best = hm.get("best")
+assert res["verdict"] == hm["verdict"] and (res["best_cell"] is None) == (best is None), (res["verdict"], hm["verdict"])
+lead = res["best_cell"] or res["leading_cell"]
+assert lead and lead["n"] == 2 and len(lead["trials"]) == 2, lead
+line = [l for l in out.splitlines() if l.startswith(("best cell: ", "no best cell: "))]
+assert len(line) == 2 and line[0] == line[1] and hm["verdict"] in line[0] and line[0].startswith("best cell: " if best else "no best cell: "), line
+if best:
+    assert [hm["xs"][best[0]], hm["ys"][best[1]]] == [str(lead["global_batch"]), "%g" % lead["lr"]], (best, lead)
+word = "best" if best else "leading"
+assert ("the %s cell'"'"'s recipe (trial " % word) in out and "run.threads run.seed left to the recipe'"'"'s defaults" in out, out
+text = open(tmp + "/best.toml").read()
+assert text.startswith("# %s cell of sweep '"'"'seeds'"'"': " % word), text[:200]
+r = tomllib.loads(text)
+assert "seed" not in r["run"] and "threads" not in r["run"], r["run"]
+assert r["dist"]["batch_per_gpu"] == lead["global_batch"] and abs(r["optim"]["lr"] - lead["lr"]) < 1e-12, (r["dist"], r["optim"], lead)
 assert "Chance: top1 0.25 (4 classes)" in html
 loss = d["charts"]["loss"]["series"]
 assert len(loss) == 8 and len({s["color"] for s in loss}) == 8, [s["color"] for s in loss]

@@ -108,7 +108,10 @@ run_results_report)
   expect_rc 0 -- "$vexp" sweep data/sweep_tiny.toml --out "$tmp/s" --jobs 2
   no_crash
   expect_out "4 trials: 4 done; metric top1 (max)"
-  expect_out "best trial"
+  # One seed per cell: no cell is named best, the table, the recipe and the report agree.
+  expect_out "no best cell: one finished trial per cell: the seeds' spread is unmeasured (add run.seed as an axis), so no cell is named best; the leading cell: global batch "
+  expect_out "the leading cell's recipe (trial 00"
+  expect_out "; run.threads left to the recipe's defaults) written to $tmp/s/best_recipe.toml"
   db_check "$tmp/s" '
 assert len(rows) == 4, rows
 for r in rows.values():
@@ -144,7 +147,9 @@ PY
   expect_rc 2 -- "$vexp" results "$tmp/s" --sort bogus
   expect_out "--sort 'bogus'"
   expect_rc 0 -- "$vexp" results "$tmp/s" --best-recipe "$tmp/best.toml"
-  head -1 "$tmp/best.toml" | grep -q "^# best trial 00[1-4] of sweep 'sweep_tiny': top1 = " || fail "best recipe header"
+  head -1 "$tmp/best.toml" | grep -q "^# leading cell of sweep 'sweep_tiny': no best cell: one finished trial per cell" || fail "best recipe header"
+  expect_no_out "best trial"
+  grep -q "^threads = " "$tmp/best.toml" && fail "the best recipe keeps the sweep slot's run.threads"
   expect_rc 0 -- "$vexp" check "$tmp/best.toml"
   [ -s "$tmp/s/best_recipe.toml" ] || fail "sweep wrote no best_recipe.toml"
   for p in heatmap curves throughput linear_scaling; do
@@ -471,9 +476,12 @@ assert seen == 4, seen
 pts = sorted((int(l.split()[0]), round(float(l.split()[1]), 9)) for l in open(png + "/scaling_trials.dat") if l.strip())
 assert pts == sorted((t["g"], round(t["lr"], 9)) for t in trained.values()), pts
 # --best-recipe: the best trial's own recipe, with what it trained.
+# (one trial per cell: the leading cell is the best trial's, the first of a tie)
 best = max(trained, key=lambda i: (trained[i]["top1"], -i))
 text = open(best_path).read()
-assert text.endswith(trained[best]["resolved"]), "best recipe is not the best trial's resolved.toml"
+want = tomllib.loads(trained[best]["resolved"]); del want["run"]["threads"]
+assert tomllib.loads(text) == want, "best recipe is not the best trial's resolved.toml without run.threads"
+assert ("from trial %03d " % best) in text, text.splitlines()[:4]
 m = re.search(r"^# trained: global_batch (\d+), lr ([0-9.e+-]+)", text, re.M)
 assert m and int(m.group(1)) == trained[best]["g"] and close(float(m.group(2)), trained[best]["lr"]), (m and m.group(0), trained[best])
 PY

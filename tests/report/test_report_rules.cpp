@@ -7,6 +7,8 @@
 
 #include "vexp/report/gnuplot.hpp"
 #include "vexp/report/sweep_grid.hpp"
+#include "vexp/report/sweep_results.hpp"
+#include "vexp/sweep/store.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 
@@ -169,6 +171,84 @@ TEST(SweepGrid, OneSeedPerCellNamesNoBest) {
   EXPECT_FALSE(g.noise);
   EXPECT_FALSE(g.best);
   EXPECT_NE(g.verdict.find("unmeasured"), std::string::npos) << g.verdict;
+}
+
+TEST(SweepGrid, TheVerdictLineSaysWhatTheReportSays) {
+  const vexp::report::Opened clear = sweep_of({0.50, 0.52, 0.49, 0.51, 0.51, 0.49, 0.89, 0.91});
+  const std::string v = cell_verdict(clear, sweep_grid(clear));
+  EXPECT_EQ(v.rfind("best cell: global batch 16, lr 0.1: top1 0.9000 \u00b1 0.0141 (mean \u00b1 sd of 2 trials); the best cell "
+                    "stands out",
+                    0),
+            0u)
+      << v;
+  const vexp::report::Opened noise = sweep_of({0.25, 0.3125, 0.25, 0.1875, 0.3125, 0.25, 0.25, 0.25});
+  const std::string n = cell_verdict(noise, sweep_grid(noise));
+  EXPECT_EQ(n.rfind("no best cell: ", 0), 0u) << n;
+  EXPECT_NE(n.find("; the leading cell: global batch"), std::string::npos) << n;
+  vexp::report::Opened none;
+  none.metric = "top1";
+  none.direction = "max";
+  EXPECT_EQ(cell_verdict(none, sweep_grid(none)), "no best cell: no finished trial");
+}
+
+// A sweep folder of the 8 trials of sweep_of (store and trial recipes), the recipe
+// of trial i with seed i % 2 and the slot's 1 thread.
+fs::path sweep_folder(const fs::path& dir, const std::vector<double>& top1) {
+  namespace sw = vexp::sweep;
+  const vexp::report::Opened o = sweep_of(top1);
+  fs::create_directories(dir);
+  sw::Store st;
+  st.open((dir / "sweep.db").string(), true);
+  st.set_meta({{"name", "s"}, {"metric", "top1"}, {"direction", "max"}});
+  std::vector<sw::Trial> ts;
+  for (const auto& r : o.rows) {
+    sw::Trial t;
+    t.id = r.id;
+    t.params = r.params;
+    t.figures.global_batch = r.global_batch;
+    t.figures.lr = r.lr;
+    ts.push_back(t);
+  }
+  st.insert_trials(ts, (dir / "trials").string());
+  for (const auto& r : o.rows) {
+    const fs::path td = dir / "trials" / sw::trial_name(r.id);
+    fs::create_directories(td);
+    std::ofstream(td / "resolved.toml") << "[run]\nepochs = 1\nseed = " << r.params["run.seed"].get<int>()
+                                        << "\nthreads = 1\n\n[dist]\nbatch_per_gpu = " << r.global_batch
+                                        << "\n\n[optim]\nlr = " << r.lr << "\n";
+    st.mark_running(r.id, td.string());
+    st.finish(r.id, "done", 0, *r.metric, r.metrics, 1.0, "");
+  }
+  return dir;
+}
+
+TEST(BestRecipe, TheBestCellsRecipeWithoutItsSeedAndThreads) {
+  vexp::base::TempDir t("vexp_best");
+  const fs::path dir = sweep_folder(t.path() / "clear", {0.50, 0.52, 0.49, 0.51, 0.51, 0.49, 0.89, 0.91});
+  const fs::path out = t.path() / "best.toml";
+  const vexp::report::BestRecipe b = vexp::report::write_best_recipe(dir.string(), out.string());
+  EXPECT_TRUE(b.stands_out);
+  EXPECT_EQ(b.trial, 8);  // 0.91 of the cell (16, 0.1)
+  EXPECT_EQ(b.verdict.rfind("best cell: global batch 16, lr 0.1", 0), 0u) << b.verdict;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string r = text.str();
+  EXPECT_EQ(r.rfind("# best cell of sweep 's': best cell: global batch 16, lr 0.1", 0), 0u) << r;
+  EXPECT_NE(r.find("# parameters: {\"dist.batch_per_gpu\":16,\"optim.lr\":0.1}\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("left to the recipe's defaults: run.threads run.seed"), std::string::npos) << r;
+  EXPECT_EQ(r.find("seed ="), std::string::npos) << r;
+  EXPECT_EQ(r.find("threads ="), std::string::npos) << r;
+  EXPECT_NE(r.find("batch_per_gpu = 16"), std::string::npos) << r;
+  // Nothing stands out: the leading cell, said so, in the file and the verdict.
+  const fs::path noisy = sweep_folder(t.path() / "noisy", {0.25, 0.3125, 0.25, 0.1875, 0.3125, 0.25, 0.25, 0.25});
+  const vexp::report::BestRecipe n = vexp::report::write_best_recipe(noisy.string(), out.string());
+  EXPECT_FALSE(n.stands_out);
+  EXPECT_EQ(n.verdict.rfind("no best cell: ", 0), 0u) << n.verdict;
+  std::ifstream in2(out);
+  std::string first;
+  std::getline(in2, first);
+  EXPECT_EQ(first.rfind("# leading cell of sweep 's': no best cell: ", 0), 0u) << first;
 }
 
 TEST(ThroughputNote, NeverClaimsMoreThanMeasured) {

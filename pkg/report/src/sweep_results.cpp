@@ -203,6 +203,19 @@ std::string results_text(const std::string& dir, const std::string& format, cons
       a.push_back(std::move(t));
     }
     json j{{"sweep", o.name}, {"metric", o.metric}, {"direction", o.direction}, {"trials", a}};
+    {
+      const Grid g = sweep_grid(o);
+      j["verdict"] = g.verdict;
+      auto cell_json = [&](size_t i) {
+        const Cell& c = g.cells[i];
+        json ids = json::array();
+        for (const Row* r : c.trials) ids.push_back(r->id);
+        return json{{"global_batch", g.batches[c.bi]}, {"lr", g.lrs[c.li]}, {"mean", c.mean},
+                    {"sd", c.n > 1 ? json(c.sd) : json(nullptr)}, {"n", c.n}, {"trials", ids}};
+      };
+      j["best_cell"] = g.best ? cell_json(*g.best) : json(nullptr);
+      j["leading_cell"] = g.leader ? cell_json(*g.leader) : json(nullptr);
+    }
     if (o.target)
       j["target"] = {{"metric", o.target->metric},
                      {"value", o.target->value},
@@ -310,6 +323,8 @@ std::string results_text(const std::string& dir, const std::string& format, cons
       first = false;
     }
   out << "; metric " << shown(o.metric) << " (" << shown(o.direction) << ")\n";
+  // The same verdict as the report's and --best-recipe's (report::sweep_grid).
+  out << cell_verdict(o, sweep_grid(o)) << "\n";
   if (o.target) {
     size_t reached = 0, measured = 0;
     for (const auto& r : rows)
@@ -344,7 +359,8 @@ void refuse_best_recipe_output(const std::string& dir, const Opened& o, const st
       std::ifstream old(out_path);
       std::getline(old, first);
     }
-    if (first.rfind("# best trial ", 0) != 0)
+    if (first.rfind("# best trial ", 0) != 0 && first.rfind("# best cell ", 0) != 0 &&
+        first.rfind("# leading cell ", 0) != 0)
       throw base::invalid("--best-recipe '" + base::printable(out_path) + "' is a file of the sweep '" +
                                         base::printable(dir) + "'; write it elsewhere");
   }
@@ -354,28 +370,81 @@ void refuse_best_recipe_output(const std::string& dir, const std::string& out_pa
   refuse_best_recipe_output(dir, open_results(dir), out_path);
 }
 
-int64_t write_best_recipe(const std::string& dir, const std::string& out_path) {
+std::string cell_verdict(const Opened& o, const Grid& g) {
+  if (!g.leader) return "no best cell: no finished trial";
+  const Cell& c = g.cells[*g.leader];
+  std::string figures = "global batch " + std::to_string(g.batches[c.bi]) + ", lr " + fmt("%.4g", g.lrs[c.li]) + ": " +
+                        base::printable(o.metric, 60) + " " + fmt("%.4f", c.mean) +
+                        (c.n > 1 ? " \u00b1 " + fmt("%.4f", c.sd) + " (mean \u00b1 sd of " + std::to_string(c.n) + " trials)"
+                                 : std::string(" (1 trial)"));
+  if (g.best) return "best cell: " + figures + "; " + g.verdict;
+  return "no best cell: " + g.verdict + "; the leading cell: " + figures;
+}
+
+BestRecipe write_best_recipe(const std::string& dir, const std::string& out_path) {
   Opened o = open_results(dir);
-  const bool higher = o.direction == "max";
-  const Row* best = nullptr;
-  for (const auto& r : o.rows)
-    if (r.status == "done" && r.metric && (!best || better(*r.metric, *best->metric, higher))) best = &r;
-  if (!best) throw base::failure("'" + dir + "' has no finished trial yet: there is no best recipe");
+  const Grid g = sweep_grid(o);
+  if (!g.leader) throw base::failure("'" + dir + "' has no finished trial yet: there is no best recipe");
   refuse_best_recipe_output(dir, o, out_path);
+  const bool higher = o.direction == "max";
+  // The recipe of the cell (its global batch and lr, the parameters all its trials
+  // share): the resolved recipe of its best finished trial, without what a trial
+  // alone had: its seed when the seeds vary inside the cell, and the thread count
+  // of the sweep's slot (run.threads) -- both are left to the recipe's defaults.
+  const Cell& c = g.cells[*g.leader];
+  const Row* best = nullptr;
+  for (const Row* r : c.trials)
+    if (r->status == "done" && r->metric && (!best || better(*r->metric, *best->metric, higher))) best = r;
   const fs::path resolved = fs::path(best->run_dir) / "resolved.toml";
   std::error_code ec;
   if (!fs::exists(resolved, ec)) throw base::failure("'" + resolved.string() + "' is missing");
-  std::string body = rundir::read_text(resolved);
-  // Drop the run-local knobs the sweep added (threads): the recipe is for a fresh run.
+  dsl::Diagnostics diags;
+  std::optional<dsl::Recipe> recipe = dsl::load_recipe(resolved.string(), {}, diags);
+  if (!recipe || diags.has_errors())
+    throw base::failure("'" + base::printable(resolved.string()) + "' does not read as a recipe: " +
+                        (diags.items().empty() ? std::string("?") : diags.items().front().str()));
+  std::vector<std::string> dropped;
+  auto drop = [&](const std::string& path) {
+    const size_t dot = path.rfind('.');
+    schema::Value* table = &recipe->root;
+    for (size_t from = 0; table && dot != std::string::npos && from < dot;) {
+      const size_t next = std::min(path.find('.', from), dot);
+      table = table->is_table() ? table->find(path.substr(from, next - from)) : nullptr;
+      from = next + 1;
+    }
+    if (table && table->is_table() && table->erase(path.substr(dot == std::string::npos ? 0 : dot + 1)))
+      dropped.push_back(path);
+  };
+  drop("run.threads");
+  json shared = json::object();
+  for (const auto& [k, v] : best->params.items()) {
+    const bool varies = std::find(g.within_cell.begin(), g.within_cell.end(), k) != g.within_cell.end();
+    if (varies && k == "run.seed") drop(k);
+    else shared[k] = v;
+  }
   std::ostringstream o2;
-  o2 << "# best trial " << trial_name(best->id) << " of sweep '" << o.name << "': " << o.metric << " = "
-     << fmt("%.6g", *best->metric) << " (" << o.direction << ")\n# parameters: " << best->params.dump() << "\n"
-     << "# trained: global_batch " << best->global_batch << ", lr " << fmt("%.10g", best->lr);
+  o2 << "# " << (g.best ? "best" : "leading") << " cell of sweep '" << base::printable(o.name, 60)
+     << "': " << cell_verdict(o, g) << "\n# parameters: " << shared.dump() << "\n"
+     << "# from trial " << trial_name(best->id) << " (the cell's best: " << base::printable(o.metric, 60) << " "
+     << fmt("%.6g", *best->metric) << ")";
+  if (!dropped.empty()) {
+    o2 << "; left to the recipe's defaults:";
+    for (const auto& d : dropped) o2 << " " << d;
+  }
+  o2 << "\n# trained: global_batch " << best->global_batch << ", lr " << fmt("%.10g", best->lr);
   for (const char* k : {"warmup_steps", "total_steps"})
     if (const std::string t = figure_text(*best, k); !t.empty()) o2 << ", " << k << " " << t;
-  o2 << "\n" << body;
+  o2 << "\n" << dsl::to_toml(recipe->root);
   base::write_file_atomic(out_path, o2.str());
-  return best->id;
+  return {best->id, g.best.has_value(), cell_verdict(o, g), dropped};
+}
+
+std::string best_recipe_line(const BestRecipe& b, const std::string& out) {
+  std::string keys;
+  for (const auto& d : b.dropped) keys += (keys.empty() ? "" : " ") + d;
+  return std::string(b.stands_out ? "the best cell's" : "the leading cell's") + " recipe (trial " +
+         trial_name(b.trial) + "'s" + (keys.empty() ? std::string() : "; " + keys + " left to the recipe's defaults") +
+         ") written to " + base::printable(out);
 }
 
 std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir) {

@@ -28,8 +28,8 @@ void add_results(CLI::App& app) {
     if (!best->empty()) report::refuse_best_recipe_output(*dir, *best);  // before the table
     std::cout << report::results_text(*dir, *as_json ? "json" : *as_csv ? "csv" : "table", *sort);
     if (!best->empty()) {
-      int64_t id = report::write_best_recipe(*dir, *best);
-      std::cerr << "best trial " << id << ": recipe written to " << *best << "\n";
+      const report::BestRecipe b = report::write_best_recipe(*dir, *best);
+      std::cerr << report::best_recipe_line(b, *best) << "\n";
     }
   });
 }

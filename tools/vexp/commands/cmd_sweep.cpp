@@ -191,9 +191,8 @@ void sweep_command(const SweepArgs& a) {
     // file the report cannot read, no gnuplot) is a warning, the others still come.
     const std::vector<std::function<void()>> outputs = {
         [&] {
-          int64_t best = report::write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
-          std::cout << "best trial " << trial_name(best) << ": recipe written to "
-                    << (dir / "best_recipe.toml").string() << "\n";
+          const report::BestRecipe best = report::write_best_recipe(dir.string(), (dir / "best_recipe.toml").string());
+          std::cout << report::best_recipe_line(best, (dir / "best_recipe.toml").string()) << "\n";
         },
         [&] {
           auto w = report::write_html_report({dir.string()}, (dir / "report.html").string());

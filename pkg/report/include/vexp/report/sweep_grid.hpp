@@ -46,6 +46,12 @@ struct Grid {
 
 Grid sweep_grid(const report::Opened& o);
 
+// The sweep's verdict in one line, as the CLI, the results table and --best-recipe
+// say it: "best cell: global batch B, lr L: METRIC M ± SD (mean ± sd of N trials);
+// WHY" when the leading cell stands out, else "no best cell: WHY; the leading cell:
+// ..." ("no best cell: no finished trial" without one).
+std::string cell_verdict(const report::Opened& o, const Grid& g);
+
 // The metric of a model that guesses: top-1 1/classes, top-k min(k, classes)/classes,
 // val_loss ln(classes) (the cross-entropy of a uniform guess); nullopt for other
 // metrics or unknown classes (<= 0).

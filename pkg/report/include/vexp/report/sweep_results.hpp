@@ -38,9 +38,21 @@ std::string results_text(const std::string& dir, const std::string& format, cons
 // extends, refuse_output's rule) or another file of the sweep folder than a previous
 // best recipe.
 void refuse_best_recipe_output(const std::string& dir, const std::string& out);
-// Copies the best finished trial's resolved recipe to `out` (refuse_best_recipe_output
-// first); returns the trial id.
-int64_t write_best_recipe(const std::string& dir, const std::string& out);
+// The recipe of the sweep's leading cell (report::sweep_grid: the best mean over the
+// trials of a global batch x lr cell), written to `out` (refuse_best_recipe_output
+// first): the resolved recipe of the cell's best trial without the seed (when seeds
+// vary in the cell) and the slot's run.threads, headed by the verdict -- "best cell"
+// only when it stands out of the seeds' spread and chance, as in the report.
+struct BestRecipe {
+  int64_t trial = 0;        // the cell's best trial, whose resolved recipe it is
+  bool stands_out = false;  // a best cell (else the leading one, said so)
+  std::string verdict;      // cell_verdict: one line for the terminal
+  std::vector<std::string> dropped;  // keys left to the recipe's defaults ("run.threads", "run.seed")
+};
+BestRecipe write_best_recipe(const std::string& dir, const std::string& out);
+// "the best cell's recipe (trial 007's; run.threads run.seed left to the recipe's
+// defaults) written to OUT" (or "the leading cell's"): the CLI's line.
+std::string best_recipe_line(const BestRecipe& b, const std::string& out);
 // Writes REPORT_DIR/*.png with gnuplot; returns the files written.
 std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir);
 
