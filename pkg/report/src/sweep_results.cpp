@@ -447,390 +447,423 @@ std::string best_recipe_line(const BestRecipe& b, const std::string& out) {
          ") written to " + base::printable(out);
 }
 
-std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir) {
-  Opened o = open_results(dir);
-  if (!report::gnuplot_program())
-    throw base::failure("gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plots written");
-  const fs::path rd(report_dir);
-  fs::create_directories(rd);
-  const bool higher = o.direction == "max";
-  using report::gp_data_string;
-  using report::gp_string;
-  // Paths reach gnuplot as ARG1 (`gnuplot -c report.gp REPORT_DIR`), a string
-  // variable it never parses: a folder named with quotes, $(...) or newlines stays a
-  // name. Names from the sweep (its name, metric, trial statuses) are gp_string'ed.
-  std::ostringstream gp;
-  gp << "# Written by vexp report; redraw with: gnuplot -c report.gp REPORT_DIR\n"
-     << "dir = ARG1\n"
-     << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
-  std::vector<std::string> files;
-  auto out_png = [&](const std::string& name) {
+namespace {
+
+using report::gp_data_string;
+using report::gp_string;
+
+// The gnuplot script of a sweep's PNGs and the data files beside it: each panel
+// below adds its plot to `gp` and its data to the report folder.
+struct PngScript {
+  fs::path rd;             // the report folder
+  std::ostringstream gp;   // report.gp
+  std::vector<std::string> files;  // the PNGs it draws
+  std::string sweep_name;
+  // The next plot goes to REPORT_DIR/name.
+  void out_png(const std::string& name) {
     files.push_back((rd / name).string());
     gp << "set output dir.'/" << name << "'\n";
-  };
+  }
   // A data file of the report (written whole; a planted link is replaced, not followed).
-  auto put = [&](const std::string& name, const std::string& text) {
-    base::write_file_atomic((rd / name).string(), text);
-  };
-  auto file = [](const std::string& name) { return "dir.'/" + name + "'"; };
+  void put(const std::string& name, const std::string& text) const { base::write_file_atomic((rd / name).string(), text); }
+  static std::string file(const std::string& name) { return "dir.'/" + name + "'"; }
   // A panel that has nothing to draw: its axes and one sentence, no error.
-  auto empty_panel = [&](const std::string& text) {
-    gp << "set xrange [0:1]\nset yrange [0:1]\nset label 1 " << gp_string(text)
+  void empty_panel(const std::string& text) {
+    gp << "set xrange [0:1]\nset yrange [0:1]\nset label 1 " << report::gp_string(text)
        << " at graph 0.5,0.5 center\nplot -1 notitle\nunset label 1\n";
-  };
-  const std::string sweep_name = o.name.empty() ? std::string("sweep") : o.name;
+  }
+};
 
-  const report::Grid grid = report::sweep_grid(o);
-  const std::vector<int> shared = report::sharing(o.rows);
+// 1. batch x lr heatmap of the metric: the mean over a cell's finished trials
+// (seeds), with the spread where there are several; a best cell is framed only
+// when it stands out of the seeds' spread and of chance (report::stands_out).
+void heatmap_panel(PngScript& ps, const Opened& o, const Grid& grid) {
+  std::ostringstream& gp = ps.gp;
+  const std::string& sweep_name = ps.sweep_name;
+  const bool higher = o.direction == "max";
   const std::vector<int64_t>& bv = grid.batches;
   const std::vector<double>& lv = grid.lrs;
   const std::vector<std::string> lr_ticks = report::tick_labels(lv, 2);
   const std::string chance_text =
       grid.chance ? "chance " + fmt("%.4g", *grid.chance) + " (" + std::to_string(grid.classes) + " classes)"
                   : std::string("chance unknown (the trials record no class count)");
-
-  // 1. batch x lr heatmap of the metric: the mean over a cell's finished trials
-  // (seeds), with the spread where there are several; a best cell is framed only
-  // when it stands out of the seeds' spread and of chance (report::stands_out).
-  {
-    std::ostringstream good, bad;
-    good << "# batch_index lr_index mean label colour\n";
-    bad << "# batch_index lr_index statuses\n";
-    bool any_good = false, any_bad = false;
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto& c : grid.cells)
-      if (c.has_value()) lo = std::min(lo, c.mean), hi = std::max(hi, c.mean);
-    for (const auto& c : grid.cells) {
-      if (c.has_value()) {
-        std::string label = fmt("%.3f", c.mean);
-        if (c.n > 1) label += " ± " + fmt("%.3f", c.sd) + " (n=" + std::to_string(c.n) + ")";
-        // White text on the dark (good) end of the palette.
-        const double t = hi > lo ? (c.mean - lo) / (hi - lo) : 1;
-        const bool dark = (higher ? t : 1 - t) > 0.55;
-        good << c.bi << " " << c.li << " " << c.mean << " " << gp_data_string(label) << " "
-             << (dark ? 0xffffff : 0x222222) << "\n";
-        any_good = true;
-      } else {
-        bad << c.bi << " " << c.li << " " << gp_data_string(c.statuses()) << "\n";
-        any_bad = true;
-      }
+  std::ostringstream good, bad;
+  good << "# batch_index lr_index mean label colour\n";
+  bad << "# batch_index lr_index statuses\n";
+  bool any_good = false, any_bad = false;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& c : grid.cells)
+    if (c.has_value()) lo = std::min(lo, c.mean), hi = std::max(hi, c.mean);
+  for (const auto& c : grid.cells) {
+    if (c.has_value()) {
+      std::string label = fmt("%.3f", c.mean);
+      if (c.n > 1) label += " ± " + fmt("%.3f", c.sd) + " (n=" + std::to_string(c.n) + ")";
+      // White text on the dark (good) end of the palette.
+      const double t = hi > lo ? (c.mean - lo) / (hi - lo) : 1;
+      const bool dark = (higher ? t : 1 - t) > 0.55;
+      good << c.bi << " " << c.li << " " << c.mean << " " << gp_data_string(label) << " "
+           << (dark ? 0xffffff : 0x222222) << "\n";
+      any_good = true;
+    } else {
+      bad << c.bi << " " << c.li << " " << gp_data_string(c.statuses()) << "\n";
+      any_bad = true;
     }
-    if (!any_good) good << "-10 -10 0 \"\" 0\n";
-    if (!any_bad) bad << "-10 -10 \"\"\n";
-    put("heatmap.dat", good.str());
-    put("heatmap_other.dat", bad.str());
-    out_png("heatmap.png");
-    std::string within;
-    for (const auto& k : grid.within_cell) within += (within.empty() ? "" : ", ") + k;
-    gp << "set title "
-       << report::gp_lines({sweep_name + ": " + o.metric + " over global batch x learning rate" +
-                                (within.empty() ? std::string(" (one trial per cell)")
-                                                : " (mean ± sd over " + within + ")"),
-                            chance_text + (grid.noise ? "; seeds' spread (pooled sd) " + fmt("%.3g", *grid.noise)
-                                                      : std::string()),
-                            (grid.best ? std::string("best cell framed: ") : std::string("no best cell: ")) +
-                                grid.verdict})
-       << "\nset tmargin 5\n";
-    gp << "set xlabel 'global batch'\nset ylabel 'learning rate'\nunset grid\n"
-       << "set xrange [-0.5:" << std::max<double>(0.5, static_cast<double>(bv.size()) - 0.5) << "]\nset yrange [-0.5:"
-       << std::max<double>(0.5, static_cast<double>(lv.size()) - 0.5) << "]\n";
-    gp << "set xtics (";
-    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << i;
-    gp << ")\nset ytics (";
-    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << i;
-    gp << ")\nset palette defined (0 '#fff7ec', 0.5 '#41b6c4', 1 '#08306b')\nset cblabel " << gp_string(o.metric) << "\n"
-       << "set style fill solid 1.0 noborder\n";
-    if (!higher) gp << "set cbrange [*:*] reverse\n";
-    if (!any_good) gp << "unset colorbox\n";  // no value to give a scale
-    if (grid.best) {
-      const auto& b = grid.cells[*grid.best];
-      gp << "set object 1 rect from " << b.bi - 0.47 << "," << b.li - 0.47 << " to " << b.bi + 0.47 << ","
-         << b.li + 0.47 << " front fillstyle empty border rgb '#d7301f' lw 4\n"
-         << "set label 2 'best' at " << b.bi - 0.42 << "," << b.li + 0.36 << " front textcolor rgb '#d7301f' font 'sans,10'\n";
-    }
-    gp << "plot " << file("heatmap.dat") << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
-       << "     " << file("heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
-       << "     " << file("heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
-       << "     " << file("heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
-    gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse; set tmargin; set colorbox\n"
-       << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
-       << "set autoscale x; set autoscale y; unset xrange; unset yrange\n";
   }
+  if (!any_good) good << "-10 -10 0 \"\" 0\n";
+  if (!any_bad) bad << "-10 -10 \"\"\n";
+  ps.put("heatmap.dat", good.str());
+  ps.put("heatmap_other.dat", bad.str());
+  ps.out_png("heatmap.png");
+  std::string within;
+  for (const auto& k : grid.within_cell) within += (within.empty() ? "" : ", ") + k;
+  gp << "set title "
+     << report::gp_lines({sweep_name + ": " + o.metric + " over global batch x learning rate" +
+                              (within.empty() ? std::string(" (one trial per cell)")
+                                              : " (mean ± sd over " + within + ")"),
+                          chance_text + (grid.noise ? "; seeds' spread (pooled sd) " + fmt("%.3g", *grid.noise)
+                                                    : std::string()),
+                          (grid.best ? std::string("best cell framed: ") : std::string("no best cell: ")) +
+                              grid.verdict})
+     << "\nset tmargin 5\n";
+  gp << "set xlabel 'global batch'\nset ylabel 'learning rate'\nunset grid\n"
+     << "set xrange [-0.5:" << std::max<double>(0.5, static_cast<double>(bv.size()) - 0.5) << "]\nset yrange [-0.5:"
+     << std::max<double>(0.5, static_cast<double>(lv.size()) - 0.5) << "]\n";
+  gp << "set xtics (";
+  for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << i;
+  gp << ")\nset ytics (";
+  for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << i;
+  gp << ")\nset palette defined (0 '#fff7ec', 0.5 '#41b6c4', 1 '#08306b')\nset cblabel " << gp_string(o.metric) << "\n"
+     << "set style fill solid 1.0 noborder\n";
+  if (!higher) gp << "set cbrange [*:*] reverse\n";
+  if (!any_good) gp << "unset colorbox\n";  // no value to give a scale
+  if (grid.best) {
+    const auto& b = grid.cells[*grid.best];
+    gp << "set object 1 rect from " << b.bi - 0.47 << "," << b.li - 0.47 << " to " << b.bi + 0.47 << ","
+       << b.li + 0.47 << " front fillstyle empty border rgb '#d7301f' lw 4\n"
+       << "set label 2 'best' at " << b.bi - 0.42 << "," << b.li + 0.36 << " front textcolor rgb '#d7301f' font 'sans,10'\n";
+  }
+  gp << "plot " << ps.file("heatmap.dat") << " using 1:2:(0.5):(0.5):3 with boxxyerror fillcolor palette notitle, \\\n"
+     << "     " << ps.file("heatmap_other.dat") << " using 1:2:(0.5):(0.5) with boxxyerror fillcolor rgb '#d9d9d9' notitle, \\\n"
+     << "     " << ps.file("heatmap.dat") << " using 1:2:4:5 with labels font 'sans,11' tc rgb variable notitle, \\\n"
+     << "     " << ps.file("heatmap_other.dat") << " using 1:2:3 with labels font 'sans,10' notitle\n";
+  gp << "unset object 1; unset label 2; set cbrange [*:*] noreverse; set tmargin; set colorbox\n"
+     << "unset xtics; set xtics autofreq; unset ytics; set ytics autofreq; set grid\n"
+     << "set autoscale x; set autoscale y; unset xrange; unset yrange\n";
+}
 
-  // 2. training curves of all trials: loss (left) and the metric per epoch (right),
-  // one colour (and dash) per trial, the legend under both panels.
-  {
-    struct Line {
-      std::string file, title, style;
-      std::string with;  // "" : the panel's; one point is drawn as a point (a line of one point is invisible)
-    };
-    std::vector<Line> train_files, eval_files;
-    double lo = INFINITY, hi = 0;
-    Extent loss_x, eval_x, eval_y;  // what the panels hold (a 1-epoch sweep: one point each)
-    for (size_t i = 0; i < o.rows.size(); ++i) {
-      const Row& r = o.rows[i];
-      Curves c = read_curves(r.run_dir, o.metric);
-      const std::string title = trial_name(r.id) + " b" + std::to_string(r.global_batch) + " lr " +
-                                fmt("%.3g", r.lr) + (r.status == "done" ? "" : " (" + r.status + ")");
-      const std::string style = "lc rgb '" + report::series_colour(i) + "' dt " + (report::series_dashed(i) ? "2" : "1");
-      if (!c.loss.empty()) {
-        const std::string f = "curve_" + trial_name(r.id) + "_loss.dat";
-        std::ostringstream s;
-        for (auto& [x, y] : c.loss) {
-          s << x << " " << y << "\n";
-          if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
-          loss_x.add(x);
+// 2. training curves of all trials: loss (left) and the metric per epoch (right),
+// one colour (and dash) per trial, the legend under both panels.
+void curves_panel(PngScript& ps, const Opened& o, const Grid& grid) {
+  std::ostringstream& gp = ps.gp;
+  const std::string& sweep_name = ps.sweep_name;
+  struct Line {
+    std::string file, title, style;
+    std::string with;  // "" : the panel's; one point is drawn as a point (a line of one point is invisible)
+  };
+  std::vector<Line> train_files, eval_files;
+  double lo = INFINITY, hi = 0;
+  Extent loss_x, eval_x, eval_y;  // what the panels hold (a 1-epoch sweep: one point each)
+  for (size_t i = 0; i < o.rows.size(); ++i) {
+    const Row& r = o.rows[i];
+    Curves c = read_curves(r.run_dir, o.metric);
+    const std::string title = trial_name(r.id) + " b" + std::to_string(r.global_batch) + " lr " +
+                              fmt("%.3g", r.lr) + (r.status == "done" ? "" : " (" + r.status + ")");
+    const std::string style = "lc rgb '" + report::series_colour(i) + "' dt " + (report::series_dashed(i) ? "2" : "1");
+    if (!c.loss.empty()) {
+      const std::string f = "curve_" + trial_name(r.id) + "_loss.dat";
+      std::ostringstream s;
+      for (auto& [x, y] : c.loss) {
+        s << x << " " << y << "\n";
+        if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
+        loss_x.add(x);
+      }
+      ps.put(f, s.str());
+      train_files.push_back({f, title, style, c.loss.size() == 1 ? "points pt 7 ps 0.8" : ""});
+    }
+    if (!c.eval.empty()) {
+      const std::string f = "curve_" + trial_name(r.id) + "_eval.dat";
+      std::ostringstream s;
+      for (auto& [x, y] : c.eval) {
+        s << x << " " << y << "\n";
+        eval_x.add(static_cast<double>(x));
+        eval_y.add(y);
+      }
+      ps.put(f, s.str());
+      eval_files.push_back({f, title, style, ""});
+    }
+  }
+  // One plot of every listed curve, or a note where there is none.
+  auto plot_curves = [&](const std::vector<Line>& lines, const char* with, const std::string& none) {
+    if (lines.empty()) {
+      ps.empty_panel(none);
+      return;
+    }
+    gp << "plot ";
+    for (size_t i = 0; i < lines.size(); ++i)
+      gp << (i ? ", \\\n     " : "") << ps.file(lines[i].file) << " using 1:2 with "
+         << (lines[i].with.empty() ? with : lines[i].with.c_str()) << " " << lines[i].style
+         << " title " << gp_string(lines[i].title);
+    gp << "\n";
+  };
+  const size_t entries = std::max(train_files.size(), eval_files.size());
+  const int rows_of_key = static_cast<int>((entries + 3) / 4);
+  const int height = 560 + 18 * rows_of_key;
+  const double key_frac = (18.0 * rows_of_key + 70.0) / height;
+  const bool none_finished = !grid.leader;
+  ps.out_png("curves.png");
+  gp << "set terminal pngcairo noenhanced size 1100," << height << " font 'sans,10'\n"
+     << "set multiplot layout 1,2 title " << gp_string(sweep_name + ": training curves of all trials") << "\n"
+     << "set bmargin at screen " << key_frac << "\n"
+     << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss'\n";
+  // Explicit ranges that always span something: gnuplot refuses to plot with an
+  // empty y range, which one loss value (a 1-epoch sweep) gave ([1.47941:1.47941]).
+  if (hi > 0 && report::wants_log_axis(lo, hi))
+    gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange " << gp_range(lo, hi, true) << "\n";
+  else if (hi > 0)
+    gp << "set ylabel 'loss'\nset yrange " << gp_range(lo, hi, false) << "\n";
+  if (loss_x.any()) gp << "set xrange " << gp_range(loss_x.lo, loss_x.hi, false, 0.5) << "\n";
+  gp << "set key at screen 0.5,0.01 center bottom horizontal maxcols 4 font 'sans,8'\n";
+  plot_curves(train_files, "lines lw 1.5",
+              none_finished ? "no finished trial: no training steps recorded" : "no training steps recorded");
+  gp << "unset logscale y\nunset xrange\nset autoscale x\nunset yrange\nset autoscale y\nset title "
+     << gp_string("validation " + o.metric) << "\nset ylabel " << gp_string(o.metric) << "\nunset key\n";
+  if (eval_x.any())
+    gp << "set xrange " << gp_range(eval_x.lo, eval_x.hi, false, 0.5) << "\nset yrange "
+       << gp_range(eval_y.lo, eval_y.hi, false) << "\n";
+  plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6",
+              none_finished ? "no finished trial: no evaluation recorded" : "no evaluation recorded");
+  gp << "unset multiplot\nset key default\nset bmargin\nunset xrange\nset autoscale\n"
+     << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\n";
+}
+
+// 3. throughput per trial, coloured by how many trials shared the machine; the
+// note says what the measured overlap and load allow (report::throughput_note).
+void throughput_panel(PngScript& ps, const Opened& o) {
+  std::ostringstream& gp = ps.gp;
+  const std::string& sweep_name = ps.sweep_name;
+  const std::vector<int> shared = report::sharing(o.rows);
+  std::ostringstream s;
+  s << "# index trial clips_per_s label sharing_group\n";
+  std::map<int, int> group;
+  for (int k : shared) group[k] = 0;
+  int gi = 0;
+  for (auto& [k, g] : group) g = gi++;
+  double top = 0;
+  for (size_t i = 0; i < o.rows.size(); ++i) {
+    const Row& r = o.rows[i];
+    const auto stored = value_of(r, "clips_per_s");
+    double cps = stored ? *stored : read_curves(r.run_dir, o.metric).mean_clips_per_s;
+    if (!std::isfinite(cps)) cps = 0;
+    top = std::max(top, cps);
+    s << i << " " << trial_name(r.id) << " " << cps << " "
+      << gp_data_string("b" + std::to_string(r.global_batch) + " " + r.status) << " " << group[shared[i]] << "\n";
+  }
+  ps.put("throughput.dat", s.str());
+  ps.out_png("throughput.png");
+  // The note under the title, a sentence a line.
+  std::vector<std::string> title{sweep_name + ": training throughput per trial (clips/s)"};
+  std::string note = report::throughput_note(o.rows, shared);
+  for (size_t at; (at = note.find(". ")) != std::string::npos; note = note.substr(at + 2))
+    title.push_back(note.substr(0, at + 1));
+  if (!note.empty()) title.push_back(note);
+  gp << "set title " << report::gp_lines(title) << "\n";
+  gp << "set tmargin " << title.size() + 2 << "\nset xlabel 'trial (global batch, status)'\n"
+     << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:"
+     << static_cast<double>(o.rows.size()) - 0.4 << "]\n"
+     << "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
+     << "set key outside bottom center horizontal\nplot ";
+  bool first = true;
+  for (const auto& [k, g] : group) {
+    gp << (first ? "" : ", \\\n     ") << ps.file("throughput.dat") << " using ($5 == " << g
+       << " ? $1 : 1/0):3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '"
+       << report::series_colour(static_cast<size_t>(g)) << "' title "
+       << gp_string(k == 0 ? std::string("ran alone") : "ran with up to " + std::to_string(k) + " other trial(s)");
+    first = false;
+  }
+  gp << ", \\\n     " << ps.file("throughput.dat") << " using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
+     << "set tmargin\n"
+     << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\nset key default\n";
+}
+
+// 4. linear scaling check: the best lr per global batch (by the cells' mean, where
+// it stands out of that batch's other cells and of chance) against lr
+// proportional to batch.
+void scaling_panel(PngScript& ps, const Opened& o, const Grid& grid) {
+  std::ostringstream& gp = ps.gp;
+  const std::string& sweep_name = ps.sweep_name;
+  const std::vector<int64_t>& bv = grid.batches;
+  const std::vector<double>& lv = grid.lrs;
+  const std::vector<std::string> lr_ticks = report::tick_labels(lv, 2);
+  std::ostringstream all, bs;
+  for (const auto& r : o.rows) all << r.global_batch << " " << r.lr << " " << gp_data_string(r.status) << "\n";
+  std::optional<std::pair<double, double>> anchor;
+  for (size_t bi = 0; bi < bv.size(); ++bi) {
+    if (!grid.best_per_batch[bi]) continue;
+    const auto& c = grid.cells[*grid.best_per_batch[bi]];
+    bs << bv[bi] << " " << lv[c.li] << " " << c.mean << "\n";
+    if (!anchor) anchor = {static_cast<double>(bv[bi]), lv[c.li]};
+  }
+  if (!anchor) bs << "-1 -1 0\n";  // outside the axes: nothing stands out to draw
+  ps.put("scaling_trials.dat", all.str());
+  ps.put("scaling_best.dat", bs.str());
+  ps.out_png("linear_scaling.png");
+  const double xlo = bv.empty() ? 1 : static_cast<double>(bv.front()) * 0.7;
+  const double xhi = bv.empty() ? 10 : static_cast<double>(bv.back()) * 1.4;
+  const double ylo = lv.empty() || lv.front() <= 0 ? 1e-4 : lv.front() * 0.5;
+  const double yhi = lv.empty() || lv.back() <= 0 ? 1 : lv.back() * 2;
+  gp << "set title " << gp_string(sweep_name + ": linear scaling rule check (best lr per global batch)") << "\n"
+     << "set xlabel 'global batch (log scale)'\nset ylabel 'learning rate (log scale)'\nset logscale xy\n"
+     << "set key top left\nset xrange [" << xlo << ":" << xhi << "]\n"
+     << "set yrange [" << ylo << ":" << yhi << "]\n";
+  gp << "set xtics (";
+  for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << bv[i];
+  gp << ")\nset ytics (";
+  for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << lv[i];
+  gp << ")\n";
+  if (!anchor)
+    gp << "set label 5 " << gp_string("no batch has a best lr that stands out: " + grid.verdict, 400)
+       << " at graph 0.5,0.5 center\n";
+  gp << "plot " << ps.file("scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials'";
+  if (anchor) {
+    const double b0 = anchor->first, l0 = anchor->second;
+    gp << ", \\\n     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#d62728' title "
+       << gp_string("linear rule: lr = " + fmt("%.3g", l0) + " x batch / " + std::to_string(static_cast<long long>(b0)))
+       << ", \\\n     " << ps.file("scaling_best.dat")
+       << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#1f77b4' title "
+       << gp_string("best lr (by mean " + o.metric + ", where it stands out)");
+  }
+  gp << "\nunset label 5; unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
+}
+
+// 5. steps and clips to the target against the global batch (a sweep with a target
+// and 2 or more batches): the best trial of each batch, the fit S = S_min + E_min / B
+// and E = E_min + S_min B through them, B_crit, and each trial's B_noise.
+void target_panels(PngScript& ps, const Opened& o, const BatchSizeStudy& study) {
+  std::ostringstream& gp = ps.gp;
+  const std::string& sweep_name = ps.sweep_name;
+  const BatchSizeStudy* st = &study;
+  std::ostringstream all, best;
+  all << "# global_batch steps clips trial\n";
+  best << "# global_batch steps clips trial (the fewest steps of its batch)\n";
+  Extent bx, sy, ey;
+  for (const auto& t : st->trials) {
+    const Row& r = *t.row;
+    bx.add(static_cast<double>(r.global_batch));
+    if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) bx.add(*v);
+    if (!o.measured(r) || !r.to_target.steps || !r.to_target.clips || *r.to_target.steps <= 0) continue;
+    all << r.global_batch << " " << *r.to_target.steps << " " << *r.to_target.clips << " " << r.id << "\n";
+    sy.add(static_cast<double>(*r.to_target.steps));
+    ey.add(static_cast<double>(*r.to_target.clips));
+  }
+  for (const auto& b : st->best)
+    if (b) {
+      const Row& r = *st->trials[*b].row;
+      best << r.global_batch << " " << *r.to_target.steps << " " << r.to_target.clips.value_or(0) << " " << r.id
+           << "\n";
+    }
+  ps.put("target_trials.dat", all.str());
+  ps.put("target_best.dat", best.str());
+  const report::CriticalBatchFit* fit = st->fit.fit ? &*st->fit.fit : nullptr;
+  // Long sentences as title lines of at most ~110 characters, cut after "; ", ": " or ", ".
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::string rest = text;
+    while (rest.size() > 110) {
+      size_t at = std::string::npos;
+      for (const char* cut : {"; ", ": ", ", "}) {
+        at = rest.rfind(cut, 110);
+        if (at != std::string::npos && at >= 40) break;
+      }
+      if (at == std::string::npos || at < 40) break;
+      out.push_back(rest.substr(0, at + 1));
+      rest = rest.substr(at + 2);
+    }
+    out.push_back(rest);
+    return out;
+  };
+  for (const bool steps : {true, false}) {
+    ps.out_png(steps ? "steps_to_target.png" : "clips_to_target.png");
+    std::vector<std::string> title{sweep_name + ": " + (steps ? "steps" : "clips") + " to " + st->target.text() +
+                                   " against the global batch"};
+    for (const auto& l : lines_of(st->fit_text)) title.push_back(l);
+    if (!steps)
+      for (const auto& l : lines_of(st->noise_text)) title.push_back(l);
+    gp << "set title " << report::gp_lines(title, 1200) << "\nset tmargin " << title.size() + 2 << "\n";
+    const Extent& y = steps ? sy : ey;
+    if (!y.any()) {
+      ps.empty_panel("no trial reached the target " + st->target.text());
+      gp << "set tmargin\nunset xrange; unset yrange; set autoscale\n";
+      continue;
+    }
+    gp << "set xlabel 'global batch (log scale)'\nset ylabel "
+       << gp_string(std::string(steps ? "optimizer steps" : "training clips") + " to the target (log scale)")
+       << "\nset logscale x\nset logscale y 2\nset format y '%g'\nset xrange [" << fmt("%.10g", bx.lo / 1.5) << ":" << fmt("%.10g", bx.hi * 1.5)
+       << "]\nset yrange [" << fmt("%.10g", y.lo / 2) << ":" << fmt("%.10g", y.hi * 2) << "]\nset key top "
+       << (steps ? "right" : "left") << " opaque\nset xtics (";
+    for (size_t i = 0; i < st->batches.size(); ++i)
+      gp << (i ? ", " : "") << gp_string(std::to_string(st->batches[i])) << " " << st->batches[i];
+    gp << ")\nset samples 400\n";
+    int arrow = 20;
+    if (fit && std::isfinite(fit->b_crit) && fit->b_crit > 0)
+      gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", fit->b_crit) << ", graph 0 to first "
+         << fmt("%.10g", fit->b_crit) << ", graph 1 nohead dt 2 lw 2 lc rgb '#d62728'\n";
+    size_t noise_lines = 0;
+    if (!steps)
+      for (const auto& t : st->trials)
+        if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) {
+          gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", *v) << ", graph 0 to first "
+             << fmt("%.10g", *v) << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#2ca02c'\n";
+          ++noise_lines;
         }
-        put(f, s.str());
-        train_files.push_back({f, title, style, c.loss.size() == 1 ? "points pt 7 ps 0.8" : ""});
-      }
-      if (!c.eval.empty()) {
-        const std::string f = "curve_" + trial_name(r.id) + "_eval.dat";
-        std::ostringstream s;
-        for (auto& [x, y] : c.eval) {
-          s << x << " " << y << "\n";
-          eval_x.add(static_cast<double>(x));
-          eval_y.add(y);
-        }
-        put(f, s.str());
-        eval_files.push_back({f, title, style, ""});
-      }
+    gp << "plot " << ps.file("target_trials.dat") << " using 1:" << (steps ? 2 : 3)
+       << " with points pt 6 ps 1.5 lc rgb '#999999' title 'trials that reached it', \\\n     "
+       << ps.file("target_best.dat") << " using 1:" << (steps ? 2 : 3)
+       << " with points pt 7 ps 2 lc rgb '#1f77b4' title 'fewest steps of its batch'";
+    if (fit) {
+      const std::string smin = fmt("%.10g", fit->s_min), emin = fmt("%.10g", fit->e_min);
+      gp << ", \\\n     " << (steps ? smin + " + " + emin + " / x" : emin + " + " + smin + " * x")
+         << " with lines lw 2 lc rgb '#d62728' title "
+         << gp_string(steps ? "fit: S = " + fmt("%.4g", fit->s_min) + " + " + fmt("%.4g", fit->e_min) + " / B"
+                            : "fit: E = " + fmt("%.4g", fit->e_min) + " + " + fmt("%.4g", fit->s_min) + " B");
+      if (std::isfinite(fit->b_crit) && fit->b_crit > 0)
+        gp << ", \\\n     NaN with lines dt 2 lw 2 lc rgb '#d62728' title "
+           << gp_string("B_crit = E_min / S_min = " + fmt("%.4g", fit->b_crit));
     }
-    // One plot of every listed curve, or a note where there is none.
-    auto plot_curves = [&](const std::vector<Line>& lines, const char* with, const std::string& none) {
-      if (lines.empty()) {
-        empty_panel(none);
-        return;
-      }
-      gp << "plot ";
-      for (size_t i = 0; i < lines.size(); ++i)
-        gp << (i ? ", \\\n     " : "") << file(lines[i].file) << " using 1:2 with "
-           << (lines[i].with.empty() ? with : lines[i].with.c_str()) << " " << lines[i].style
-           << " title " << gp_string(lines[i].title);
-      gp << "\n";
-    };
-    const size_t entries = std::max(train_files.size(), eval_files.size());
-    const int rows_of_key = static_cast<int>((entries + 3) / 4);
-    const int height = 560 + 18 * rows_of_key;
-    const double key_frac = (18.0 * rows_of_key + 70.0) / height;
-    const bool none_finished = !grid.leader;
-    out_png("curves.png");
-    gp << "set terminal pngcairo noenhanced size 1100," << height << " font 'sans,10'\n"
-       << "set multiplot layout 1,2 title " << gp_string(sweep_name + ": training curves of all trials") << "\n"
-       << "set bmargin at screen " << key_frac << "\n"
-       << "set title 'training loss'\nset xlabel 'epoch'\nset ylabel 'loss'\n";
-    // Explicit ranges that always span something: gnuplot refuses to plot with an
-    // empty y range, which one loss value (a 1-epoch sweep) gave ([1.47941:1.47941]).
-    if (hi > 0 && report::wants_log_axis(lo, hi))
-      gp << "set ylabel 'loss (log scale)'\nset logscale y\nset yrange " << gp_range(lo, hi, true) << "\n";
-    else if (hi > 0)
-      gp << "set ylabel 'loss'\nset yrange " << gp_range(lo, hi, false) << "\n";
-    if (loss_x.any()) gp << "set xrange " << gp_range(loss_x.lo, loss_x.hi, false, 0.5) << "\n";
-    gp << "set key at screen 0.5,0.01 center bottom horizontal maxcols 4 font 'sans,8'\n";
-    plot_curves(train_files, "lines lw 1.5",
-                none_finished ? "no finished trial: no training steps recorded" : "no training steps recorded");
-    gp << "unset logscale y\nunset xrange\nset autoscale x\nunset yrange\nset autoscale y\nset title "
-       << gp_string("validation " + o.metric) << "\nset ylabel " << gp_string(o.metric) << "\nunset key\n";
-    if (eval_x.any())
-      gp << "set xrange " << gp_range(eval_x.lo, eval_x.hi, false, 0.5) << "\nset yrange "
-         << gp_range(eval_y.lo, eval_y.hi, false) << "\n";
-    plot_curves(eval_files, "linespoints lw 1.5 pt 7 ps 0.6",
-                none_finished ? "no finished trial: no evaluation recorded" : "no evaluation recorded");
-    gp << "unset multiplot\nset key default\nset bmargin\nunset xrange\nset autoscale\n"
-       << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\n";
+    if (noise_lines > 0)
+      gp << ", \\\n     NaN with lines dt 3 lw 1.5 lc rgb '#2ca02c' title "
+         << gp_string("B_noise of a trial (" + std::to_string(noise_lines) + "; at the target, else at its end)");
+    gp << "\nunset arrow; unset logscale; set format y '% h'; unset xrange; unset yrange; set xtics autofreq; "
+          "set ytics autofreq\n"
+       << "set tmargin\nset key default\nset samples 100\n";
   }
+}
 
-  // 3. throughput per trial, coloured by how many trials shared the machine; the
-  // note says what the measured overlap and load allow (report::throughput_note).
-  {
-    std::ostringstream s;
-    s << "# index trial clips_per_s label sharing_group\n";
-    std::map<int, int> group;
-    for (int k : shared) group[k] = 0;
-    int gi = 0;
-    for (auto& [k, g] : group) g = gi++;
-    double top = 0;
-    for (size_t i = 0; i < o.rows.size(); ++i) {
-      const Row& r = o.rows[i];
-      const auto stored = value_of(r, "clips_per_s");
-      double cps = stored ? *stored : read_curves(r.run_dir, o.metric).mean_clips_per_s;
-      if (!std::isfinite(cps)) cps = 0;
-      top = std::max(top, cps);
-      s << i << " " << trial_name(r.id) << " " << cps << " "
-        << gp_data_string("b" + std::to_string(r.global_batch) + " " + r.status) << " " << group[shared[i]] << "\n";
-    }
-    put("throughput.dat", s.str());
-    out_png("throughput.png");
-    // The note under the title, a sentence a line.
-    std::vector<std::string> title{sweep_name + ": training throughput per trial (clips/s)"};
-    std::string note = report::throughput_note(o.rows, shared);
-    for (size_t at; (at = note.find(". ")) != std::string::npos; note = note.substr(at + 2))
-      title.push_back(note.substr(0, at + 1));
-    if (!note.empty()) title.push_back(note);
-    gp << "set title " << report::gp_lines(title) << "\n";
-    gp << "set tmargin " << title.size() + 2 << "\nset xlabel 'trial (global batch, status)'\n"
-       << "set ylabel 'clips / s'\nset yrange [0:" << std::max(1.0, top * 1.12) << "]\nset xrange [-0.6:"
-       << static_cast<double>(o.rows.size()) - 0.4 << "]\n"
-       << "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset bmargin 7\nset xlabel offset 0,-1.5\n"
-       << "set key outside bottom center horizontal\nplot ";
-    bool first = true;
-    for (const auto& [k, g] : group) {
-      gp << (first ? "" : ", \\\n     ") << file("throughput.dat") << " using ($5 == " << g
-         << " ? $1 : 1/0):3:xtic(stringcolumn(2).\"\\n\".stringcolumn(4)) with boxes lc rgb '"
-         << report::series_colour(static_cast<size_t>(g)) << "' title "
-         << gp_string(k == 0 ? std::string("ran alone") : "ran with up to " + std::to_string(k) + " other trial(s)");
-      first = false;
-    }
-    gp << ", \\\n     " << file("throughput.dat") << " using 1:3:(sprintf('%.0f',$3)) with labels offset 0,0.7 notitle\n"
-       << "set tmargin\n"
-       << "unset xrange; unset yrange; set autoscale; set xtics autofreq\nset bmargin\nset xlabel offset 0,0\nset key default\n";
-  }
+}  // namespace
 
-  // 4. linear scaling check: the best lr per global batch (by the cells' mean, where
-  // it stands out of that batch's other cells and of chance) against lr
-  // proportional to batch.
-  {
-    std::ostringstream all, bs;
-    for (const auto& r : o.rows) all << r.global_batch << " " << r.lr << " " << gp_data_string(r.status) << "\n";
-    std::optional<std::pair<double, double>> anchor;
-    for (size_t bi = 0; bi < bv.size(); ++bi) {
-      if (!grid.best_per_batch[bi]) continue;
-      const auto& c = grid.cells[*grid.best_per_batch[bi]];
-      bs << bv[bi] << " " << lv[c.li] << " " << c.mean << "\n";
-      if (!anchor) anchor = {static_cast<double>(bv[bi]), lv[c.li]};
-    }
-    if (!anchor) bs << "-1 -1 0\n";  // outside the axes: nothing stands out to draw
-    put("scaling_trials.dat", all.str());
-    put("scaling_best.dat", bs.str());
-    out_png("linear_scaling.png");
-    const double xlo = bv.empty() ? 1 : static_cast<double>(bv.front()) * 0.7;
-    const double xhi = bv.empty() ? 10 : static_cast<double>(bv.back()) * 1.4;
-    const double ylo = lv.empty() || lv.front() <= 0 ? 1e-4 : lv.front() * 0.5;
-    const double yhi = lv.empty() || lv.back() <= 0 ? 1 : lv.back() * 2;
-    gp << "set title " << gp_string(sweep_name + ": linear scaling rule check (best lr per global batch)") << "\n"
-       << "set xlabel 'global batch (log scale)'\nset ylabel 'learning rate (log scale)'\nset logscale xy\n"
-       << "set key top left\nset xrange [" << xlo << ":" << xhi << "]\n"
-       << "set yrange [" << ylo << ":" << yhi << "]\n";
-    gp << "set xtics (";
-    for (size_t i = 0; i < bv.size(); ++i) gp << (i ? ", " : "") << gp_string(std::to_string(bv[i])) << " " << bv[i];
-    gp << ")\nset ytics (";
-    for (size_t i = 0; i < lv.size(); ++i) gp << (i ? ", " : "") << gp_string(lr_ticks[i]) << " " << lv[i];
-    gp << ")\n";
-    if (!anchor)
-      gp << "set label 5 " << gp_string("no batch has a best lr that stands out: " + grid.verdict, 400)
-         << " at graph 0.5,0.5 center\n";
-    gp << "plot " << file("scaling_trials.dat") << " using 1:2 with points pt 6 ps 1.5 lc rgb '#999999' title 'trials'";
-    if (anchor) {
-      const double b0 = anchor->first, l0 = anchor->second;
-      gp << ", \\\n     " << l0 << "*x/" << b0 << " with lines lw 2 dt 2 lc rgb '#d62728' title "
-         << gp_string("linear rule: lr = " + fmt("%.3g", l0) + " x batch / " + std::to_string(static_cast<long long>(b0)))
-         << ", \\\n     " << file("scaling_best.dat")
-         << " using 1:2 with linespoints pt 7 ps 2 lw 2 lc rgb '#1f77b4' title "
-         << gp_string("best lr (by mean " + o.metric + ", where it stands out)");
-    }
-    gp << "\nunset label 5; unset logscale; unset xrange; unset yrange; set xtics autofreq; set ytics autofreq\n";
-  }
-  // 5. steps and clips to the target against the global batch (a sweep with a target
-  // and 2 or more batches): the best trial of each batch, the fit S = S_min + E_min / B
-  // and E = E_min + S_min B through them, B_crit, and each trial's B_noise.
-  if (const std::optional<BatchSizeStudy> st = report::batch_size_study(o)) {
-    std::ostringstream all, best;
-    all << "# global_batch steps clips trial\n";
-    best << "# global_batch steps clips trial (the fewest steps of its batch)\n";
-    Extent bx, sy, ey;
-    for (const auto& t : st->trials) {
-      const Row& r = *t.row;
-      bx.add(static_cast<double>(r.global_batch));
-      if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) bx.add(*v);
-      if (!o.measured(r) || !r.to_target.steps || !r.to_target.clips || *r.to_target.steps <= 0) continue;
-      all << r.global_batch << " " << *r.to_target.steps << " " << *r.to_target.clips << " " << r.id << "\n";
-      sy.add(static_cast<double>(*r.to_target.steps));
-      ey.add(static_cast<double>(*r.to_target.clips));
-    }
-    for (const auto& b : st->best)
-      if (b) {
-        const Row& r = *st->trials[*b].row;
-        best << r.global_batch << " " << *r.to_target.steps << " " << r.to_target.clips.value_or(0) << " " << r.id
-             << "\n";
-      }
-    put("target_trials.dat", all.str());
-    put("target_best.dat", best.str());
-    const report::CriticalBatchFit* fit = st->fit.fit ? &*st->fit.fit : nullptr;
-    // Long sentences as title lines of at most ~110 characters, cut after "; ", ": " or ", ".
-    auto lines_of = [](const std::string& text) {
-      std::vector<std::string> out;
-      std::string rest = text;
-      while (rest.size() > 110) {
-        size_t at = std::string::npos;
-        for (const char* cut : {"; ", ": ", ", "}) {
-          at = rest.rfind(cut, 110);
-          if (at != std::string::npos && at >= 40) break;
-        }
-        if (at == std::string::npos || at < 40) break;
-        out.push_back(rest.substr(0, at + 1));
-        rest = rest.substr(at + 2);
-      }
-      out.push_back(rest);
-      return out;
-    };
-    for (const bool steps : {true, false}) {
-      out_png(steps ? "steps_to_target.png" : "clips_to_target.png");
-      std::vector<std::string> title{sweep_name + ": " + (steps ? "steps" : "clips") + " to " + st->target.text() +
-                                     " against the global batch"};
-      for (const auto& l : lines_of(st->fit_text)) title.push_back(l);
-      if (!steps)
-        for (const auto& l : lines_of(st->noise_text)) title.push_back(l);
-      gp << "set title " << report::gp_lines(title, 1200) << "\nset tmargin " << title.size() + 2 << "\n";
-      const Extent& y = steps ? sy : ey;
-      if (!y.any()) {
-        empty_panel("no trial reached the target " + st->target.text());
-        gp << "set tmargin\nunset xrange; unset yrange; set autoscale\n";
-        continue;
-      }
-      gp << "set xlabel 'global batch (log scale)'\nset ylabel "
-         << gp_string(std::string(steps ? "optimizer steps" : "training clips") + " to the target (log scale)")
-         << "\nset logscale x\nset logscale y 2\nset format y '%g'\nset xrange [" << fmt("%.10g", bx.lo / 1.5) << ":" << fmt("%.10g", bx.hi * 1.5)
-         << "]\nset yrange [" << fmt("%.10g", y.lo / 2) << ":" << fmt("%.10g", y.hi * 2) << "]\nset key top "
-         << (steps ? "right" : "left") << " opaque\nset xtics (";
-      for (size_t i = 0; i < st->batches.size(); ++i)
-        gp << (i ? ", " : "") << gp_string(std::to_string(st->batches[i])) << " " << st->batches[i];
-      gp << ")\nset samples 400\n";
-      int arrow = 20;
-      if (fit && std::isfinite(fit->b_crit) && fit->b_crit > 0)
-        gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", fit->b_crit) << ", graph 0 to first "
-           << fmt("%.10g", fit->b_crit) << ", graph 1 nohead dt 2 lw 2 lc rgb '#d62728'\n";
-      size_t noise_lines = 0;
-      if (!steps)
-        for (const auto& t : st->trials)
-          if (const auto v = t.noise_at_target ? t.noise_at_target : t.noise_end; v && *v > 0) {
-            gp << "set arrow " << arrow++ << " from first " << fmt("%.10g", *v) << ", graph 0 to first "
-               << fmt("%.10g", *v) << ", graph 1 nohead dt 3 lw 1.5 lc rgb '#2ca02c'\n";
-            ++noise_lines;
-          }
-      gp << "plot " << file("target_trials.dat") << " using 1:" << (steps ? 2 : 3)
-         << " with points pt 6 ps 1.5 lc rgb '#999999' title 'trials that reached it', \\\n     "
-         << file("target_best.dat") << " using 1:" << (steps ? 2 : 3)
-         << " with points pt 7 ps 2 lc rgb '#1f77b4' title 'fewest steps of its batch'";
-      if (fit) {
-        const std::string smin = fmt("%.10g", fit->s_min), emin = fmt("%.10g", fit->e_min);
-        gp << ", \\\n     " << (steps ? smin + " + " + emin + " / x" : emin + " + " + smin + " * x")
-           << " with lines lw 2 lc rgb '#d62728' title "
-           << gp_string(steps ? "fit: S = " + fmt("%.4g", fit->s_min) + " + " + fmt("%.4g", fit->e_min) + " / B"
-                              : "fit: E = " + fmt("%.4g", fit->e_min) + " + " + fmt("%.4g", fit->s_min) + " B");
-        if (std::isfinite(fit->b_crit) && fit->b_crit > 0)
-          gp << ", \\\n     NaN with lines dt 2 lw 2 lc rgb '#d62728' title "
-             << gp_string("B_crit = E_min / S_min = " + fmt("%.4g", fit->b_crit));
-      }
-      if (noise_lines > 0)
-        gp << ", \\\n     NaN with lines dt 3 lw 1.5 lc rgb '#2ca02c' title "
-           << gp_string("B_noise of a trial (" + std::to_string(noise_lines) + "; at the target, else at its end)");
-      gp << "\nunset arrow; unset logscale; set format y '% h'; unset xrange; unset yrange; set xtics autofreq; "
-            "set ytics autofreq\n"
-         << "set tmargin\nset key default\nset samples 100\n";
-    }
-  }
+std::vector<std::string> write_report(const std::string& dir, const std::string& report_dir) {
+  Opened o = open_results(dir);
+  if (!report::gnuplot_program())
+    throw base::failure("gnuplot is not installed (Debian: apt-get install gnuplot-nox); no plots written");
+  PngScript ps;
+  ps.rd = fs::path(report_dir);
+  fs::create_directories(ps.rd);
+  ps.sweep_name = o.name.empty() ? std::string("sweep") : o.name;
+  // Paths reach gnuplot as ARG1 (`gnuplot -c report.gp REPORT_DIR`), a string
+  // variable it never parses: a folder named with quotes, $(...) or newlines stays a
+  // name. Names from the sweep (its name, metric, trial statuses) are gp_string'ed.
+  ps.gp << "# Written by vexp report; redraw with: gnuplot -c report.gp REPORT_DIR\n"
+        << "dir = ARG1\n"
+        << "set terminal pngcairo noenhanced size 1000,650 font 'sans,10'\nset encoding utf8\nset grid\n";
+  const report::Grid grid = report::sweep_grid(o);
+  heatmap_panel(ps, o, grid);
+  curves_panel(ps, o, grid);
+  throughput_panel(ps, o);
+  scaling_panel(ps, o, grid);
+  if (const std::optional<BatchSizeStudy> st = report::batch_size_study(o)) target_panels(ps, o, *st);
+  const fs::path& rd = ps.rd;
+  const std::vector<std::string>& files = ps.files;
   const fs::path script = rd / "report.gp";
-  put("report.gp", gp.str());
+  ps.put("report.gp", ps.gp.str());
   const std::string log = (rd / "gnuplot.log").string();
   const std::string why = report::run_gnuplot(script.string(), {rd.string()}, log);
   if (!why.empty())
