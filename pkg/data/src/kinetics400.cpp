@@ -201,11 +201,19 @@ const char* mode_name(PrepareMode m) {
   return m == PrepareMode::Link ? "link" : m == PrepareMode::Reencode ? "reencode" : "frames";
 }
 
-}  // namespace
+// What one preparation reads and writes: the two CSVs and the output files' names.
+struct Plan {
+  std::string train_csv, val_csv;
+  std::vector<std::string> output_names;  // TSM train/val, mmaction2 train/val, classes.txt, prepare_report.txt
+  int short_side = 0;
+};
 
-int prepare_kinetics400(const PrepareOptions& o) {
-  // ---- inputs
-  std::string train_csv = o.train_csv, val_csv = o.val_csv;
+Plan plan_of(const PrepareOptions& o) {
+  Plan pl;
+  std::string& train_csv = pl.train_csv;
+  std::string& val_csv = pl.val_csv;
+  train_csv = o.train_csv;
+  val_csv = o.val_csv;
   if (train_csv.empty() || val_csv.empty()) {
     if (o.annotations.empty()) throw std::runtime_error("give --annotations DIR, or --train-csv and --val-csv");
     if (!fs::is_directory(o.annotations))
@@ -220,7 +228,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
     throw std::runtime_error("--out '" + o.out + "' and --videos '" + o.videos +
                              "' overlap (one is the other or lies inside it); give an --out outside the video folder");
   const std::string mm_kind = o.mode == PrepareMode::Frames ? "rawframes" : "videos";
-  const std::vector<std::string> output_names = {"train_videofolder.txt",
+  const std::vector<std::string>& output_names = pl.output_names = {"train_videofolder.txt",
                                                  "val_videofolder.txt",
                                                  "kinetics400_train_list_" + mm_kind + ".txt",
                                                  "kinetics400_val_list_" + mm_kind + ".txt",
@@ -231,14 +239,32 @@ int prepare_kinetics400(const PrepareOptions& o) {
       if (!input.empty() && base::same_file(fs::path(o.out) / name, input))
         throw std::runtime_error("the output '" + (fs::path(o.out) / name).string() + "' would replace the input '" +
                                  input + "'; give another --out");
-  const auto train_rows = kinetics::read_annotations(train_csv);
-  const auto val_rows = kinetics::read_annotations(val_csv);
+  pl.short_side = o.short_side >= 0 ? o.short_side : o.mode == PrepareMode::Frames ? 331 : 256;
+  return pl;
+}
+
+// The clips of both CSVs, numbered and matched to the videos found under --videos
+// (a clip listed twice in a CSV is kept once and named in `duplicates`).
+struct Items {
+  std::vector<kinetics::Clip> train_rows, val_rows;
+  kinetics::LabelMap numbering;
+  std::vector<Item> items;
+  std::vector<std::string> duplicates;
+};
+
+void collect_items(const PrepareOptions& o, const Plan& pl, Items& c) {
+  const std::string& train_csv = pl.train_csv;
+  const std::string& val_csv = pl.val_csv;
+  c.train_rows = kinetics::read_annotations(train_csv);
+  c.val_rows = kinetics::read_annotations(val_csv);
+  const auto& train_rows = c.train_rows;
+  const auto& val_rows = c.val_rows;
 
   // ---- classes: the label map's order, else the train CSV's names sorted
-  const kinetics::LabelMap numbering =
+  c.numbering =
       o.label_map.empty() ? kinetics::LabelMap(kinetics::sorted_class_names(train_rows), train_csv)
                           : kinetics::read_label_map(o.label_map);
-  const std::vector<std::string>& classes = numbering.names();
+  const kinetics::LabelMap& numbering = c.numbering;
   auto number = [&](const kinetics::Clip& r, const std::string& csv) -> int64_t {
     const int64_t label = numbering.find(r.label);  // the map may write names as mmaction2 or TSM folders do
     if (label >= 0) return label;
@@ -251,9 +277,8 @@ int prepare_kinetics400(const PrepareOptions& o) {
   // ---- items
   const fs::path out(o.out);
   const auto videos = index_videos(o.videos, out);
-  const int short_side = o.short_side >= 0 ? o.short_side : o.mode == PrepareMode::Frames ? 331 : 256;
-  std::vector<Item> items;
-  std::vector<std::string> duplicates;
+  std::vector<Item>& items = c.items;
+  std::vector<std::string>& duplicates = c.duplicates;
   for (bool train : {true, false}) {
     const auto& rows = train ? train_rows : val_rows;
     const std::string& csv = train ? train_csv : val_csv;
@@ -281,7 +306,15 @@ int prepare_kinetics400(const PrepareOptions& o) {
     }
   }
 
-  // ---- what was done before (same settings only)
+}
+
+// The items still to do: a journal entry of the same source (path, size, mtime)
+// whose output is in place marks an item done. Refuses an --out prepared with other
+// settings.
+std::vector<size_t> items_to_do(const PrepareOptions& o, const Plan& pl, std::vector<Item>& items) {
+  const fs::path out(o.out);
+  const int short_side = pl.short_side;
+  // (same settings only)
   std::ostringstream settings;
   settings << "mode " << mode_name(o.mode) << "\n";
   if (o.mode == PrepareMode::Reencode) settings << "short_side " << short_side << "\ncrf " << o.crf << "\ngop " << o.gop << "\n";
@@ -329,7 +362,15 @@ int prepare_kinetics400(const PrepareOptions& o) {
     if (!done) todo.push_back(i);
   }
 
-  // ---- the work, in parallel, journaled item by item
+  return todo;
+}
+
+// The work, in parallel, journaled item by item. False when interrupted (SIGINT,
+// SIGTERM): the items done so far are journaled.
+bool run_items(const PrepareOptions& o, const Plan& pl, std::vector<Item>& items, const std::vector<size_t>& todo) {
+  const fs::path out(o.out);
+  const int short_side = pl.short_side;
+  const fs::path journal_path = out / ".vexp_prepare/journal.tsv";
   // The journal is appended to without following a link (an output folder may be a
   // received one): a check that it can be, then one append per item.
   base::append_file(journal_path.string(), "");
@@ -405,10 +446,21 @@ int prepare_kinetics400(const PrepareOptions& o) {
     std::cerr << "vexp: interrupted: " << finished << " of "
               << std::count_if(items.begin(), items.end(), [](const Item& i) { return !i.source.empty(); })
               << " videos done; run the same command again to resume (no list was written)\n";
-    return 130;
+    return false;
   }
+  return true;
+}
 
-  // ---- lists, classes, report
+// The lists (TSM's and mmaction2's), classes.txt and prepare_report.txt, written
+// when they change (`nothing_done`: no item was prepared now).
+void write_lists(const PrepareOptions& o, const Plan& pl, const Items& c, bool nothing_done) {
+  const fs::path out(o.out);
+  const std::string& train_csv = pl.train_csv;
+  const std::string& val_csv = pl.val_csv;
+  const std::vector<std::string>& output_names = pl.output_names;
+  const std::vector<std::string>& classes = c.numbering.names();
+  const std::vector<Item>& items = c.items;
+  const std::vector<std::string>& duplicates = c.duplicates;
   const std::string classes_txt = kinetics::label_map_text(classes);
   std::string tsm[2], mm[2], report_body;
   int64_t listed[2] = {0, 0}, missing[2] = {0, 0}, bad[2] = {0, 0}, total[2] = {0, 0};
@@ -448,7 +500,7 @@ int prepare_kinetics400(const PrepareOptions& o) {
   const std::vector<std::pair<std::string, std::string>> files = {
       {output_names[0], tsm[0]},      {output_names[1], tsm[1]},      {output_names[2], mm[0]},
       {output_names[3], mm[1]},       {output_names[4], classes_txt}, {output_names[5], report}};
-  bool unchanged = todo.empty();
+  bool unchanged = nothing_done;
   for (const auto& [name, text] : files) {
     bool exists = false;
     if (unchanged && (read_text(out / name, &exists) != text || !exists)) unchanged = false;
@@ -461,12 +513,23 @@ int prepare_kinetics400(const PrepareOptions& o) {
   std::cout << summary;
   if (unchanged) {
     std::cout << "'" << o.out << "' is complete: nothing to do\n";
-    return 0;
+    return;
   }
   write_atomically(out, files);
   std::cout << classes.size() << " classes in classes.txt; lists train_videofolder.txt, val_videofolder.txt (TSM), "
             << files[2].first << ", " << files[3].first << " (mmaction2); missing and undecodable videos in "
             << (out / "prepare_report.txt").string() << "\n";
+}
+
+}  // namespace
+
+int prepare_kinetics400(const PrepareOptions& o) {
+  const Plan pl = plan_of(o);
+  Items c;
+  collect_items(o, pl, c);
+  const std::vector<size_t> todo = items_to_do(o, pl, c.items);
+  if (!run_items(o, pl, c.items, todo)) return 130;
+  write_lists(o, pl, c, todo.empty());
   return 0;
 }
 

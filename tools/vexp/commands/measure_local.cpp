@@ -327,79 +327,49 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
       ->check(CLI::Range(4.0, 1048576.0));
 }
 
-void run_measure_local(const MeasureLocalArgs& a) {
-  const std::string exe = base::exe_path();
-  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
-  const int cores = available_cores();
-  // A busy machine measures slow: the cluster file would plan with its leftovers. The
-  // load is said now and recorded in the cluster file (its comment and every `source`).
-  const double load = load_average();
-  const bool busy = load > 0.5 * cores;
-  if (busy)
-    std::cerr << "vexp: warning: this machine is busy (load average " << load << " over " << cores
-              << " cores): the measurements will be slower than an idle machine's; measure it idle for a "
-              << "cluster file to plan with\n";
-  const std::string load_text =
-      load < 0 ? std::string("load average unknown")
-               : "load average " + fmt(load, "%.2f") + " over " + std::to_string(cores) + " core(s) at the start" +
-                     (busy ? std::string(", busy: slower than idle") : std::string());
-  const int ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
-  std::vector<int> threads = a.threads;
-  if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
-  std::vector<std::string> recipes = a.recipes;
-  if (recipes.empty())
-    recipes = {shipped_recipe("quickstart/tsm_motion.toml"), shipped_recipe("quickstart/tsn_motion.toml")};
-  for (const auto& r : recipes) {
-    std::error_code ec;
-    if (!fs::is_regular_file(r, ec)) throw base::invalid("'" + r + "': no such recipe file");
-  }
-  std::vector<double> sizes = a.allreduce_mb;
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  if (sizes.size() < 2) throw base::invalid("--allreduce-mb: give two or more different sizes");
+namespace {
 
-  // Where things go: FILE, and FILE's stem as the folder of the measurements.
-  const fs::path out = fs::path(a.out);
-  check_writable_target(out);
-  const fs::path out_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  const fs::path meas_rel = out.stem();
-  const fs::path meas = out_dir / meas_rel;
-  std::error_code ec;
-  fs::create_directories(meas, ec);
-  if (!fs::is_directory(meas, ec))
-    throw base::invalid("cannot make the folder '" + meas.string() + "' for the measurements");
+// One --measure-local run: where its measurements go and how each step runs.
+struct Measuring {
+  explicit Measuring(const MeasureLocalArgs& args) : a(args) {}
+  const MeasureLocalArgs& a;
+  std::string exe;
+  int cores = 0, ranks = 0;
+  fs::path out, meas, meas_rel;  // the cluster file; the folder of its measurements (and its name beside it)
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
-  scratch.emplace("vexp-measure", meas.string());
-  const base::TempDir& tmp = *scratch;
   std::vector<std::string> plugin_argv;
-  for (const auto& d : canonical_plugin_paths(a.plugin_paths)) plugin_argv.insert(plugin_argv.end(), {"--plugin-path", d});
-
-  const std::string host = host_name(), date = utc_date(), cpu = cpu_model();
-  std::string command = "vexp plan --measure-local";
-  for (const auto& r : a.recipes) command += " " + shell_quote(r);
-  command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
-  for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
-  const auto t_start = Clock::now();
-  auto say = [&](const std::string& what) {
+  Clock::time_point t_start = Clock::now();
+  const fs::path& tmp() const { return scratch->path(); }
+  // A progress line on stderr.
+  void say(const std::string& what) const {
     std::cerr << "vexp: measure-local [" << static_cast<int>(std::chrono::duration<double>(Clock::now() - t_start).count())
               << " s] " << what << "\n";
-  };
-  auto save = [&](const std::string& name, const json& j) {
+  }
+  // A measurement's JSON in the folder; returns its name relative to the cluster file.
+  std::string save(const std::string& name, const json& j) const {
     write_target_atomic(meas / name, j.dump(2) + "\n");
     return (meas_rel / name).generic_string();
-  };
+  }
+};
 
+struct Profile {
+  std::string recipe, key, from;
+  int threads, busy;
+  json j;
+};
+
+std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std::string>& recipes,
+                                      const std::vector<int>& threads) {
+  const MeasureLocalArgs& a = m.a;
+  const std::string& exe = m.exe;
+  const int ranks = m.ranks;
+  const std::vector<std::string>& plugin_argv = m.plugin_argv;
   // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
   // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
   // ranks share the cores and the memory bandwidth). The mpirun copies train
   // with the local backend (no gradient exchange: the model charges the
   // allreduce separately) and each writes its own JSON; the phases are the
   // medians of all ranks' timed steps together.
-  struct Profile {
-    std::string recipe, key, from;
-    int threads, busy;
-    json j;
-  };
   std::vector<Profile> profiles;
   for (const auto& r : recipes) {
     const std::string key = recipe_model_key(r, a.plugin_paths);
@@ -412,37 +382,49 @@ void run_measure_local(const MeasureLocalArgs& a) {
                                     "--json"};
       if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
       argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
-      say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
-      json j = run_json(argv, tmp.path());
+      m.say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
+      json j = run_json(argv, m.tmp());
       j["command"] = join_cmd(argv);
       j["busy_ranks"] = 1;
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
-      profiles.push_back({r, key, save(name + ".json", j), t, 1, j});
+      profiles.push_back({r, key, m.save(name + ".json", j), t, 1, j});
 
-      say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
+      m.say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
           " ranks at once under mpirun)");
-      json busy = bench_train_busy(argv, ranks, tmp.path());
-      profiles.push_back({r, key, save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
+      json busy = bench_train_busy(argv, ranks, m.tmp());
+      profiles.push_back({r, key, m.save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
     }
   }
+  return profiles;
+}
 
+// Decode rates and bytes per clip (the [cpu] and [storage] tables).
+struct Decode {
+  std::string from_frames, from_videos;
+  double frames_clip_bytes = 0, videos_clip_bytes = 0;
+  int64_t clip_frames = 0;
+};
+
+Decode measure_decode(const Measuring& m) {
+  const std::string& exe = m.exe;
+  const std::vector<std::string>& plugin_argv = m.plugin_argv;
   // 2. Decode rates on a synthetic dataset: videos, and the same clips as frame folders.
-  say("vexp data make-synthetic, extract-frames");
-  const fs::path vids = tmp.path() / "videos", frames = tmp.path() / "frames";
+  m.say("vexp data make-synthetic, extract-frames");
+  const fs::path vids = m.tmp() / "videos", frames = m.tmp() / "frames";
   auto run_checked = [&](const std::vector<std::string>& argv) {
-    Proc p = run_process(argv, tmp.path());
+    Proc p = run_process(argv, m.tmp());
     if (p.rc != 0) throw measurement_error("measurement step failed: " + join_cmd(argv), p.err);
   };
   run_checked({exe, "data", "make-synthetic", "--out", vids.string(), "--train-clips", "64", "--val-clips", "8", "--seed",
                "1"});
   const std::string data_recipe = shipped_recipe("quickstart/tsm_motion_video.toml");
   auto bench_data = [&](const std::vector<std::string>& sets, const std::string& layout) {
-    say("bench data (" + layout + ")");
+    m.say("bench data (" + layout + ")");
     std::vector<std::string> argv{exe, "bench", "data", data_recipe, "--split", "train", "--threads", "1", "--repeat", "2",
                                   "--json"};
     for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
     argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
-    json j = run_json(argv, tmp.path());
+    json j = run_json(argv, m.tmp());
     j["command"] = join_cmd(argv);
     j["layout"] = layout;
     return j;
@@ -462,17 +444,24 @@ void run_measure_local(const MeasureLocalArgs& a) {
   df["bytes_per_frame"] = jpg_bytes / static_cast<double>(jpgs);
   df["bytes_per_clip"] = frames_clip_bytes;
   dv["bytes_per_video"] = videos_clip_bytes;
-  const std::string from_frames = save("data_frames.json", df), from_videos = save("data_videos.json", dv);
+  const std::string from_frames = m.save("data_frames.json", df), from_videos = m.save("data_videos.json", dv);
+  return {from_frames, from_videos, frames_clip_bytes, videos_clip_bytes, clip_frames};
+}
 
+// The intra-node link fitted to allreduce times; `from` names its JSON.
+vexp::plan::LinkFit measure_link(const Measuring& m, const std::vector<double>& sizes, std::string& from_allreduce) {
+  const MeasureLocalArgs& a = m.a;
+  const std::string& exe = m.exe;
+  const int ranks = m.ranks;
   // 3. The intra-node link: the MPI allreduce over `ranks` ranks at each size.
   std::vector<std::pair<double, double>> points;
   json ar = json::array();
   for (double mb : sizes) {
-    say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
+    m.say("bench allreduce --backend mpi, " + std::to_string(ranks) + " ranks, " + fmt(mb) + " MiB");
     const std::vector<std::string> argv = base::mpirun_argv(
         ranks, {exe, "bench", "allreduce", "--backend", "mpi", "--mb", fmt(mb), "--reps", std::to_string(a.reps), "--json"},
         {});
-    json j = run_json(argv, tmp.path());
+    json j = run_json(argv, m.tmp());
     j["command"] = join_cmd(argv);
     const double bytes = j.at("mb").get<double>() * 1048576.0, secs = j.at("median_ms").get<double>() / 1e3;
     points.push_back({bytes, secs});
@@ -485,24 +474,28 @@ void run_measure_local(const MeasureLocalArgs& a) {
     throw base::invalid(std::string("--allreduce-mb: ") + e.what());
   }
   if (!link.fitted) std::fprintf(stderr, "vexp: warning: the intra-node link: %s\n", link.how.c_str());
-  const std::string from_allreduce =
-      save("allreduce.json", json{{"ranks", ranks},
+  from_allreduce =
+      m.save("allreduce.json", json{{"ranks", ranks},
                                   {"model", "t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how},
                                   {"latency_us", link.latency_us},
                                   {"bandwidth_GBps", link.bandwidth_GBps},
                                   {"results", ar}});
+  return link;
+}
 
-  // 4. Storage.
-  say("storage read bandwidth (" + fmt(a.storage_mb) + " MiB file)");
-  Storage st = measure_storage(tmp.path(), a.storage_mb);
-  const std::string from_storage =
-      save("storage.json", json{{"file_system_of", fs::absolute(meas).string()}, {"read_GBps", st.read_GBps},
-                                {"runs", st.runs}, {"frames_clip_bytes", frames_clip_bytes},
-                                {"videos_clip_bytes", videos_clip_bytes}});
-
-  // 5. The cluster file.
-  const std::string where =
-      "measured by vexp plan --measure-local on " + host + " (" + load_text + "), " + date + ": " + command;
+// The cluster file's text: every table from the measurements, each with its
+// source (`where`: the machine, its load, the date, the command).
+std::string cluster_file_text(const Measuring& m, const std::string& where, const std::string& cpu,
+                              const std::vector<Profile>& profiles, const vexp::plan::LinkFit& link,
+                              const std::vector<double>& sizes, const std::string& from_allreduce, const Decode& d,
+                              const Storage& st, const std::string& from_storage) {
+  const MeasureLocalArgs& a = m.a;
+  const int cores = m.cores, ranks = m.ranks;
+  const fs::path& meas_rel = m.meas_rel;
+  const std::string host = host_name();
+  const std::string &from_frames = d.from_frames, &from_videos = d.from_videos;
+  const double frames_clip_bytes = d.frames_clip_bytes, videos_clip_bytes = d.videos_clip_bytes;
+  const int64_t clip_frames = d.clip_frames;
   std::ostringstream o;
   o << "# This machine, " << where << "\n"
     << "# Every number is a measurement of that command; the JSON files it wrote to " << meas_rel.generic_string()
@@ -547,8 +540,83 @@ void run_measure_local(const MeasureLocalArgs& a) {
                 "posix_fadvise(DONTNEED) (median of 3); bytes per clip: mean JPEG frame x " +
                 std::to_string(clip_frames) + " frames, mean mp4 file (a clip reads its whole video); " + where)
     << "\n";
-  write_target_atomic(out, o.str());
-  say("wrote " + out.string() + " and " + meas.string() + "/*.json");
+  return o.str();
+}
+
+}  // namespace
+
+void run_measure_local(const MeasureLocalArgs& a) {
+  Measuring m(a);
+  m.exe = base::exe_path();
+  const std::string& exe = m.exe;
+  if (exe.empty()) throw base::failure("cannot find the vexp executable (/proc/self/exe) to run the measurements");
+  const int cores = m.cores = available_cores();
+  // A busy machine measures slow: the cluster file would plan with its leftovers. The
+  // load is said now and recorded in the cluster file (its comment and every `source`).
+  const double load = load_average();
+  const bool busy = load > 0.5 * cores;
+  if (busy)
+    std::cerr << "vexp: warning: this machine is busy (load average " << load << " over " << cores
+              << " cores): the measurements will be slower than an idle machine's; measure it idle for a "
+              << "cluster file to plan with\n";
+  const std::string load_text =
+      load < 0 ? std::string("load average unknown")
+               : "load average " + fmt(load, "%.2f") + " over " + std::to_string(cores) + " core(s) at the start" +
+                     (busy ? std::string(", busy: slower than idle") : std::string());
+  const int ranks = m.ranks = a.ranks > 0 ? a.ranks : std::max(2, cores);
+  std::vector<int> threads = a.threads;
+  if (threads.empty()) threads.push_back(std::max(1, cores / ranks));
+  std::vector<std::string> recipes = a.recipes;
+  if (recipes.empty())
+    recipes = {shipped_recipe("quickstart/tsm_motion.toml"), shipped_recipe("quickstart/tsn_motion.toml")};
+  for (const auto& r : recipes) {
+    std::error_code ec;
+    if (!fs::is_regular_file(r, ec)) throw base::invalid("'" + r + "': no such recipe file");
+  }
+  std::vector<double> sizes = a.allreduce_mb;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) throw base::invalid("--allreduce-mb: give two or more different sizes");
+
+  // Where things go: FILE, and FILE's stem as the folder of the measurements.
+  const fs::path& out = m.out = fs::path(a.out);
+  check_writable_target(out);
+  const fs::path out_dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path& meas_rel = m.meas_rel = out.stem();
+  const fs::path& meas = m.meas = out_dir / meas_rel;
+  std::error_code ec;
+  fs::create_directories(meas, ec);
+  if (!fs::is_directory(meas, ec))
+    throw base::invalid("cannot make the folder '" + meas.string() + "' for the measurements");
+  m.scratch.emplace("vexp-measure", meas.string());
+  for (const auto& d : canonical_plugin_paths(a.plugin_paths)) m.plugin_argv.insert(m.plugin_argv.end(), {"--plugin-path", d});
+
+  const std::string host = host_name(), date = utc_date(), cpu = cpu_model();
+  std::string command = "vexp plan --measure-local";
+  for (const auto& r : a.recipes) command += " " + shell_quote(r);
+  command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
+  for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
+  m.t_start = Clock::now();
+
+  const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
+  const Decode d = measure_decode(m);
+  std::string from_allreduce;
+  const vexp::plan::LinkFit link = measure_link(m, sizes, from_allreduce);
+
+  // 4. Storage.
+  m.say("storage read bandwidth (" + fmt(a.storage_mb) + " MiB file)");
+  Storage st = measure_storage(m.tmp(), a.storage_mb);
+  const std::string from_storage =
+      m.save("storage.json", json{{"file_system_of", fs::absolute(meas).string()}, {"read_GBps", st.read_GBps},
+                                {"runs", st.runs}, {"frames_clip_bytes", d.frames_clip_bytes},
+                                {"videos_clip_bytes", d.videos_clip_bytes}});
+
+  // 5. The cluster file.
+  const std::string where =
+      "measured by vexp plan --measure-local on " + host + " (" + load_text + "), " + date + ": " + command;
+  const std::string text = cluster_file_text(m, where, cpu, profiles, link, sizes, from_allreduce, d, st, from_storage);
+  write_target_atomic(out, text);
+  m.say("wrote " + out.string() + " and " + meas.string() + "/*.json");
   std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",
               out.string().c_str(), ranks, link.bandwidth_GBps, link.latency_us, st.read_GBps, profiles.size());
 }
