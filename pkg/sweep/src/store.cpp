@@ -87,6 +87,22 @@ void Store::exec(const std::string& sql) const {
   }
 }
 
+namespace {
+// A change that upgrades a store of an earlier vexp: false when the store cannot be
+// written (a copy received read-only), which is then read as it is. A damaged store
+// stays an error.
+bool writable(const std::function<void()>& change) {
+  try {
+    change();
+    return true;
+  } catch (const CorruptDatabase&) {
+    throw;
+  } catch (const Error&) {
+    return false;
+  }
+}
+}  // namespace
+
 void Store::in_transaction(const std::function<void()>& body) const {
   exec("BEGIN IMMEDIATE");
   try {
@@ -153,29 +169,16 @@ void Store::upgrade() {
   // old column under the new name, no figures.
   attempt_col_ = "attempt_s";
   figures_col_ = "figures";
-  try {
-    if (has.count("wall_s") && !has.count("attempt_s")) exec("ALTER TABLE trials RENAME COLUMN wall_s TO attempt_s");
-  } catch (const CorruptDatabase&) {
-    throw;
-  } catch (const Error&) {
+  if (has.count("wall_s") && !has.count("attempt_s") &&
+      !writable([&] { exec("ALTER TABLE trials RENAME COLUMN wall_s TO attempt_s"); }))
     attempt_col_ = "wall_s";
-  }
-  try {
-    if (!has.count("figures")) exec("ALTER TABLE trials ADD COLUMN figures TEXT");
-  } catch (const CorruptDatabase&) {
-    throw;
-  } catch (const Error&) {
+  if (!has.count("figures") && !writable([&] { exec("ALTER TABLE trials ADD COLUMN figures TEXT"); }))
     figures_col_ = "NULL";
-  }
   // The Slurm job of a cluster trial (vexp sweep --cluster).
   job_cols_ = "job, job_state";
-  try {
-    if (!has.count("job")) exec("ALTER TABLE trials ADD COLUMN job TEXT; ALTER TABLE trials ADD COLUMN job_state TEXT");
-  } catch (const CorruptDatabase&) {
-    throw;
-  } catch (const Error&) {
+  if (!has.count("job") &&
+      !writable([&] { exec("ALTER TABLE trials ADD COLUMN job TEXT; ALTER TABLE trials ADD COLUMN job_state TEXT"); }))
     job_cols_ = "NULL, NULL";
-  }
   // 'cancelled' (a trial whose job `vexp cancel` cancelled) among the statuses: the
   // table of an earlier vexp, whose CHECK lists the others only, is copied into one
   // whose CHECK has it (SQLite cannot alter a CHECK). A store that cannot be written
@@ -190,7 +193,7 @@ void Store::upgrade() {
            sql.rfind(head, 0) == 0;
   };
   if (lacks_cancelled(trials_sql())) {
-    try {
+    writable([&] {
       in_transaction([&] {
         std::string sql = trials_sql();  // again, inside the transaction: another process may have done it
         if (lacks_cancelled(sql)) {
@@ -201,16 +204,13 @@ void Store::upgrade() {
                " ALTER TABLE trials_upgrade RENAME TO trials");
         }
       });
-    } catch (const CorruptDatabase&) {
-      throw;
-    } catch (const Error&) {
-    }
+    });
   }
   // The steps, clips and time to the sweep's target ([sweep] target): NULL for the
   // trials of an earlier vexp until a `vexp sweep` with a target computes them.
   target_cols_ = kTargetCols;
   if (!has.count("target")) {
-    try {
+    const bool done = writable([&] {
       in_transaction([&] {
         for (const char* col : {"steps_to_target INTEGER", "clips_to_target INTEGER", "time_to_target_s REAL",
                                 "train_s_to_target REAL", "epoch_to_target INTEGER", "target TEXT"}) {
@@ -218,11 +218,8 @@ void Store::upgrade() {
           if (!has.count(name)) exec("ALTER TABLE trials ADD COLUMN " + std::string(col));
         }
       });
-    } catch (const CorruptDatabase&) {
-      throw;
-    } catch (const Error&) {
-      target_cols_ = kTargetColsNull;  // read-only: read as never computed
-    }
+    });
+    if (!done) target_cols_ = kTargetColsNull;  // read-only: read as never computed
   }
 }
 
