@@ -12,6 +12,9 @@ case "$name" in
 info)
   expect_rc 0 -- "$vexp" info "$quick"
   expect_out "parameters"; expect_out "MACs per clip"; expect_out "activation memory"; expect_out "gradient bytes"
+  # The count as every report writes it (base::count_text), not "0.07 GMACs" for a small model.
+  grep -qE "^MACs per clip +[0-9,]+ \([0-9.]+ [kMGT]?, mmcv convention\)$" "$tmp/out" || { cat "$tmp/out"; fail "MACs line"; }
+  expect_no_out "GMACs"
   expect_rc 0 -- "$vexp" info "$quick" --json
   for k in '"params"' '"flops_per_clip"' '"frames": 8' '"grad_bytes"'; do expect_out "$k"; done
   # TSN is TSM without the shift: same parameters and MACs (the shift has neither).

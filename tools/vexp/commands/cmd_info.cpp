@@ -122,12 +122,10 @@ void add_info(CLI::App& app) {
       std::cout << j.dump(2) << "\n";
       return;
     }
-    char buf[512];
     std::cout << "recipe             " << args->path << "\n";
     std::cout << "input              " << dsl::shape_str(clip) << " per clip, " << classes_out << " classes\n";
     std::cout << "parameters         " << grouped(static_cast<double>(params)) << "\n";
-    std::snprintf(buf, sizeof buf, " (%.2f GMACs, mmcv convention)", macs / 1e9);
-    std::cout << "MACs per clip      " << grouped(macs) << buf << "\n";
+    std::cout << "MACs per clip      " << grouped(macs) << " (" << base::count_text(macs) << ", mmcv convention)\n";
     std::cout << "frames per clip    " << clip[0] << "\n";
     std::cout << "activation memory  " << human_bytes(act * static_cast<double>(batch)) << " per training step (batch "
               << batch << " x " << human_bytes(act) << " measured for one clip)\n";
