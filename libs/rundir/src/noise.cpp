@@ -44,14 +44,26 @@ std::vector<NoiseRecord> read_noise(const std::filesystem::path& dir) {
   return out;
 }
 
-std::optional<double> last_noise_scale(const std::filesystem::path& dir) {
+namespace {
+std::optional<double> summary_noise_scale(const std::filesystem::path& dir) {
   const json s = read_summary(RunDir(dir).summary());
-  if (s.is_object())
-    if (auto v = number(s, "noise_scale")) return v;
-  const auto records = read_noise(dir);
+  return s.is_object() ? number(s, "noise_scale") : std::nullopt;
+}
+std::optional<double> last_of(const std::vector<NoiseRecord>& records) {
   for (auto it = records.rbegin(); it != records.rend(); ++it)
     if (it->scale) return it->scale;
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<double> last_noise_scale(const std::filesystem::path& dir) {
+  if (auto v = summary_noise_scale(dir)) return v;
+  return last_of(read_noise(dir));
+}
+
+std::optional<double> last_noise_scale(const std::filesystem::path& dir, const std::vector<NoiseRecord>& records) {
+  if (auto v = summary_noise_scale(dir)) return v;
+  return last_of(records);
 }
 
 }  // namespace vexp::rundir

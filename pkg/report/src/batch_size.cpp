@@ -27,10 +27,15 @@ double median(std::vector<double> v) {
 void read_noise_of(TargetTrial& t) {
   const sweep::Row& r = *t.row;
   try {
-    t.noise_end = rundir::last_noise_scale(r.run_dir);
+    if (!r.to_target.steps) {
+      t.noise_end = rundir::last_noise_scale(r.run_dir);
+      return;
+    }
+    const auto records = rundir::read_noise(r.run_dir);  // once: the end and the target
+    t.noise_end = rundir::last_noise_scale(r.run_dir, records);
     if (!t.noise_end) return;
-    if (r.to_target.steps) {
-      for (const auto& n : rundir::read_noise(r.run_dir)) {
+    {
+      for (const auto& n : records) {
         if (n.global_step > *r.to_target.steps) break;
         if (n.scale && std::isfinite(*n.scale)) t.noise_at_target = n.scale;
       }

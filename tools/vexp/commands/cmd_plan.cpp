@@ -87,14 +87,14 @@ std::pair<double, std::string> noise_from(const std::string& arg) {
                         " is a sweep folder: give one of its trials' run folders (vexp results lists them)");
   if (!rd.is_run_dir())
     throw base::invalid("--noise-from " + shown + " is not a run folder (no metrics.jsonl or summary.json)");
-  const std::optional<double> v = rundir::last_noise_scale(arg);
+  const auto records = rundir::read_noise(arg);  // once: the value and the step it names
+  const std::optional<double> v = rundir::last_noise_scale(arg, records);
   if (!v)
     throw base::invalid("--noise-from " + shown +
                         ": the run measured no noise scale (train with run.noise_scale_every = N; docs/batch-size.md)");
   if (!std::isfinite(*v) || *v <= 0)
     throw base::invalid("--noise-from " + shown + ": the run's last noise scale is " + std::to_string(*v) +
                         " clips, not a positive number (|G|^2 is not yet above the noise; measure longer)");
-  const auto records = rundir::read_noise(arg);
   std::string where = base::printable(arg, 200);
   if (!records.empty()) {
     const rundir::NoiseRecord& last = records.back();

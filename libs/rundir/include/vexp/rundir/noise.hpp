@@ -34,5 +34,8 @@ std::vector<NoiseRecord> read_noise(const std::filesystem::path& dir);
 // The run's last smoothed B_noise: summary.json's noise_scale, else the last record's
 // that has one; nullopt when the run measured none.
 std::optional<double> last_noise_scale(const std::filesystem::path& dir);
+// The same with the run's records already read (read_noise): metrics.jsonl is not
+// read again.
+std::optional<double> last_noise_scale(const std::filesystem::path& dir, const std::vector<NoiseRecord>& records);
 
 }  // namespace vexp::rundir
