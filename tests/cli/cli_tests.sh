@@ -822,9 +822,27 @@ sdk_build_tree)
     >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example against the build folder failed"; }
   # The example says which package it found: this build's, with this build's plugin folder.
   expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
-  cmake -S "$src/examples/plugin" -B "$tmp/ex_dir" -Dvexp_DIR="$build" -DCMAKE_BUILD_TYPE=Release \
+  # (without a build type: vexp_add_plugin still optimises the plugin, and the C++
+  # standard comes with vexp::sdk, the example's CMakeLists.txt names neither)
+  cmake -S "$src/examples/plugin" -B "$tmp/ex_dir" -Dvexp_DIR="$build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
     >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "configuring the example with -Dvexp_DIR=<build folder> failed"; }
   expect_out "-- vexp 0.1.0 from $build; its plugin folder: $build/lib/vexp/plugins"
+  $PY - "$tmp/ex_dir/compile_commands.json" <<'PY' || fail "the example without a build type is not an optimised C++17+ build"
+import json, re, subprocess, sys
+(c,) = json.load(open(sys.argv[1]))
+cmd = c["command"]
+assert " -O2" in cmd and "-DNDEBUG" in cmd, cmd
+# vexp::sdk's compile feature: a -std flag of C++17 or later, or none where the
+# compiler's own default already is (g++ 12: gnu++17)
+std = re.findall(r"-std=\S+", cmd)
+if std:
+    assert re.fullmatch(r"-std=(gnu|c)\+\+(17|20|23|2a|2b)", std[-1]), cmd
+else:
+    macros = subprocess.run(cmd.split()[0].split() + ["-dM", "-E", "-x", "c++", "/dev/null"], capture_output=True,
+                            text=True, check=True).stdout
+    (v,) = re.findall(r"#define __cplusplus (\d+)L", macros)
+    assert int(v) >= 201703, (v, cmd)
+PY
   cmake --build "$tmp/ex" -j2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "building the example failed"; }
   so="$tmp/ex/temporal_smooth.so"
   [ -f "$so" ] || fail "temporal_smooth.so not built"
