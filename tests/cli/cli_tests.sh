@@ -125,7 +125,7 @@ docs_facts)
   expect_rc 0 -- "$vexp" check "$src/recipes/kinetics400/tsn_r50_8f.toml" --no-data --set data.params.frames=5
   ;;
 check_quickstart)
-  for r in tsm_motion tsn_motion; do
+  for r in tsm_motion tsn_motion i3d_motion; do
     expect_rc 0 -- "$vexp" check "$src/recipes/quickstart/$r.toml"
     expect_out ": ok ("
   done
@@ -133,6 +133,9 @@ check_quickstart)
   expect_out "8 inserted operators"
   "$vexp" check "$src/recipes/quickstart/tsn_motion.toml" >"$tmp/out" 2>&1
   expect_out "0 inserted operators"
+  # The small I3D: resnet3d at width 0.125 on the 1-channel clips, 3D head.
+  expect_rc 0 -- "$vexp" info "$src/recipes/quickstart/i3d_motion.toml" --json
+  expect_out '"params": 521312'; expect_out '"flops_per_clip": 17057792'
   ;;
 check_broken)
   expect_rc 2 -- "$vexp" check data/broken.toml

@@ -4,6 +4,8 @@
 // point's block and the unknown-point message. Torch-free and header-only.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -35,6 +37,15 @@ inline std::vector<int> blocks_per_stage(int64_t depth, const std::string& plugi
     default:
       throw std::invalid_argument(plugin + ": depth " + std::to_string(depth) + " is not one of 18, 34, 50, 101, 152");
   }
+}
+
+// The four stages' widths, 64, 128, 256, 512 x `width` (rounded, at least 1): the
+// `width` parameter of both backbones; `plugin` names the caller in the error.
+inline void stage_widths(double width, const std::string& plugin, int64_t (&out)[4]) {
+  if (!(width > 0)) throw std::invalid_argument(plugin + ": width must be > 0");
+  const int64_t base[4] = {64, 128, 256, 512};
+  for (int i = 0; i < 4; ++i)
+    out[i] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(base[i]) * width)));
 }
 
 // floor((size + 2 * pad - kernel) / stride) + 1, 0 when the window does not fit,

@@ -55,18 +55,14 @@ Plan Plan::from(const vexp::schema::Params& p) {
   plan.bottleneck = plan.depth >= 50;
   plan.in_channels = p.i64("in_channels");
   if (plan.in_channels < 1) throw std::invalid_argument("resnet: in_channels must be >= 1");
-  const double width = p.f64("width");
-  if (!(width > 0)) throw std::invalid_argument("resnet: width must be > 0");
   const std::string& stem = p.str("stem");
   if (stem != "imagenet" && stem != "cifar")
     throw std::invalid_argument("resnet: stem '" + stem + "' is not one of imagenet, cifar");
   plan.imagenet_stem = stem == "imagenet";
   plan.zero_init_residual = p.flag("zero_init_residual");
 
-  const int64_t base[4] = {64, 128, 256, 512};
   int64_t widths[4];
-  for (int i = 0; i < 4; ++i)
-    widths[i] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(base[i]) * width)));
+  vexp_resnet_layout::stage_widths(p.f64("width"), "resnet", widths);
   plan.stage_widths.assign(widths, widths + 4);
   plan.stem_channels = plan.stage_widths[0];
   plan.out_channels = vexp_resnet_layout::layout_blocks(counts, widths, plan.bottleneck, plan.stem_channels,

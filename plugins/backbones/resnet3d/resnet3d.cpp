@@ -96,6 +96,7 @@ VEXP_PLUGIN("resnet3d", "0.1.0") {
   d.doc = "I3D ResNet backbone (3D convs, per-block inflation, torchvision names): [N, T, C, H, W] -> [N, C', T', H', W']";
   d.schema.integer("depth", 50, "Number of layers: BasicBlocks for 18/34, Bottlenecks for 50+").one_of({18, 34, 50, 101, 152});
   d.schema.integer("in_channels", 3, "Channels of the input frames").at_least(1);
+  d.schema.real("width", 1.0, "channel multiplier: stage widths 64,128,256,512 x width, at least 1").range(0.01, 4);
   d.schema.text("inflate", "all",
                 "Inflated blocks: all, none, or one 0/1 digit per block in 4 comma-separated stage groups "
                 "(\"111,1010,101010,010\"; a short group repeats)");

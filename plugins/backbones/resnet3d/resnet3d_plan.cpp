@@ -107,9 +107,11 @@ Plan Plan::from(const vexp::schema::Params& p) {
   const auto inflate = parse_inflate(p.str("inflate"), counts);
   const bool t333 = plan.inflate_style == "3x3x3";
 
-  const int64_t base[4] = {64, 128, 256, 512};
+  int64_t widths[4];
+  vexp_resnet_layout::stage_widths(p.f64("width"), "resnet3d", widths);
+  plan.stem_channels = widths[0];
   plan.out_channels =
-      vexp_resnet_layout::layout_blocks(counts, base, plan.bottleneck, plan.stem_channels, plan.blocks, [&](BlockPlan& b) {
+      vexp_resnet_layout::layout_blocks(counts, widths, plan.bottleneck, plan.stem_channels, plan.blocks, [&](BlockPlan& b) {
         b.inflate = inflate[b.stage - 1][static_cast<size_t>(b.index)];
         const int64_t s = b.stride;
         if (plan.bottleneck) {

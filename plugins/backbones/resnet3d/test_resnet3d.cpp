@@ -45,6 +45,39 @@ TEST(Resnet3d, ShapesAndPointsMatchForward) {
   EXPECT_EQ(n, 28043472 - (2048 * 400 + 400));  // mmaction2's I3D-R50 without its head
 }
 
+TEST(Resnet3d, WidthScalesEveryStageAndTheStem) {
+  // width 0.125: stem and stages 8, 16, 32, 64 channels (BasicBlocks at depth 18), the
+  // small I3D of recipes/quickstart/i3d_motion.toml; the shape hook agrees with forward.
+  Given g{{"depth", 18}, {"width", 0.125}, {"in_channels", 1}, {"conv1_stride_t", 1}, {"pool1_stride_t", 1},
+          {"with_pool2", false}};
+  auto params = vexp::testing::params("backbone", "resnet3d", g);
+  auto net = vexp::testing::make<vexp::Layer>("backbone", "resnet3d", g);
+  const auto& d = decl("backbone", "resnet3d");
+  const vexp::Shape in{2, 8, 1, 32, 32};
+  net->eval();
+  c10::NoGradGuard no_grad;
+  at::Tensor y = net->forward({at::randn({2, 8, 1, 32, 32})}, {});
+  EXPECT_EQ(shape_of(y), (vexp::Shape{2, 64, 8, 1, 1}));
+  EXPECT_EQ(shape_of(y), d.infer_shape(params, {in}, {}));
+  EXPECT_EQ(d.point_shape(params, "layer1/block0/block_in", in), (vexp::Shape{2, 8, 8, 8, 8}));
+  EXPECT_EQ(d.point_shape(params, "layer3/block1/residual_in", in), (vexp::Shape{2, 32, 8, 2, 2}));
+  EXPECT_EQ(net->named_parameters()["conv1.weight"].sizes(), (std::vector<int64_t>{8, 1, 5, 7, 7}));
+  // Every 3x3 conv of a BasicBlock is inflated (inflate = all): 3x3x3 kernels, c_in x c_out x 27.
+  int64_t n = 0;
+  for (const auto& p : net->parameters()) n += p.numel();
+  int64_t convs = 8 * 1 * 5 * 7 * 7;                                     // stem
+  const int64_t w[4] = {8, 16, 32, 64};
+  for (int s = 0; s < 4; ++s) {
+    const int64_t in_c = s == 0 ? 8 : w[s - 1];
+    convs += (in_c * w[s] + w[s] * w[s]) * 27 + 2 * w[s] * w[s] * 27;  // block 0 and block 1
+    if (s > 0) convs += in_c * w[s];                                     // downsample 1x1x1
+  }
+  const int64_t bns = 2 * (8 + 2 * 2 * (8 + 16 + 32 + 64) + 16 + 32 + 64);  // weight + bias per channel
+  EXPECT_EQ(n, convs + bns);
+  for (double bad : {0.0, 5.0})
+    EXPECT_THROW(vexp::testing::make<vexp::Layer>("backbone", "resnet3d", {{"width", bad}}), std::exception) << bad;
+}
+
 TEST(Resnet3d, InsertedLayerSeesPointTensor) {
   struct Probe : vexp::Layer {
     at::Tensor forward(const std::vector<at::Tensor>& in, const vexp::ForwardContext&) override {
