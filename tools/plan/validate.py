@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Validation of `vexp plan` on this machine (docs/planning.md, "Validation").
 
-For each case (1 and 2 MPI ranks, emulated ranks, several bucket sizes and thread
-counts, on the quickstart recipes with few clips), this
+For each case (1 and 2 MPI ranks, emulated ranks, gradient accumulation, bucket sizes
+25, 1 and 0.05 MiB, 1 and 2 compute threads, on the quickstart TSM, TSN and small I3D
+recipes with few clips), this
   1. measures: `vexp run` (through `--nproc R` when R > 1) for a few steps, and takes
      the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
      (log_every = 1, so every step is logged);
@@ -19,10 +20,11 @@ Exit status 1 when any |error| exceeds --tolerance (default 10 %).
     /usr/bin/python3 tools/plan/validate.py [--vexp build/bin/vexp] [--cluster clusters/local.toml]
         [--measure-local] [--repeat 3] [--cases NAME,...] [--tolerance 0.10] [--json FILE]
 
-The cluster file should come from `vexp plan --measure-local --measure-threads 1,2` on
-this machine just before (--measure-local does that first): a shared machine's speed
-drifts with its load; the script prints the load averages before, after each case and
-after. About 10 minutes on the 2-core machine with --repeat 2.
+The cluster file should come from `vexp plan --measure-local RECIPES --measure-threads 1,2`
+on this machine just before, RECIPES the quickstart recipes the cases use (--measure-local
+does that first): a shared machine's speed drifts with its load; the script prints the
+load averages before, after each case and after. About 15 minutes on the 2-core machine
+with --repeat 3.
 """
 import argparse
 import json
@@ -36,16 +38,27 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# name, recipe, ranks, compute threads per rank, world_size, bucket_mb, batch_per_gpu, timed steps
+TSM, TSN, I3D = ("recipes/quickstart/" + m + "_motion.toml" for m in ("tsm", "tsn", "i3d"))
+# name, recipe, ranks, compute threads per rank, world_size, bucket_mb, batch_per_gpu,
+# timed steps, accum_steps. Ranks run 1 or 2 at once on the node (busy ranks);
+# "emu W on R": R ranks each emulating W / R GPUs; "acc2": 2 micro-batches per step.
 CASES = [
-    ("tsm 1r x1t", "recipes/quickstart/tsm_motion.toml", 1, 1, 1, 25, 32, 8),
-    ("tsm 1r x2t", "recipes/quickstart/tsm_motion.toml", 1, 2, 1, 25, 32, 8),
-    ("tsn 1r x1t", "recipes/quickstart/tsn_motion.toml", 1, 1, 1, 25, 32, 8),
-    ("tsm 2r x1t b25", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 25, 32, 8),
-    ("tsm 2r x1t b0.05", "recipes/quickstart/tsm_motion.toml", 2, 1, 2, 0.05, 32, 8),
-    ("tsn 2r x1t b1", "recipes/quickstart/tsn_motion.toml", 2, 1, 2, 1, 32, 8),
-    ("tsm emu 4 on 1r", "recipes/quickstart/tsm_motion.toml", 1, 1, 4, 25, 32, 6),
-    ("tsm emu 4 on 2r", "recipes/quickstart/tsm_motion.toml", 2, 1, 4, 25, 32, 6),
+    ("tsm 1r x1t", TSM, 1, 1, 1, 25, 32, 8, 1),
+    ("tsm 1r x2t", TSM, 1, 2, 1, 25, 32, 8, 1),
+    ("tsn 1r x1t", TSN, 1, 1, 1, 25, 32, 8, 1),
+    ("tsn 1r x2t", TSN, 1, 2, 1, 25, 32, 8, 1),
+    ("i3d 1r x1t", I3D, 1, 1, 1, 25, 32, 8, 1),
+    ("i3d 1r x2t", I3D, 1, 2, 1, 25, 32, 8, 1),
+    ("tsm 2r x1t b25", TSM, 2, 1, 2, 25, 32, 8, 1),
+    ("tsm 2r x1t b1", TSM, 2, 1, 2, 1, 32, 8, 1),
+    ("tsm 2r x1t b0.05", TSM, 2, 1, 2, 0.05, 32, 8, 1),
+    ("tsn 2r x1t b1", TSN, 2, 1, 2, 1, 32, 8, 1),
+    ("i3d 2r x1t b25", I3D, 2, 1, 2, 25, 32, 8, 1),
+    ("i3d 2r x1t b0.05", I3D, 2, 1, 2, 0.05, 32, 8, 1),
+    ("tsm emu 4 on 1r", TSM, 1, 1, 4, 25, 32, 6, 1),
+    ("tsm emu 4 on 2r", TSM, 2, 1, 4, 25, 32, 6, 1),
+    ("tsm 1r x1t acc2", TSM, 1, 1, 1, 25, 32, 6, 2),
+    ("tsm 2r x1t acc2", TSM, 2, 1, 2, 25, 32, 6, 2),
 ]
 WARMUP = 2
 # metrics.jsonl step keys, and the plan row's prediction of each.
@@ -57,17 +70,17 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
 
 
-def case_sets(ranks, threads, world, bucket, batch, steps):
-    clips = (steps + WARMUP) * world * batch  # one epoch of steps + WARMUP steps
+def case_sets(ranks, threads, world, bucket, batch, steps, accum):
+    clips = (steps + WARMUP) * world * batch * accum  # one epoch of steps + WARMUP steps
     return [f"run.threads={threads}", f"dist.world_size={world}", f"dist.bucket_mb={bucket}",
-            f"dist.batch_per_gpu={batch}", f"data.params.train_clips={clips}", "data.params.val_clips=16",
-            "run.epochs=1", "run.log_every=1", "run.progress=\"none\"", "data.workers=1"]
+            f"dist.batch_per_gpu={batch}", f"dist.accum_steps={accum}", f"data.params.train_clips={clips}",
+            "data.params.val_clips=16", "run.epochs=1", "run.log_every=1", "run.progress=\"none\"", "data.workers=1"]
 
 
-def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, work):
+def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, accum, work):
     out = os.path.join(work, "run")
     cmd = [vexp, "run", os.path.join(ROOT, recipe), "--set", f"run.out=\"{out}\""]
-    for s in case_sets(ranks, threads, world, bucket, batch, steps):
+    for s in case_sets(ranks, threads, world, bucket, batch, steps, accum):
         cmd += ["--set", s]
     if ranks > 1:
         cmd += ["--nproc", str(ranks)]
@@ -88,7 +101,7 @@ def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, work):
     return phases, len(timed)
 
 
-def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
+def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps, accum):
     # Weak scaling plans world_size = G on G ranks; fewer ranks than world_size is
     # --fixed-batch: G ranks each emulating world_size / G GPUs, as vexp run does.
     # The plan picks the profile of the case's run.threads and of the ranks busy at
@@ -97,7 +110,7 @@ def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps):
            "--bucket-mb", str(bucket), "--json"]
     if ranks != world:
         cmd.append("--fixed-batch")
-    for s in case_sets(ranks, threads, world, bucket, batch, steps):
+    for s in case_sets(ranks, threads, world, bucket, batch, steps, accum):
         cmd += ["--set", s]
     j = json.loads(run(cmd).stdout)
     rows = [r for r in j["plans"][0]["rows"] if r["gpus"] == ranks]
@@ -121,7 +134,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3,
                     help="measure each case this many times; the median is compared, the spread printed (noise)")
     ap.add_argument("--measure-local", action="store_true",
-                    help="first remake the cluster file with vexp plan --measure-local (its default recipes, "
+                    help="first remake the cluster file with vexp plan --measure-local (the recipes of the cases, "
                          "--measure-threads 1,2), so that it and the runs see the same machine load")
     a = ap.parse_args()
     cases = CASES
@@ -133,31 +146,33 @@ def main():
             sys.exit(f"validate.py: no such case: {', '.join(sorted(missing))}")
     if a.measure_local:
         print(f"load average (1, 5, 15 min) before --measure-local: {loadavg()}", flush=True)
-        run([a.vexp, "plan", "--measure-local", "--out", a.cluster, "--measure-threads", "1,2"])
+        recipes = sorted({c[1] for c in cases}, key=[c[1] for c in CASES].index)
+        run([a.vexp, "plan", "--measure-local", *(os.path.join(ROOT, r) for r in recipes), "--out", a.cluster,
+             "--measure-threads", "1,2"])
     print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
-    print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} "
+    print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
           f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7}  bottleneck")
     results, worst, detail = [], 0.0, []
-    for name, recipe, ranks, threads, world, bucket, batch, steps in cases:
+    for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
         t0 = time.time()
         each, n = [], 0
         for _ in range(a.repeat):
             with tempfile.TemporaryDirectory() as work:
-                ph, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, work)
+                ph, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, accum, work)
                 each.append(ph)
         secs = time.time() - t0
         measured = {k: statistics.median(e[k] for e in each) for k in PHASES}
         ms = [e["step_s"] for e in each]
         m = measured["step_s"]
-        p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps)
+        p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps, accum)
         err = p / m - 1
         worst = max(worst, abs(err))
-        print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {m:>11.1f} "
+        print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {accum:>3} {m:>11.1f} "
               f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}%  {row.get('bottleneck', '')}  "
               f"({len(ms)} x {n} steps, {secs:.0f} s, load {loadavg()})", flush=True)
         detail.append((name, measured, row))
         results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
-                        "bucket_mb": bucket, "batch_per_gpu": batch, "measured_ms": m, "measured_each": each,
+                        "bucket_mb": bucket, "batch_per_gpu": batch, "accum_steps": accum, "measured_ms": m, "measured_each": each,
                         "measured_phases_ms": measured, "predicted_ms": p, "error": err, "plan_row": row})
     print("\nper phase, ms (measured: medians of rank 0's metrics.jsonl data_s, compute_s, comm_s; predicted: the "
           "plan row's exposed data, compute, exposed comm)")
