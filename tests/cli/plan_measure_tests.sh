@@ -34,6 +34,8 @@ for src in [c["cluster"]["source"], c["links"]["intra"]["source"], c["cpu"]["sou
 # One profile measured alone, one with both ranks computing at once (mpirun).
 (p, b) = c["gpu"]["profile"]
 assert p["busy_ranks"] == 1 and b["busy_ranks"] == 2, (p, b)
+# the load it was measured under, for the plan's range (Compute::low)
+assert p["background_load"] == 1.75 and b["background_load"] == 1.75, (p, b)
 t = json.load(open(os.path.join(d, p["from"])))
 assert t["clip"] == [8, 1, 32, 32] and t["threads"] == 1 and t["phases"]["backward"]["median_ms"] > 0, t
 tb = json.load(open(os.path.join(d, b["from"])))

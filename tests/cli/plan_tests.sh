@@ -16,6 +16,8 @@ table)
   expect_out "GPUs nodes  global"
   expect_out "knee: "; expect_out "bucket: "; expect_out "frames: "; expect_out "videos: "
   [ "$(grep -cE '^ +[1248] +[1-4] +[0-9]+ +1 ' "$tmp/out")" = 4 ] || { cat "$tmp/out"; fail "expected 4 rows"; }
+  # Every row's profile was measured as planned: the validated tolerance, said once.
+  expect_out "step times ±10 % on a profile measured as planned (the tolerance tools/plan/validate.py checks, docs/planning.md); every row here is"
   # The default GPU count is the recipe's dist.world_size.
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$cluster" --set dist.world_size=4
   [ "$(grep -cE '^ +4 +2 +128 ' "$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "expected one row of 4 GPUs"; }
@@ -45,6 +47,9 @@ for r in rows:
     assert r["forward_ms"] == 100 and r["backward_ms"] == 200 and r["compute_ms"] == 305, r
     assert abs(r["steps_per_epoch"] - 4000 / r["global_batch"]) < 1e-9, r
     assert abs(r["epoch_s"] - r["steps_per_epoch"] * r["step_ms"] / 1e3) < 1e-6, r
+    # Its stated range: +-10 %, nothing it could not know.
+    assert abs(r["step_ms_low"] - 0.9 * r["step_ms"]) < 1e-9 and abs(r["step_ms_high"] - 1.1 * r["step_ms"]) < 1e-9, r
+    assert r["unsure"] == [], r
 assert rows[0]["efficiency"] == 1 and rows[0]["comm_ms"] == 0 and rows[0]["nodes"] == 1
 assert rows[1]["comm_ms"] > 0 and rows[1]["nodes"] == 1 and rows[2]["nodes"] == 4
 assert rows[2]["efficiency"] < rows[1]["efficiency"] <= 1
@@ -317,6 +322,20 @@ PYEOF
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1,2 --set run.threads=2
   expect_out "compute measured (made up for the tests [threads 2, busy_ranks 1])"
   expect_out "from 2 GPU(s): made up for the tests [threads not given, busy_ranks 2]"
+  # 3 threads: no such profile; the 2-thread one is the closest, and the plan says what
+  # that leaves open: up to 2/3 of its compute (a linear speed-up), +-10 % on top.
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1 --set run.threads=3 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "the range of a closest profile"
+import json, sys
+[r] = json.loads(open(sys.argv[1]).read())["plans"][0]["rows"]
+assert r["forward_ms"] == 60 and r["unsure"] == ["measured at 2 compute thread(s), 3 planned: anywhere from no speed-up to a linear one"], r
+assert abs(r["step_ms_high"] - 1.1 * r["step_ms"]) < 1e-9, r
+# (one rank: no comm; at 2/3 of the compute, the loader's 200 ms per step binds instead)
+assert r["data_ms"] == 200 and abs(r["step_ms_low"] - 0.9 * max(r["compute_ms"] * 2 / 3, 200)) < 1e-6, r
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1 --set run.threads=3
+  expect_out "wider where it was not:"
+  expect_out "  1 GPU(s): "; expect_out " ms: measured at 2 compute thread(s), 3 planned: anywhere from no speed-up to a linear one"
   ;;
 check_cluster)
   expect_rc 0 -- "$vexp" check "$cluster"

@@ -12,7 +12,8 @@ recipes with few clips), this
      the same --set values (and --fixed-batch when RANKS < world_size: RANKS ranks each
      emulating world_size / RANKS GPUs, as the run does), and takes `step_ms` (the plan
      picks the profile of the case's run.threads and ranks busy per node itself);
-and prints a table of both with the relative error (prediction / measurement - 1), then
+and prints a table of both with the relative error (prediction / measurement - 1) and
+whether the measurement lies in the range the plan states (step_ms_low..high), then
 per case the measured (metrics.jsonl data_s, compute_s, comm_s) against the predicted
 (exposed data, compute, exposed comm) phases and the profile the plan took.
 Exit status 1 when any |error| exceeds --tolerance (default 10 %).
@@ -151,7 +152,7 @@ def main():
              "--measure-threads", "1,2"])
     print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
-          f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7}  bottleneck")
+          f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
     results, worst, detail = [], 0.0, []
     for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
         t0 = time.time()
@@ -167,13 +168,17 @@ def main():
         p, row = predict(a.vexp, a.cluster, recipe, ranks, threads, world, bucket, batch, steps, accum)
         err = p / m - 1
         worst = max(worst, abs(err))
+        lo, hi = row.get("step_ms_low", p), row.get("step_ms_high", p)
+        inside = "in" if lo <= m <= hi else "OUT"
         print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {accum:>3} {m:>11.1f} "
-              f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}%  {row.get('bottleneck', '')}  "
+              f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}% {lo:>7.0f}-{hi:<6.0f}{inside:>3}  "
+              f"{row.get('bottleneck', '')}  "
               f"({len(ms)} x {n} steps, {secs:.0f} s, load {loadavg()})", flush=True)
         detail.append((name, measured, row))
         results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
                         "bucket_mb": bucket, "batch_per_gpu": batch, "accum_steps": accum, "measured_ms": m, "measured_each": each,
-                        "measured_phases_ms": measured, "predicted_ms": p, "error": err, "plan_row": row})
+                        "measured_phases_ms": measured, "predicted_ms": p, "error": err,
+                        "in_stated_range": lo <= m <= hi, "plan_row": row})
     print("\nper phase, ms (measured: medians of rank 0's metrics.jsonl data_s, compute_s, comm_s; predicted: the "
           "plan row's exposed data, compute, exposed comm)")
     print(f"{'case':<18} {'data m/p':>15} {'compute m/p':>17} {'comm m/p':>15}  profile")

@@ -70,6 +70,8 @@ const ClusterSchemas& schemas() {
     p.real("batch", 0, "Clips per rank per micro-step the times were measured at").at_least(1e-3).at_most(1e6);
     p.integer("threads", 0, "Compute threads per rank when measured").at_least(1).at_most(4096);
     p.integer("busy_ranks", 1, "Ranks computing at once on the node when measured").at_least(1).at_most(kMaxGpusPerNode);
+    p.real("background_load", 0, "Other programs' runnable threads on the node when measured (its 1-minute load "
+           "average just before)").at_least(0).at_most(1e6);
     p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").at_least(kMinMs).at_most(kMaxMs);
     p.real("backward_ms", 0, "Backward time per micro-step").at_least(kMinMs).at_most(kMaxMs);
     p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0).at_most(kMaxMs);
@@ -333,6 +335,7 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
     if (!ct.ok || !profile_from_bench(p, *from, d)) return;
     if (const Value* th = t.find("threads"); th && q.has("threads")) p.threads = q.i64("threads");
     if (t.find("busy_ranks") && q.has("busy_ranks")) p.busy_ranks = q.i64("busy_ranks");
+    if (t.find("background_load") && q.has("background_load")) p.background_load = q.f64("background_load");
   } else if (!t.find("from")) {
     bool complete = true;
     for (const auto& k : measured)
@@ -351,6 +354,7 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
     p.batch = q.f64("batch");
     p.threads = t.find("threads") ? q.i64("threads") : 0;
     p.busy_ranks = t.find("busy_ranks") ? q.i64("busy_ranks") : 1;
+    p.background_load = t.find("background_load") ? q.f64("background_load") : 0;
     p.forward_ms = q.f64("forward_ms");
     p.backward_ms = q.f64("backward_ms");
     p.optimizer_ms = q.f64("optimizer_ms");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "vexp/runtime/buckets.hpp"
 
@@ -80,6 +81,33 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
                           : "closest: threads " + th + " (" + std::to_string(threads) + " wanted), busy_ranks " +
                                 std::to_string(p.busy_ranks) + " (" + std::to_string(busy_ranks) + " wanted)";
     r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
+    if (p.threads > 0 && p.threads != threads) {
+      const double ratio = static_cast<double>(p.threads) / static_cast<double>(threads);
+      (ratio < 1 ? r.low : r.high) *= ratio;
+      r.unsure.push_back("measured at " + std::to_string(p.threads) + " compute thread(s), " + std::to_string(threads) +
+                         " planned: anywhere from no speed-up to a linear one");
+    }
+    // (a GPU profile, without threads, is not slowed by the other GPUs of its node or by
+    // programs on its cores)
+    if (p.threads > 0 && p.busy_ranks != busy_ranks) {
+      const double ratio = static_cast<double>(busy_ranks) / static_cast<double>(p.busy_ranks);
+      (ratio < 1 ? r.low : r.high) *= ratio;
+      r.unsure.push_back("measured with " + std::to_string(p.busy_ranks) + " rank(s) busy on the node, " +
+                         std::to_string(busy_ranks) + " planned: ranks sharing a node's cores slow each other, up to "
+                         "in proportion");
+    }
+    const double own = static_cast<double>(p.threads * p.busy_ranks);
+    const double cores = c.cpu.cores_per_node;
+    if (p.threads > 0 && p.background_load > 0 && cores > 0 && own + p.background_load > cores) {
+      const double share = cores / (own + p.background_load) / std::min(1.0, cores / own);
+      if (share < 1) {
+        r.low *= share;
+        char b[160];
+        std::snprintf(b, sizeof b, "measured under a load of %.2f on %g cores: on an idle node up to %.0f %% faster",
+                      p.background_load, cores, 100 * (1 - share));
+        r.unsure.push_back(b);
+      }
+    }
     return r;
   }
   if (c.derive.given) {
@@ -92,6 +120,9 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
     r.optimizer_ms = c.derive.optimizer_ms_per_mparam * static_cast<double>(w.params) / 1e6;
     r.profile = "derived";
     r.source = c.derive.source;
+    r.low = 0.5;
+    r.high = 2;
+    r.unsure.push_back("derived from the model's MACs ([gpu.derive]), not measured: a factor of 2 either way");
     return r;
   }
   // Neither: name the table that would match, what the file has for the model, and the
@@ -220,6 +251,19 @@ bool storage_bound(const Cluster& c, const DataOptions& o, int64_t gpus) {
   return storage_clips_per_s(c, o, gpus) < threads_per_gpu(c, o) * per_core_rate(c, o.layout);
 }
 
+namespace {
+
+Compute scaled(const Compute& k, double f) {
+  Compute x = k;
+  x.forward_ms *= f;
+  x.backward_ms *= f;
+  x.optimizer_ms *= f;
+  x.low = x.high = 1;
+  return x;
+}
+
+}  // namespace
+
 Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
             const StepShape& s) {
   const int64_t max_gpus = c.nodes * c.gpus_per_node;
@@ -270,6 +314,13 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   r.bottleneck = "compute";
   if (r.exposed_comm_ms > r.compute_ms && r.exposed_comm_ms >= r.exposed_data_ms) r.bottleneck = "communication";
   else if (r.exposed_data_ms > r.compute_ms && r.exposed_data_ms > r.exposed_comm_ms) r.bottleneck = "data";
+  // The range: the same step with the compute at its bounds (communication and data
+  // overlap it differently), widened by the validated tolerance.
+  const double lo = k.low == 1 ? r.step_ms : predict(c, scaled(k, k.low), buckets, data, s).step_ms;
+  const double hi = k.high == 1 ? r.step_ms : predict(c, scaled(k, k.high), buckets, data, s).step_ms;
+  r.step_low_ms = lo * (1 - kValidatedTolerance);
+  r.step_high_ms = hi * (1 + kValidatedTolerance);
+  r.unsure = k.unsure;
   return r;
 }
 

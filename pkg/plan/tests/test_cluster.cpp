@@ -275,6 +275,30 @@ TEST(Cluster, BusyRanks) {
   ASSERT_TRUE(c.has_value()) << d.str();
   EXPECT_EQ(c->profiles.at(0).busy_ranks, 2);
   EXPECT_EQ(c->profiles.at(0).threads, 1);
+  EXPECT_EQ(c->profiles.at(0).background_load, 0);  // unknown: taken as none
+}
+
+// The load a profile was measured under (vexp plan --measure-local writes it beside
+// `from`; typed-in profiles may say it): the plan widens that profile's range.
+TEST(Cluster, BackgroundLoad) {
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster_text(replace(kValid, "batch = 8\n", "batch = 8\nbackground_load = 1.75\n"),
+                                         "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->profiles.at(0).background_load, 1.75);
+  const std::string e = errors_of(replace(kValid, "batch = 8\n", "batch = 8\nbackground_load = -1\n"));
+  EXPECT_NE(e.find("/virtual/c.toml:16:1: error: 'background_load' in [[gpu.profile]]"), std::string::npos) << e;
+  TempDir t;
+  t.write("b.json", R"({"device": "cpu", "precision": "fp32", "threads": 1, "clips_per_step": 4, "clip": [8, 3, 112, 112],
+    "phases": {"forward": {"median_ms": 10}, "backward": {"median_ms": 20}, "optimizer": {"median_ms": 1}}})");
+  const std::string path =
+      t.write("c.toml", replace(kValid, "frames = 8\nsize = 224\nprecision = \"fp16\"\nbatch = 8\nforward_ms = 40.0\n"
+                                        "backward_ms = 80.0\noptimizer_ms = 2\nsource = \"typed in\"\n",
+                                "from = \"b.json\"\nbackground_load = 0.5\n"));
+  d = Diagnostics{};
+  c = vexp::plan::load_cluster(path, d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->profiles.at(0).background_load, 0.5);
 }
 
 // Every number is bounded: inf was accepted where nan was refused, gpus_per_node = 1e9

@@ -308,3 +308,65 @@ TEST(PlanModel, PredictCarriesTheProfile) {
   const Row r = predict(pair(), k, {{5e6, 1.0}}, DataOptions{}, shape(2, 2, 8, 1));
   EXPECT_EQ(r.profile_source, k.source);
 }
+
+TEST(PlanModel, StepRangeIsTheValidatedToleranceOnAnExactProfile) {
+  // Forward 10, backward 20, optimizer 1, one 5 ms bucket exposed whole: step 36.
+  const Row r = predict(pair(), compute(10, 20, 1), {{5e6, 1.0}}, DataOptions{}, shape(2, 2, 8, 1));
+  EXPECT_DOUBLE_EQ(r.step_low_ms, 36 * (1 - kValidatedTolerance));
+  EXPECT_DOUBLE_EQ(r.step_high_ms, 36 * (1 + kValidatedTolerance));
+  EXPECT_TRUE(r.unsure.empty());
+}
+
+TEST(PlanModel, StepRangeWidensWithWhatTheProfileCannotKnow) {
+  Cluster c = pair();  // 2 cores
+  c.profiles = {cpu_profile(2, 1, 100)};
+  Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 1};
+  // Measured at 2 threads, 1 planned: between no slow-down and twice as slow.
+  Compute k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 1);
+  EXPECT_DOUBLE_EQ(k.high, 2);
+  ASSERT_EQ(k.unsure.size(), 1u);
+  EXPECT_EQ(k.unsure[0], "measured at 2 compute thread(s), 1 planned: anywhere from no speed-up to a linear one");
+  // One rank, no bucket: compute 100 + 200 + 1; the range is the step at 1x and 2x, +-10 %.
+  Row r = predict(c, k, {}, DataOptions{}, shape(1, 1, 32, 1));
+  EXPECT_DOUBLE_EQ(r.step_ms, 301);
+  EXPECT_DOUBLE_EQ(r.step_low_ms, 301 * 0.9);
+  EXPECT_DOUBLE_EQ(r.step_high_ms, 602 * 1.1);
+  EXPECT_EQ(r.unsure, k.unsure);
+  // 4 threads planned from the 2-thread profile: up to twice as fast. 2 ranks busy from a
+  // profile measured alone: up to twice as slow.
+  w.threads = 4;
+  k = compute_for(c, w, 32, 2);
+  EXPECT_DOUBLE_EQ(k.low, 0.5);
+  EXPECT_DOUBLE_EQ(k.high, 2);
+  ASSERT_EQ(k.unsure.size(), 2u);
+  EXPECT_NE(k.unsure[1].find("measured with 1 rank(s) busy on the node, 2 planned"), std::string::npos) << k.unsure[1];
+  // Measured as planned but under a load of 3 other threads on 2 cores: its 2 threads
+  // had 2 / 5 of the cores instead of all of them, so idle it may take 0.4 x the time.
+  w.threads = 2;
+  c.profiles[0].background_load = 3;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_TRUE(k.exact);
+  EXPECT_DOUBLE_EQ(k.low, 0.4);
+  EXPECT_DOUBLE_EQ(k.high, 1);
+  ASSERT_EQ(k.unsure.size(), 1u);
+  EXPECT_EQ(k.unsure[0], "measured under a load of 3.00 on 2 cores: on an idle node up to 60 % faster");
+  // A load that left it all the cores it used (1 thread, load 0.5 on 2 cores) changes nothing.
+  c.profiles = {cpu_profile(1, 1, 100)};
+  c.profiles[0].background_load = 0.5;
+  w.threads = 1;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 1);
+  EXPECT_TRUE(k.unsure.empty());
+  // Derived from MACs: a factor of 2 either way.
+  c.profiles.clear();
+  c.derive = {true, 1e12, 1, "ref"};
+  w.macs_per_clip = 1e9;
+  w.params = 1000000;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 0.5);
+  EXPECT_DOUBLE_EQ(k.high, 2);
+  r = predict(c, k, {}, DataOptions{}, shape(1, 1, 32, 1));
+  EXPECT_NEAR(r.step_low_ms, r.step_ms * 0.5 * 0.9, 1e-9);
+  EXPECT_NEAR(r.step_high_ms, r.step_ms * 2 * 1.1, 1e-9);
+}

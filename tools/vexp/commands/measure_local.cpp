@@ -335,6 +335,7 @@ struct Measuring {
   const MeasureLocalArgs& a;
   std::string exe;
   int cores = 0, ranks = 0;
+  double load = -1;  // the 1-minute load average before the measurements (negative: unknown)
   fs::path out, meas, meas_rel;  // the cluster file; the folder of its measurements (and its name beside it)
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
   std::vector<std::string> plugin_argv;
@@ -511,8 +512,11 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
       << fmt(ph.at("backward").at("median_ms").get<double>(), "%.1f") << " ms, optimizer "
       << fmt(ph.at("optimizer").at("median_ms").get<double>(), "%.1f") << " ms per "
       << p.j.at("clips_per_step").get<int64_t>() << " clips\n"
-      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nbusy_ranks = " << p.busy
-      << "\nsource = "
+      << "model = " << toml_str(p.key) << "\nfrom = " << toml_str(p.from) << "\nbusy_ranks = " << p.busy;
+    // Other programs' threads when it began: the plan widens the range of a profile
+    // measured under load (Compute::low).
+    if (m.load >= 0) o << "\nbackground_load = " << fmt(m.load, "%.2f");
+    o << "\nsource = "
       << toml_str(std::string(a.synthetic ? "vexp bench train --synthetic" : "vexp bench train (the recipe's loader)") +
                   ", median of " + std::to_string(a.steps) + " steps" +
                   (p.busy == 1 ? std::string()
@@ -553,7 +557,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const int cores = m.cores = available_cores();
   // A busy machine measures slow: the cluster file would plan with its leftovers. The
   // load is said now and recorded in the cluster file (its comment and every `source`).
-  const double load = load_average();
+  const double load = m.load = load_average();
   const bool busy = load > 0.5 * cores;
   if (busy)
     std::cerr << "vexp: warning: this machine is busy (load average " << load << " over " << cores

@@ -51,6 +51,24 @@ std::string num(double v, size_t w) {
   return pad(fixed.size() < w && !tiny ? fixed : fmt("%.3g", v), w);
 }
 
+// What the step times are worth: the tolerance validate.py holds the model to where
+// a row's profile was measured as planned, else the row's range and why (Row::unsure).
+std::string uncertainty_lines(const std::vector<Row>& rows) {
+  std::ostringstream wide;
+  std::string last;
+  for (const Row& row : rows) {
+    if (row.unsure.empty()) continue;
+    std::string why;
+    for (const auto& u : row.unsure) why += (why.empty() ? "" : "; ") + u;
+    wide << "  " << row.gpus << " GPU(s): " << fmt("%.1f", row.step_low_ms) << " to " << fmt("%.1f", row.step_high_ms)
+         << " ms: " << (why == last ? std::string("as above") : shown(why)) << "\n";
+    last = why;
+  }
+  return "  step times \u00b1" + fmt("%.0f", 100 * kValidatedTolerance) +
+         " % on a profile measured as planned (the tolerance tools/plan/validate.py checks, docs/planning.md)" +
+         (wide.str().empty() ? std::string("; every row here is\n") : std::string("; wider where it was not:\n") + wide.str());
+}
+
 std::string gpu_list(const std::vector<Row>& rows) {
   std::string out;
   for (const auto& r : rows) out += (out.empty() ? "" : ",") + std::to_string(r.gpus);
@@ -182,6 +200,7 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
           << num(row.step_ms, 10) << num(row.clips_per_s, 12) << num(100 * row.efficiency, 7)
           << pad(duration(row.epoch_s), 11) << pad(duration(row.total_s), 11) << "  " << row.bottleneck << "\n";
     }
+    out << uncertainty_lines(r.rows);
     const Advice& a = r.advice;
     out << "\nadvice (" << a.at_gpus << " GPUs):\n";
     if (a.knee_gpus > 0)
@@ -242,7 +261,8 @@ nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& resu
                       {"exposed_data_ms", x.exposed_data_ms}, {"step_ms", x.step_ms}, {"clips_per_s", x.clips_per_s},
                       {"efficiency", x.efficiency}, {"epoch_s", x.epoch_s}, {"total_s", x.total_s},
                       {"steps_per_epoch", x.steps_per_epoch}, {"bottleneck", x.bottleneck},
-                      {"allreduce", x.algorithm}, {"profile_source", x.profile_source}});
+                      {"allreduce", x.algorithm}, {"profile_source", x.profile_source},
+                      {"step_ms_low", x.step_low_ms}, {"step_ms_high", x.step_high_ms}, {"unsure", x.unsure}});
     const Advice& a = r.advice;
     nlohmann::json layouts = nlohmann::json::array();
     for (const auto& l : a.layouts)

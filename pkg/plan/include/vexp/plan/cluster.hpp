@@ -26,6 +26,7 @@ struct ClusterProfile {
   double batch = 0;           // clips per rank per micro-step the times were measured at
   int64_t threads = 0;        // compute threads per rank (0: not given)
   int64_t busy_ranks = 1;     // ranks computing at once on the node when measured (CPU nodes share cores)
+  double background_load = 0; // other programs' runnable threads on the node when measured (1-min load average)
   double forward_ms = 0;      // per micro-step of `batch` clips
   double backward_ms = 0;
   double optimizer_ms = 0;    // per optimizer step

@@ -38,7 +38,22 @@ struct Compute {
   int64_t threads = 0, busy_ranks = 1;
   bool exact = true;
   std::string selection;  // e.g. "threads 1, busy_ranks 2" or "closest: threads 2 (1 wanted), busy_ranks 1 (2 wanted)"
+  // What the profile cannot know, as bounds on the true compute: every phase may be as
+  // low as `low` x or as high as `high` x these times (1 and 1 for a profile measured
+  // as asked on a machine without other load), with one phrase per reason in `unsure`:
+  //  - another thread count: between no speed-up and a linear one (p.threads / wanted);
+  //  - other ranks busy on the node: up to proportionally slower (or faster) with them;
+  //  - measured under background load L on C cores with D threads of its own: idle, up
+  //    to C / (D + L) of the time (its share of the cores), when D + L > C;
+  //    (these two for a CPU profile, one with threads: a GPU's are not shared)
+  //  - derived from MACs ([gpu.derive]): a factor of 2 either way.
+  double low = 1, high = 1;
+  std::vector<std::string> unsure;
 };
+
+// The tolerance `tools/plan/validate.py` holds the model to on a measured profile
+// (docs/planning.md, "Validation"): every stated step range is at least this wide.
+inline constexpr double kValidatedTolerance = 0.10;
 
 // What the model key, clip and precision select: among the [[gpu.profile]]s of
 // that model, frames, size and precision, the one measured with `busy_ranks`
@@ -120,6 +135,10 @@ struct Row {
   std::string bottleneck;  // compute | communication | data
   std::string algorithm;   // allreduce algorithm of the largest bucket ("" on one rank)
   std::string profile_source;  // the compute's Compute::source (its profile differs with the ranks busy per node)
+  // The step's stated range: the step predicted with the compute at Compute::low and
+  // ::high, widened by kValidatedTolerance; `unsure` says why it is wider than that.
+  double step_low_ms = 0, step_high_ms = 0;
+  std::vector<std::string> unsure;
 };
 
 // One step: compute = micro x (forward + backward) + optimizer; the buckets are
