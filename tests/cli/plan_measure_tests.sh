@@ -42,6 +42,15 @@ tb = json.load(open(os.path.join(d, b["from"])))
 assert tb["busy_ranks"] == 2 and len(tb["per_rank"]) == 2 and tb["threads"] == 1, tb["command"]
 n = len(tb["per_rank"][0]["phases"]["forward"]["samples_ms"])
 assert len(tb["phases"]["forward"]["samples_ms"]) == 2 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
+# the cost of a bucket: the first recipe trained by both ranks together at 25 and 0.05 MiB
+rd = c["reducer"]
+assert rd["per_bucket_ms"] >= 0 and "25 and 0.05 MiB buckets (here/buckets.json)" in rd["source"] and load in rd["source"], rd
+bk = json.load(open(os.path.join(d, "here", "buckets.json")))
+assert [r["bucket_mb"] for r in bk["runs"]] == [25, 0.05] and bk["runs"][0]["buckets"] == 1, bk
+assert bk["runs"][1]["buckets"] > 1 and bk["runs"][1]["ranks"] == 2 and bk["runs"][1]["busy_ranks"] == 2, bk["runs"][1]
+n1, n2 = bk["runs"][0]["buckets"], bk["runs"][1]["buckets"]
+b1, b2 = (r["phases"]["backward"]["median_ms"] for r in bk["runs"])
+assert abs(bk["per_bucket_ms"] - max(0, (b2 - b1) / (n2 - n1))) < 1e-9 and rd["per_bucket_ms"] == float("%.4g" % bk["per_bucket_ms"]), bk
 intra = c["links"]["intra"]
 assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
 a = json.load(open(os.path.join(d, "here", "allreduce.json")))

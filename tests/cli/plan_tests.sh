@@ -54,7 +54,20 @@ assert rows[0]["efficiency"] == 1 and rows[0]["comm_ms"] == 0 and rows[0]["nodes
 assert rows[1]["comm_ms"] > 0 and rows[1]["nodes"] == 1 and rows[2]["nodes"] == 4
 assert rows[2]["efficiency"] < rows[1]["efficiency"] <= 1
 assert rows[2]["global_batch"] == 8 * 32
+assert all(r["bucket_overhead_ms"] == 0 for r in rows), rows  # no [reducer]
 PYEOF
+  # With [reducer]: each bucket lengthens the backward of a row with more than one rank.
+  { cat "$cluster"; printf '\n[reducer]\nper_bucket_ms = 0.5\nsource = "made up"\n'; } >"$tmp/reducer.toml"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/reducer.toml" --gpus 1,2 --bucket-mb 0.05 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "[reducer]"
+import json, sys
+p = json.load(open(sys.argv[1]))["plans"][0]
+one, two = p["rows"]
+assert p["buckets"] > 1 and one["bucket_overhead_ms"] == 0 and one["backward_ms"] == 200, (p["buckets"], one)
+assert abs(two["bucket_overhead_ms"] - 0.5 * p["buckets"]) < 1e-9 and abs(two["backward_ms"] - 200 - 0.5 * p["buckets"]) < 1e-9, two
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/reducer.toml" --gpus 1,2
+  expect_out "; each bucket adds 0.5 ms to the backward on more than one rank ([reducer])"
   ;;
 several)
   expect_rc 0 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --gpus 1,8 --json

@@ -41,7 +41,7 @@ constexpr double kMinMs = 1e-3;  // a microsecond
 constexpr double kMaxMs = 1e7;   // about three hours per step
 
 struct ClusterSchemas {
-  Schema file, cluster, gpu, profile, derive, links, intra, inter, cpu, storage;
+  Schema file, cluster, gpu, profile, derive, links, intra, inter, cpu, storage, reducer;
 };
 
 const ClusterSchemas& schemas() {
@@ -52,6 +52,10 @@ const ClusterSchemas& schemas() {
     sub_table(d.file, "links", "[links.intra] and [links.inter]");
     sub_table(d.file, "cpu", "Cores per node and decode rates per core");
     sub_table(d.file, "storage", "File-system read bandwidth and bytes per clip");
+    sub_table(d.file, "reducer", "What each gradient bucket costs the backward pass on more than one rank");
+    d.reducer.real("per_bucket_ms", 0, "Backward time each bucket adds on more than one rank").require().at_least(0)
+        .at_most(kMaxMs);
+    d.reducer.text("source", "", "Where the figure comes from").require();
     sub_table(d.file, "scheduler", "The batch system vexp submit uses (kind = \"slurm\")");
 
     d.cluster.text("name", "", "The machine's name").require();
@@ -479,6 +483,14 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
   if (no_inter && !plan) c.plan_missing.push_back("[links.inter]");
   if (no_intra && !plan) c.plan_missing.push_back("[links.intra]");
 
+  if (const Value* rd = table_of(root, "reducer")) {
+    const CheckedTable ct = check_table(S.reducer, rd, rd->loc(), "[reducer]", {}, d);
+    if (ct.ok) {
+      c.reducer.given = true;
+      c.reducer.per_bucket_ms = ct.params.f64("per_bucket_ms");
+      c.reducer.source = ct.params.str("source");
+    }
+  }
   if (const Value* st = table_of(root, "storage")) {
     const CheckedTable ct = check_table(S.storage, st, st->loc(), "[storage]", {}, d);
     if (ct.ok) {

@@ -278,8 +278,13 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   r.micro_steps = s.micro;
   r.steps_per_epoch = s.steps_per_epoch;
   const double micro = static_cast<double>(s.micro);
+  // On more than one rank each bucket costs the last micro-batch's backward its own
+  // time ([reducer] per_bucket_ms): the reducer works only in that backward.
+  const double last_backward =
+      k.backward_ms + (s.gpus > 1 && c.reducer.given ? static_cast<double>(buckets.size()) * c.reducer.per_bucket_ms : 0);
+  r.bucket_overhead_ms = last_backward - k.backward_ms;
   r.forward_ms = micro * k.forward_ms;
-  r.backward_ms = micro * k.backward_ms;
+  r.backward_ms = (micro - 1) * k.backward_ms + last_backward;
   r.optimizer_ms = k.optimizer_ms;
   r.compute_ms = r.forward_ms + r.backward_ms + r.optimizer_ms;
   r.profile_source = k.source;
@@ -288,12 +293,12 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   // micro-batch's backward only (prepare(sync) before it).
   if (s.gpus > 1) {
     const double bw_start = (micro - 1) * (k.forward_ms + k.backward_ms) + k.forward_ms;
-    const double bw_end = bw_start + k.backward_ms;
+    const double bw_end = bw_start + last_backward;
     double end = 0, largest = -1;
     for (const Bucket& b : buckets) {
       std::string algo;
       const double t = allreduce_ms(c, s.gpus, b.bytes, &algo);
-      const double start = std::max(bw_start + b.ready * k.backward_ms, end);
+      const double start = std::max(bw_start + b.ready * last_backward, end);
       end = start + t;
       r.comm_ms += t;
       if (b.bytes > largest) {

@@ -449,3 +449,20 @@ TEST(ClusterScheduler, TheTwoGpusPerNodeMustAgree) {
     EXPECT_TRUE(vexp::plan::load_cluster_text(base + ok, "/virtual/c.toml", d)) << ok << d.str();
   }
 }
+
+// [reducer]: optional; per_bucket_ms and source, checked like every other table.
+TEST(Cluster, Reducer) {
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_FALSE(c->reducer.given);
+  d = Diagnostics{};
+  c = vexp::plan::load_cluster_text(std::string(kValid) + "\n[reducer]\nper_bucket_ms = 0.25\nsource = \"measured\"\n", "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_TRUE(c->reducer.given);
+  EXPECT_DOUBLE_EQ(c->reducer.per_bucket_ms, 0.25);
+  EXPECT_EQ(c->reducer.source, "measured");
+  const std::string e = errors_of(std::string(kValid) + "\n[reducer]\nper_bucket_ms = -1\n");
+  EXPECT_NE(e.find("'per_bucket_ms' in [reducer]"), std::string::npos) << e;
+  EXPECT_NE(e.find("source"), std::string::npos) << e;
+}

@@ -370,3 +370,28 @@ TEST(PlanModel, StepRangeWidensWithWhatTheProfileCannotKnow) {
   EXPECT_NEAR(r.step_low_ms, r.step_ms * 0.5 * 0.9, 1e-9);
   EXPECT_NEAR(r.step_high_ms, r.step_ms * 2 * 1.1, 1e-9);
 }
+
+TEST(PlanModel, EachBucketCostsTheLastBackwardOnMoreThanOneRank) {
+  // [reducer] per_bucket_ms = 0.5: three buckets add 1.5 ms to the last micro-batch's
+  // backward (forward 10, backward 20 -> 21.5), whose end moves the buckets' ready times
+  // (at 0.25, 0.5, 1 of 21.5 ms from 10) and the exposed communication's reference.
+  Cluster c = pair();
+  c.reducer = {true, 0.5, "s"};
+  const std::vector<Bucket> three{{1e6, 0.25}, {1e6, 0.5}, {1e6, 1.0}};
+  Row r = predict(c, compute(10, 20, 0), three, DataOptions{}, shape(2, 2, 8, 1));
+  EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 1.5);
+  EXPECT_DOUBLE_EQ(r.backward_ms, 21.5);
+  EXPECT_DOUBLE_EQ(r.compute_ms, 31.5);
+  EXPECT_DOUBLE_EQ(r.exposed_comm_ms, 1);  // the last bucket, ready at the backward's end, 1 ms
+  // Two micro-batches (accumulation): only the last backward pays.
+  r = predict(c, compute(10, 20, 0), three, DataOptions{}, shape(2, 2, 8, 2));
+  EXPECT_DOUBLE_EQ(r.backward_ms, 41.5);
+  // One rank: no reducer, no cost.
+  r = predict(c, compute(10, 20, 0), three, DataOptions{}, shape(1, 1, 8, 1));
+  EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 0);
+  EXPECT_DOUBLE_EQ(r.compute_ms, 30);
+  // Without [reducer]: as before.
+  c.reducer = {};
+  r = predict(c, compute(10, 20, 0), three, DataOptions{}, shape(2, 2, 8, 1));
+  EXPECT_DOUBLE_EQ(r.compute_ms, 30);
+}

@@ -127,6 +127,8 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
   const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, rig.grad_numel());
   r.micro = dp.micro;
+  r.buckets = dp.buckets;
+  r.bucket_mb = plan.dist.bucket_mb;
   r.clips_per_step = dp.per_gpu * dp.micro;
   r.global_batch = dp.global_batch;
   r.lr_first = dp.schedule.at(0);

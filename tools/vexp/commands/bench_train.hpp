@@ -44,6 +44,8 @@ struct BenchTrainResult {
   int64_t clips_per_step = 0;  // clips one rank computes per step: batch_per_gpu x micro-batches
   int64_t micro = 1;           // micro-batches per rank per step (accum_steps x the GPUs a rank emulates)
   int64_t global_batch = 0;    // clips per optimizer step over every rank
+  int64_t buckets = 0;         // the reducer's gradient buckets (dist.bucket_mb), used with more than one rank
+  double bucket_mb = 0;
   double lr_first = 0, lr_last = 0;  // the scheduled lr of the first and the last step
   std::vector<int64_t> clip;  // [T, C, H, W]
   int64_t params = 0;

@@ -57,6 +57,7 @@ void run_bench_train(const BenchTrainArgs& a) {
                        {"precision", r.precision}, {"threads", r.threads}, {"ranks", r.ranks},
                        {"clips_per_step", r.clips_per_step}, {"micro_batches", r.micro},
                        {"global_batch", r.global_batch}, {"lr_first", r.lr_first}, {"lr_last", r.lr_last},
+                       {"buckets", r.buckets}, {"bucket_mb", r.bucket_mb},
                        {"clip", r.clip}, {"params", r.params},
                        {"steps", a.options.steps}, {"warmup", a.options.warmup}, {"clips_per_s", r.clips_per_s},
                        {"frames_per_s", r.frames_per_s}, {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},

@@ -258,11 +258,13 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
-// `vexp bench train ... --json` (argv) run by `np` ranks at once with the local
-// backend: rank 0's JSON with each phase's samples pooled over all ranks and
-// their median, plus busy_ranks = np and every rank's JSON under "per_rank".
-json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch) {
-  argv.insert(argv.begin() + 4, {"--set", "dist.backend=\"local\""});
+// `vexp bench train ... --json` (argv) run by `np` ranks at once with `sets` added
+// (by default the local backend: independent copies): rank 0's JSON with each
+// phase's samples pooled over all ranks and their median, plus busy_ranks = np and
+// every rank's JSON under "per_rank".
+json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch,
+                      const std::vector<std::string>& sets = {"dist.backend=\"local\""}) {
+  for (auto it = sets.rbegin(); it != sets.rend(); ++it) argv.insert(argv.begin() + 4, {"--set", *it});
   const fs::path out_dir = scratch / "busy";
   std::error_code ec;
   fs::remove_all(out_dir, ec);
@@ -399,6 +401,50 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
   return profiles;
 }
 
+// What each gradient bucket costs the backward ([reducer] per_bucket_ms): `recipe` at
+// `threads` trained by all the ranks together (the MPI backend, world_size = ranks)
+// with 25 MiB buckets and with 0.05 MiB ones; the backward's pooled median grows with
+// the bucket count by per_bucket_ms = (b_small - b_large) / (n_small - n_large), at
+// least 0. Both runs' JSON go to buckets.json.
+struct BucketCost {
+  double per_bucket_ms = 0;
+  std::string from, how;
+};
+
+BucketCost measure_bucket_cost(const Measuring& m, const std::string& recipe, int threads) {
+  const MeasureLocalArgs& a = m.a;
+  json runs = json::array();
+  for (double mb : {25.0, 0.05}) {
+    std::vector<std::string> argv{m.exe, "bench", "train", recipe, "--steps", std::to_string(a.steps),
+                                  "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(threads),
+                                  "--json"};
+    argv.insert(argv.end(), m.plugin_argv.begin(), m.plugin_argv.end());
+    m.say("bench train " + recipe + " (" + std::to_string(m.ranks) + " ranks training together, " + fmt(mb) +
+          " MiB buckets)");
+    json j = bench_train_busy(argv, m.ranks, m.tmp(),
+                              {"dist.backend=\"mpi\"", "dist.world_size=" + std::to_string(m.ranks),
+                               "dist.bucket_mb=" + fmt(mb)});
+    j.erase("per_rank");
+    runs.push_back(j);
+  }
+  auto backward = [](const json& j) { return j.at("phases").at("backward").at("median_ms").get<double>(); };
+  auto buckets = [](const json& j) { return j.value("buckets", int64_t{0}); };
+  BucketCost b;
+  const int64_t dn = buckets(runs[1]) - buckets(runs[0]);
+  const double db = backward(runs[1]) - backward(runs[0]);
+  if (dn > 0) {
+    b.per_bucket_ms = std::max(0.0, db / static_cast<double>(dn));
+    b.how = "backward " + fmt(backward(runs[0]), "%.1f") + " ms with " + std::to_string(buckets(runs[0])) +
+            " bucket(s) of 25 MiB, " + fmt(backward(runs[1]), "%.1f") + " ms with " + std::to_string(buckets(runs[1])) +
+            " of 0.05 MiB" + (db < 0 ? " (less: no cost measured)" : "");
+  } else {
+    b.how = "the model's gradients fit one 0.05 MiB bucket: no cost measured";
+  }
+  b.from = m.save("buckets.json", json{{"recipe", recipe}, {"threads", threads}, {"ranks", m.ranks},
+                                       {"per_bucket_ms", b.per_bucket_ms}, {"how", b.how}, {"runs", runs}});
+  return b;
+}
+
 // Decode rates and bytes per clip (the [cpu] and [storage] tables).
 struct Decode {
   std::string from_frames, from_videos;
@@ -489,7 +535,7 @@ vexp::plan::LinkFit measure_link(const Measuring& m, const std::vector<double>& 
 std::string cluster_file_text(const Measuring& m, const std::string& where, const std::string& cpu,
                               const std::vector<Profile>& profiles, const vexp::plan::LinkFit& link,
                               const std::vector<double>& sizes, const std::string& from_allreduce, const Decode& d,
-                              const Storage& st, const std::string& from_storage) {
+                              const Storage& st, const std::string& from_storage, const BucketCost& bc) {
   const MeasureLocalArgs& a = m.a;
   const int cores = m.cores, ranks = m.ranks;
   const fs::path& meas_rel = m.meas_rel;
@@ -531,6 +577,10 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
          for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + fmt(sizes[i]);
          return s;
        }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how + "; " + where)
+    << "\n\n";
+  o << "[reducer]   # " << bc.from << "\nper_bucket_ms = " << fmt(bc.per_bucket_ms, "%.4g") << "\nsource = "
+    << toml_str("vexp bench train under mpirun, " + std::to_string(ranks) + " ranks training together at 25 and 0.05 MiB "
+                "buckets (" + bc.from + "): " + bc.how + "; " + where)
     << "\n\n";
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
@@ -603,6 +653,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   m.t_start = Clock::now();
 
   const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
+  const BucketCost bucket_cost = measure_bucket_cost(m, recipes.front(), threads.front());
   const Decode d = measure_decode(m);
   std::string from_allreduce;
   const vexp::plan::LinkFit link = measure_link(m, sizes, from_allreduce);
@@ -618,7 +669,8 @@ void run_measure_local(const MeasureLocalArgs& a) {
   // 5. The cluster file.
   const std::string where =
       "measured by vexp plan --measure-local on " + host + " (" + load_text + "), " + date + ": " + command;
-  const std::string text = cluster_file_text(m, where, cpu, profiles, link, sizes, from_allreduce, d, st, from_storage);
+  const std::string text =
+      cluster_file_text(m, where, cpu, profiles, link, sizes, from_allreduce, d, st, from_storage, bucket_cost);
   write_target_atomic(out, text);
   m.say("wrote " + out.string() + " and " + meas.string() + "/*.json");
   std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",

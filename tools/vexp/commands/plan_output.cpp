@@ -185,7 +185,11 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
     out << "gradients " << fmt("%.1f", r.grad_params / 1e6) << " M = " << fmt("%.1f", r.grad_bytes / 1e6) << " MB in "
         << r.buckets << " bucket(s) of " << fmt("%g", r.bucket_mb) << " MiB ("
         << (r.compression == "none" ? "fp32" : shown(r.compression)) << " wire)"
-        << (r.attributed ? "" : "; backward spread by parameter size (no MACs tied to parameters)") << "\n";
+        << (r.attributed ? "" : "; backward spread by parameter size (no MACs tied to parameters)")
+        << (c.reducer.given ? "; each bucket adds " + fmt("%.3g", c.reducer.per_bucket_ms) +
+                                  " ms to the backward on more than one rank ([reducer])"
+                            : std::string())
+        << "\n";
     out << "data: " << shown(r.layout) << ", " << fmt("%g", r.threads_per_gpu) << " decode thread(s) per GPU; scaling: "
         << (r.fixed_batch ? "fixed global batch (dist.world_size " + std::to_string(r.world) + " emulated on G GPUs)"
                           : "weak (dist.world_size = G, " + std::to_string(r.per_gpu) + " clips per GPU x " +
@@ -262,7 +266,7 @@ nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& resu
                       {"efficiency", x.efficiency}, {"epoch_s", x.epoch_s}, {"total_s", x.total_s},
                       {"steps_per_epoch", x.steps_per_epoch}, {"bottleneck", x.bottleneck},
                       {"allreduce", x.algorithm}, {"profile_source", x.profile_source},
-                      {"step_ms_low", x.step_low_ms}, {"step_ms_high", x.step_high_ms}, {"unsure", x.unsure}});
+                      {"bucket_overhead_ms", x.bucket_overhead_ms}, {"step_ms_low", x.step_low_ms}, {"step_ms_high", x.step_high_ms}, {"unsure", x.unsure}});
     const Advice& a = r.advice;
     nlohmann::json layouts = nlohmann::json::array();
     for (const auto& l : a.layouts)

@@ -52,6 +52,15 @@ struct ClusterLink {
   std::string source;
 };
 
+// [reducer] (optional): what each gradient bucket costs the backward pass itself on
+// more than one rank (the reducer's hook, its copy into the bucket, the allreduce's
+// launch and progress on the rank's own cores), beyond the wire time of [links].
+struct ClusterReducer {
+  bool given = false;
+  double per_bucket_ms = 0;
+  std::string source;
+};
+
 // [cpu]: decode rates are clips/s per core (0: that layout is unknown).
 struct ClusterCpu {
   double cores_per_node = 0;
@@ -96,6 +105,7 @@ struct Cluster {
   ClusterLink intra, inter;
   ClusterCpu cpu;
   ClusterStorage storage;
+  ClusterReducer reducer;
   ClusterScheduler scheduler;
   // Read for jobs (ClusterUse::jobs): the tables `vexp plan` needs that the file lacks
   // ("[gpu]", "[cpu]", "[links.inter]", "[links.intra]"), in that order; empty when it

@@ -131,6 +131,7 @@ struct Row {
   int64_t gpus = 0, nodes = 0, ranks = 0, global_batch = 0, micro_steps = 0;
   double data_ms = 0, compute_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double comm_ms = 0, exposed_comm_ms = 0, exposed_data_ms = 0, step_ms = 0;
+  double bucket_overhead_ms = 0;  // in backward_ms: buckets x [reducer] per_bucket_ms (more than one rank)
   double clips_per_s = 0, efficiency = 0, epoch_s = 0, total_s = 0, steps_per_epoch = 0;
   std::string bottleneck;  // compute | communication | data
   std::string algorithm;   // allreduce algorithm of the largest bucket ("" on one rank)
@@ -141,7 +142,8 @@ struct Row {
   std::vector<std::string> unsure;
 };
 
-// One step: compute = micro x (forward + backward) + optimizer; the buckets are
+// One step: compute = micro x (forward + backward) + optimizer, the last backward
+// longer by buckets x [reducer] per_bucket_ms on more than one rank; the buckets are
 // sent in order during the last micro-batch's backward (the reducer communicates
 // only then), bucket k starting at max(its ready time, the previous bucket's end);
 // exposed comm = the last end - the backward's end; data (prefetched) is exposed
