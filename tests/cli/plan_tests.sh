@@ -335,20 +335,24 @@ PYEOF
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1,2 --set run.threads=2
   expect_out "compute measured (made up for the tests [threads 2, busy_ranks 1])"
   expect_out "from 2 GPU(s): made up for the tests [threads not given, busy_ranks 2]"
-  # 3 threads: no such profile; the 2-thread one is the closest, and the plan says what
-  # that leaves open: up to 2/3 of its compute (a linear speed-up), +-10 % on top.
+  # 3 threads: no such profile; the 2-thread one is the closest, and with the 1-thread
+  # one Amdahl's law extrapolates (forward 100 at 1 thread, 60 at 2: serial share 1/3,
+  # t(3) = 60 (1/3 + 2/3 x 2/3) = 46.67; backward 200 at both: 200); the range goes from
+  # a linear speed-up from 2 threads (2/3 of the 2-thread compute) to none.
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1 --set run.threads=3 --json
   $PY - "$tmp/out" <<'PYEOF' || fail "the range of a closest profile"
 import json, sys
 [r] = json.loads(open(sys.argv[1]).read())["plans"][0]["rows"]
-assert r["forward_ms"] == 60 and r["unsure"] == ["measured at 2 compute thread(s), 3 planned: anywhere from no speed-up to a linear one"], r
-assert abs(r["step_ms_high"] - 1.1 * r["step_ms"]) < 1e-9, r
+assert abs(r["forward_ms"] - 140 / 3) < 1e-9 and r["backward_ms"] == 200, r
+assert r["unsure"] == ["no profile at 3 compute thread(s): Amdahl's law through the 2- and 1-thread ones, extrapolated"], r
+# up to the 2-thread profile's own forward + backward (260 ms) over the curve's, every phase
+assert abs(r["step_ms_high"] - 1.1 * r["compute_ms"] * 260 / (r["forward_ms"] + r["backward_ms"])) < 1e-9, r
 # (one rank: no comm; at 2/3 of the compute, the loader's 200 ms per step binds instead)
-assert r["data_ms"] == 200 and abs(r["step_ms_low"] - 0.9 * max(r["compute_ms"] * 2 / 3, 200)) < 1e-6, r
+assert r["data_ms"] == 200 and abs(r["step_ms_low"] - 0.9 * 200) < 1e-6, r  # the loader binds first
 PYEOF
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/busy.toml" --gpus 1 --set run.threads=3
   expect_out "wider where it was not:"
-  expect_out "  1 GPU(s): "; expect_out " ms: measured at 2 compute thread(s), 3 planned: anywhere from no speed-up to a linear one"
+  expect_out "  1 GPU(s): "; expect_out " ms: no profile at 3 compute thread(s): Amdahl's law through the 2- and 1-thread ones, extrapolated"
   ;;
 check_cluster)
   expect_rc 0 -- "$vexp" check "$cluster"

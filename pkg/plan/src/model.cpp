@@ -51,6 +51,28 @@ int64_t compute_threads(const Cluster& c, const Workload& w) {
 
 int64_t busy_ranks_for(const Cluster& c, int64_t gpus) { return std::max<int64_t>(1, std::min(gpus, c.gpus_per_node)); }
 
+namespace {
+
+// Another CPU profile of p's workload and busy ranks at another thread count, for a
+// thread-scaling curve through both: the one on the other side of `wanted` from p
+// when there is one, else the nearest to `wanted`; null when there is none.
+const ClusterProfile* other_thread_count(const Cluster& c, const ClusterProfile& p, int64_t wanted) {
+  const ClusterProfile* best = nullptr;
+  auto score = [&](const ClusterProfile& q) {
+    const bool across = (q.threads - wanted) * (p.threads - wanted) < 0;
+    return std::make_pair(across ? 0 : 1, std::llabs(q.threads - wanted));
+  };
+  for (const auto& q : c.profiles) {
+    if (&q == &p || q.model != p.model || q.frames != p.frames || q.size != p.size || q.precision != p.precision ||
+        q.busy_ranks != p.busy_ranks || q.threads <= 0 || q.threads == p.threads)
+      continue;
+    if (!best || score(q) < score(*best)) best = &q;
+  }
+  return best;
+}
+
+}  // namespace
+
 Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_t busy_ranks) {
   const int64_t threads = compute_threads(c, w);
   const ClusterProfile* best = nullptr;
@@ -81,7 +103,42 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
                           : "closest: threads " + th + " (" + std::to_string(threads) + " wanted), busy_ranks " +
                                 std::to_string(p.busy_ranks) + " (" + std::to_string(busy_ranks) + " wanted)";
     r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
-    if (p.threads > 0 && p.threads != threads) {
+    const ClusterProfile* q = p.threads > 0 && p.threads != threads ? other_thread_count(c, p, threads) : nullptr;
+    if (q) {
+      // Two thread counts of the same workload and busy ranks: Amdahl's law through
+      // both, t(n) = t(n1) (s + (1 - s) n1 / n), s the serial share (held to 0..1),
+      // per phase, each profile first scaled to per_gpu.
+      const double n1 = static_cast<double>(p.threads), n2 = static_cast<double>(q->threads);
+      const double n = static_cast<double>(threads), qscale = static_cast<double>(per_gpu) / q->batch;
+      auto amdahl = [&](double t1, double t2) {
+        if (t1 <= 0) return t1;
+        const double s = std::clamp((t2 / t1 - n1 / n2) / (1 - n1 / n2), 0.0, 1.0);
+        return t1 * (s + (1 - s) * n1 / n);
+      };
+      const double f1 = r.forward_ms, b1 = r.backward_ms;
+      r.forward_ms = amdahl(f1, q->forward_ms * qscale);
+      r.backward_ms = amdahl(b1, q->backward_ms * qscale);
+      r.optimizer_ms = amdahl(p.optimizer_ms, q->optimizer_ms);
+      r.selection += ", Amdahl's law with threads " + std::to_string(q->threads);
+      r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
+      // Between the two counts the truth lies between their times; beyond them, as
+      // for one profile, between no further speed-up and a linear one from the nearer.
+      const double at = r.forward_ms + r.backward_ms, t1 = f1 + b1, t2 = (q->forward_ms + q->backward_ms) * qscale;
+      const bool between = (n - n1) * (n - n2) < 0;
+      if (at > 0) {
+        if (between) {
+          r.low *= std::min(t1, t2) / at;
+          r.high *= std::max(t1, t2) / at;
+        } else {
+          const double ratio = n1 / n;  // from the nearer profile (p), linear
+          r.low *= std::min(1.0, std::min(t1 * ratio, t1) / at);
+          r.high *= std::max(1.0, std::max(t1 * ratio, t1) / at);
+        }
+      }
+      r.unsure.push_back("no profile at " + std::to_string(threads) + " compute thread(s): Amdahl's law through the " +
+                         std::to_string(p.threads) + "- and " + std::to_string(q->threads) + "-thread ones" +
+                         (between ? std::string(", between their times") : std::string(", extrapolated")));
+    } else if (p.threads > 0 && p.threads != threads) {
       const double ratio = static_cast<double>(p.threads) / static_cast<double>(threads);
       (ratio < 1 ? r.low : r.high) *= ratio;
       r.unsure.push_back("measured at " + std::to_string(p.threads) + " compute thread(s), " + std::to_string(threads) +

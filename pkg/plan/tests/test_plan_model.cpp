@@ -277,21 +277,42 @@ TEST(PlanModel, ProfileClosestWhenNoneMatches) {
   c.cpu.cores_per_node = 2;
   c.profiles = {cpu_profile(2, 1, 70), cpu_profile(4, 2, 150), cpu_profile(1, 2, 210)};
   Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 3};
-  // busy_ranks first: at 2 busy the 1- and 4-thread profiles; 4 is closer to 3.
+  // busy_ranks first: at 2 busy the 1- and 4-thread profiles; 4 is closer to 3, and
+  // with the 1-thread one Amdahl's law gives 3 threads: 210 / 150 = s + (1 - s) 4, so
+  // the serial share s = 13/15 and t(3) = 150 (s + (1 - s) 4/3) = 156.67, between them.
   Compute k = compute_for(c, w, 32, 2);
-  EXPECT_DOUBLE_EQ(k.forward_ms, 150);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 150 * (13.0 / 15 + 2.0 / 15 * 4 / 3));
   EXPECT_FALSE(k.exact);
-  EXPECT_EQ(k.selection, "closest: threads 4 (3 wanted), busy_ranks 2 (2 wanted)");
+  EXPECT_EQ(k.selection, "closest: threads 4 (3 wanted), busy_ranks 2 (2 wanted), Amdahl's law with threads 1");
+  // (between the two: the range is their times, 150 .. 210 (x3 for forward + backward))
+  EXPECT_DOUBLE_EQ(k.low, 150 / k.forward_ms);
+  EXPECT_DOUBLE_EQ(k.high, 210 / k.forward_ms);
   // 3 busy: no such profile; busy 2 is closest (then threads).
-  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 3).forward_ms, 150);
+  EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 3).forward_ms, k.forward_ms);
   // 1 busy: the only alone profile, whatever its threads.
   k = compute_for(c, w, 32, 1);
   EXPECT_DOUBLE_EQ(k.forward_ms, 70);
   EXPECT_EQ(k.selection, "closest: threads 2 (3 wanted), busy_ranks 1 (1 wanted)");
-  // Equal distance: the first in the file.
+  // Equal distance: the first in the file, and through both: 40 / 70 = s + (1 - s) / 2,
+  // s = 1/7, t(3) = 70 (1/7 + 6/7 x 2/3) = 50.
   w.threads = 3;
   c.profiles = {cpu_profile(2, 1, 70), cpu_profile(4, 1, 40)};
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 50);
+  EXPECT_EQ(k.selection, "closest: threads 2 (3 wanted), busy_ranks 1 (1 wanted), Amdahl's law with threads 4");
+  // Beyond both (8 threads): extrapolated, 70 (1/7 + 6/7 x 2/8) = 25, in a range from a
+  // linear speed-up from the nearer (40 x 4/8 = 20) to none (40), each of forward + backward.
+  w.threads = 8;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.forward_ms, 25);
+  EXPECT_DOUBLE_EQ(k.low, 20.0 / 25);
+  EXPECT_DOUBLE_EQ(k.high, 40.0 / 25);
+  EXPECT_NE(k.unsure.at(0).find("Amdahl's law through the 4- and 2-thread ones, extrapolated"), std::string::npos);
+  // More threads slower than fewer: the serial share is held to 1 (no speed-up assumed).
+  c.profiles = {cpu_profile(2, 1, 70), cpu_profile(4, 1, 90)};
+  w.threads = 3;
   EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 1).forward_ms, 70);
+  w.threads = 3;
   // A profile without threads (a GPU) counts as a match of any threads, after an exact one.
   c.profiles = {cpu_profile(0, 1, 30), cpu_profile(3, 1, 60)};
   EXPECT_DOUBLE_EQ(compute_for(c, w, 32, 1).forward_ms, 60);
