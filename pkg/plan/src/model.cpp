@@ -102,7 +102,6 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
     r.selection = r.exact ? "threads " + th + ", busy_ranks " + std::to_string(p.busy_ranks)
                           : "closest: threads " + th + " (" + std::to_string(threads) + " wanted), busy_ranks " +
                                 std::to_string(p.busy_ranks) + " (" + std::to_string(busy_ranks) + " wanted)";
-    r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
     const ClusterProfile* q = p.threads > 0 && p.threads != threads ? other_thread_count(c, p, threads) : nullptr;
     if (q) {
       // Two thread counts of the same workload and busy ranks: Amdahl's law through
@@ -120,7 +119,6 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
       r.backward_ms = amdahl(b1, q->backward_ms * qscale);
       r.optimizer_ms = amdahl(p.optimizer_ms, q->optimizer_ms);
       r.selection += ", Amdahl's law with threads " + std::to_string(q->threads);
-      r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
       // Between the two counts the truth lies between their times; beyond them, as
       // for one profile, between no further speed-up and a linear one from the nearer.
       const double at = r.forward_ms + r.backward_ms, t1 = f1 + b1, t2 = (q->forward_ms + q->backward_ms) * qscale;
@@ -144,6 +142,7 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
       r.unsure.push_back("measured at " + std::to_string(p.threads) + " compute thread(s), " + std::to_string(threads) +
                          " planned: anywhere from no speed-up to a linear one");
     }
+    r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
     // (a GPU profile, without threads, is not slowed by the other GPUs of its node or by
     // programs on its cores)
     if (p.threads > 0 && p.busy_ranks != busy_ranks) {
