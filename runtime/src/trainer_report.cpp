@@ -79,6 +79,8 @@ void Progress::end_bar() {
 //   sigint@step=N     SIGINT is raised during global step N (the run stops after it)
 //   slow_step@ms=N    each step takes N ms longer
 //   slow_start@ms=N   the start takes N ms longer (just before the training loop)
+//   slow_launch@ms=N  `vexp run` sleeps N ms first, before it catches any signal
+//                     (tools/vexp/main.cpp: a rank still loading from a slow filesystem)
 Faults Faults::from_env() {
   Faults f;
   const char* env = std::getenv("VEXP_TEST_FAULT");
@@ -88,7 +90,7 @@ Faults Faults::from_env() {
     if (item.empty()) continue;
     static const std::map<std::string, std::string> keys{
         {"nan_loss", "step"}, {"grow_loss", "step"}, {"nan_val", "epoch"}, {"sigint", "step"}, {"slow_step", "ms"},
-        {"slow_start", "ms"}};
+        {"slow_start", "ms"}, {"slow_launch", "ms"}};
     const size_t at = item.find('@');
     Fault x;
     x.kind = item.substr(0, at);
@@ -106,8 +108,8 @@ Faults Faults::from_env() {
     if (!ok)
       throw std::runtime_error("VEXP_TEST_FAULT: cannot read '" + item +
                                "' (test-only; expected nan_loss@step=N, grow_loss@step=N, nan_val@epoch=N or "
-                               "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N or "
-                               "slow_start@ms=N)");
+                               "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N, "
+                               "slow_start@ms=N or slow_launch@ms=N)");
     x.at = n;
     x.rank = static_cast<int>(r);
     f.list.push_back(x);

@@ -249,6 +249,35 @@ submit_requeue)
   grep -E "^vexp job|interrupted|resum|--resume auto" "$tmp/job/slurm-$job.out"
   no_crash
   ;;
+usr1_while_starting)
+  # The time limit's SIGUSR1 can come before any rank has caught it: during the
+  # [scheduler] setup lines (the step is then not started), or while a rank still
+  # loads (a slow filesystem; here VEXP_TEST_FAULT=slow_launch, under make sanitize
+  # vexp's own start): the signal kills it and srun exits 128 + 10. Neither is a
+  # failed run: nothing new exists to save, and the job ends as a clean stop does
+  # (exit 130: requeued, or here with max_requeues = 0 the requeue limit), never
+  # "failed". The signal comes 15-45 s after the start (one-minute jobs).
+  start_cluster
+  sed -e 's/^max_requeues = .*/max_requeues = 0/' "$C" >"$tmp/c0.toml"
+  { cat "$tmp/c0.toml"; echo 'setup = ["sleep 48"]'; } >"$tmp/setup.toml"
+  grep -q '^\[scheduler\]' "$tmp/c0.toml" && [ "$(grep '^\[' "$tmp/c0.toml" | tail -n 1)" = "[scheduler]" ] ||
+    fail "the fixture's cluster file must end with its [scheduler] table"
+  expect_rc 0 -- "$vexp" submit "$R" --cluster "$tmp/setup.toml" --out "$tmp/a"
+  expect_rc 0 -- env VEXP_TEST_FAULT="slow_launch@ms=50000" "$vexp" submit "$R" --cluster "$tmp/c0.toml" --out "$tmp/b"
+  for d in a b; do
+    wait_until 150 "$tmp/$d" "job $(job_id_of "$tmp/$d")'s end" job_event "$tmp/$d" end requeue_limit
+    ! job_event "$tmp/$d" end failed || { show_job "$tmp/$d"; fail "$d: the job was recorded as failed"; }
+    grep -q '"event":"end".*"exit":130' "$tmp/$d/jobs.jsonl" || { show_job "$tmp/$d"; fail "$d: not ended with exit 130"; }
+  done
+  grep -qF "SIGUSR1 came before the step started: the step is not started" "$tmp/a"/slurm-*.out ||
+    { show_job "$tmp/a"; fail "a: the log does not say that the step was not started"; }
+  ! grep -q "vexp: " "$tmp/a"/slurm-*.out || { show_job "$tmp/a"; fail "a: vexp run was started"; }
+  grep -qF "a rank was still starting when SIGUSR1 came" "$tmp/b"/slurm-*.out ||
+    { show_job "$tmp/b"; fail "b: the log does not say that a starting rank was killed by the signal"; }
+  expect_rc 0 -- "$vexp" status "$tmp/a"
+  expect_out "the run is not complete"
+  no_crash
+  ;;
 submit_requeue_fewer)
   # A 2-node job cut by its time limit and requeued onto ONE node (the pending job's
   # request changed, as when a cluster grants fewer nodes): the restart resumes the

@@ -135,6 +135,14 @@ std::string batch_script(const JobSpec& j) {
     if (i > 0 && j.vexp_argv[i].rfind("--", 0) == 0) cmd += "\\\n  ";
     cmd += (j.vexp_argv[i] == j.run_dir ? "\"$run_dir\"" : base::shell_quote(j.vexp_argv[i])) + " ";
   }
+  // SIGUSR1 before the step starts (during the setup lines or the start record): the
+  // step is not started, and the job requeues as after a clean stop. A rank the
+  // signal reaches before vexp catches it (still loading, on a slow filesystem) is
+  // killed by it (the launcher exits 128 + 10): nothing new existed to save either.
+  o << "if [ \"$signalled\" = USR1 ]; then\n"
+       "  say \"SIGUSR1 came before the step started: the step is not started (nothing new to save)\"\n"
+       "  rc=130\n"
+       "else\n";
   o << cmd << "&\n";
   o << "step=$!\n"
        "[ \"$signalled\" != USR1 ] || kill -USR1 \"$step\" 2>/dev/null\n"
@@ -143,7 +151,13 @@ std::string batch_script(const JobSpec& j) {
        "  wait \"$step\"; rc=$?\n"
        "  kill -0 \"$step\" 2>/dev/null || break\n"
        "done\n"
-       "if [ \"$rc\" -gt 128 ]; then wait \"$step\" 2>/dev/null; r=$?; [ \"$r\" -eq 127 ] || rc=$r; fi\n\n";
+       "if [ \"$rc\" -gt 128 ]; then wait \"$step\" 2>/dev/null; r=$?; [ \"$r\" -eq 127 ] || rc=$r; fi\n"
+       "if [ \"$signalled\" = USR1 ] && [ \"$rc\" -eq $((128 + $(kill -l USR1))) ]; then\n"
+       "  say \"a rank was still starting when SIGUSR1 came (killed by it before vexp could catch it): nothing new to "
+       "save\"\n"
+       "  rc=130\n"
+       "fi\n"
+       "fi\n\n";
   // srun can exit 0 for a step that never launched (seen when a requeued start came
   // before the previous start's step had left the nodes): only the run's summary
   // says it is complete.

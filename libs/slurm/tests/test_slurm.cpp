@@ -238,3 +238,26 @@ TEST(SlurmScript, TheStopSaysThatExitCode130IsExpected) {
   s = batch_script(j);
   EXPECT_NE(s.find("the launcher's lines about exit code 130 below are expected"), std::string::npos) << s;
 }
+
+// SIGUSR1 before any rank caught it (#36, seen under make sanitize): during the setup
+// lines the step is not started; a rank killed by it while starting (the launcher's
+// 128 + 10) ends as a clean stop does, with 130. tests/slurm's usr1_while_starting
+// runs both against a real Slurm.
+TEST(SlurmScript, ASignalBeforeAnyRankCaughtItIsACleanStop) {
+  JobSpec j;
+  j.run_dir = "/runs/a";
+  j.job_name = "a";
+  j.vexp_argv = {"/bin/vexp", "run", "/r.toml", "--out", "/runs/a", "--resume", "auto"};
+  j.launcher = {"srun", "--mpi=pmix"};
+  j.setup = {"module load x"};
+  const std::string s = batch_script(j);
+  const size_t setup = s.find("module load x"), before = s.find("if [ \"$signalled\" = USR1 ]; then\n  say \"SIGUSR1 came before the step started");
+  const size_t step = s.find("srun --mpi=pmix"), killed = s.find("[ \"$rc\" -eq $((128 + $(kill -l USR1))) ]");
+  ASSERT_NE(before, std::string::npos) << s;
+  ASSERT_NE(killed, std::string::npos) << s;
+  EXPECT_LT(setup, before);
+  EXPECT_LT(before, step);
+  EXPECT_LT(step, killed);
+  EXPECT_LT(killed, s.find("if [ \"$signalled\" = USR1 ] && [ \"$rc\" -eq 130 ]; then"));
+  EXPECT_NE(s.find("a rank was still starting when SIGUSR1 came", killed), std::string::npos);
+}
