@@ -262,6 +262,8 @@ void check_registration(const Registration& r) {
                              interface_name(kind->interface) + " (register it with add_" + d.kind + ")");
   }
   if (!r.factory) throw std::runtime_error(d.kind + " '" + d.name + "' registered without a factory");
+  if (r.file_reader && r.interface != Interface::Dataset)
+    throw std::runtime_error(d.kind + " '" + d.name + "' is registered with a file reader, which only datasets have");
 }
 
 }  // namespace
@@ -339,7 +341,8 @@ void PluginHost::add(Registration entry, std::shared_ptr<void> library, const st
   }
   decl.library = library_path;
   decl.library_version = library_version;
-  entries_.emplace(key, Entry{std::move(library), entry.interface, std::move(decl), std::move(entry.factory)});
+  entries_.emplace(key, Entry{std::move(library), entry.interface, std::move(decl), std::move(entry.factory),
+                              std::move(entry.file_reader)});
 }
 
 void PluginHost::load_library(const std::string& path_in) {
@@ -493,8 +496,13 @@ std::vector<const PluginDecl*> PluginHost::all() const {
   return out;
 }
 
+bool PluginHost::has_file_reader(const std::string& name) const {
+  auto it = entries_.find({"dataset", name});
+  return it != entries_.end() && it->second.file_reader;
+}
+
 std::shared_ptr<void> PluginHost::make_erased(const std::string& kind, const std::string& name,
-                                              const Params& params, Interface wanted) const {
+                                              const Params& params, Interface wanted, bool file_reader) const {
   auto it = entries_.find({kind, name});
   if (it == entries_.end()) {
     auto known = names(kind);
@@ -512,8 +520,10 @@ std::shared_ptr<void> PluginHost::make_erased(const std::string& kind, const std
   Made made;
   try {
     std::optional<ScopedActivity> creating;  // plugins compiled into the host are host code
-    if (e.library) creating.emplace(e.decl.library, "creating " + kind + " '" + name + "' (its factory)");
-    made = e.factory(params);
+    const char* what = file_reader ? "' (its file reader)" : "' (its factory)";
+    if (e.library) creating.emplace(e.decl.library, "creating " + kind + " '" + name + what);
+    if (file_reader && !e.file_reader) return nullptr;
+    made = (file_reader ? e.file_reader : e.factory)(params);
   } catch (const std::exception& ex) {  // factories built without Registrar::add
     made.error = ex.what();
   }

@@ -115,7 +115,8 @@ std::vector<std::string> measured() {
   l.push_back(Line("Registration", sizeof(Registration))
                   .f("interface", &Registration::interface)
                   .f("decl", &Registration::decl)
-                  .f("factory", &Registration::factory));
+                  .f("factory", &Registration::factory)
+                  .f("file_reader", &Registration::file_reader));
   l.push_back(Line("Made", sizeof(Made)).f("object", &Made::object).f("error", &Made::error));
   l.push_back(Line("ErasedFactory", sizeof(ErasedFactory)));
   l.push_back(Line("Interface", sizeof(Interface))
@@ -188,7 +189,13 @@ std::vector<std::string> measured() {
                   .v("bad_items", &Dataset::bad_items)
                   .v("set_transforms", &Dataset::set_transforms)
                   .v("default_transforms", &Dataset::default_transforms)
+                  .v("file_views", &Dataset::file_views)
                   .n("slots", slots_of<Dataset>()));
+  l.push_back(Line("FileViewRequest", sizeof(FileViewRequest))
+                  .f("path", &FileViewRequest::path)
+                  .f("clip", &FileViewRequest::clip)
+                  .f("short_side", &FileViewRequest::short_side));
+  l.push_back(Line("FileViews", sizeof(FileViews)).f("clips", &FileViews::clips).f("how", &FileViews::how));
   // Communication.
   l.push_back(Line("ReduceOp", sizeof(ReduceOp))
                   .n("Sum", static_cast<long>(ReduceOp::Sum))
@@ -385,6 +392,48 @@ const std::map<unsigned, std::vector<std::string>>& pins() {
            "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
            "Split size=4 Train=0 Val=1",
            "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 set_transforms#11 default_transforms#12 slots=13",
+           "ReduceOp size=4 Sum=0 Avg=1 Max=2",
+           "Work size=8 wait#2 done#3 slots=4",
+           "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",
+           "ParamGroup size=96 name@0 lr_mult@32 weight_decay@40 names@48 params@72",
+           "Optimizer size=32 set_groups#2 step#3 state#4 load_state#5 slots=6",
+           "Loss size=8 forward#2 soft_targets#3 slots=4 forward=MN4vexp4LossEFN2at6TensorERKS2_S4_E soft_targets=MN4vexp4LossEKFbvE",
+           "ClipGeometry size=36 src_w@0 src_h@4 x@8 y@12 w@16 h@20 out_w@24 out_h@28 flip@32",
+           "TransformContext size=32 train@0 index@8 view@16 views@24",
+           "TransformSpec size=80 type@0 params@32",
+           "ClipTransform size=8 stages#2 views#3 check#4 geometry#5 pixels#6 Geometry=1 Pixels=2 slots=7",
+           "BatchContext size=32 step@0 steps@8 epoch@16 micro_batch@24",
+           "BatchTransform size=8 apply#2 slots=3 apply=MN4vexp14BatchTransformEFvRN2at6TensorES3_RNS_3RngERKNS_12BatchContextEE",
+           "HookContext size=272 model@0 run_dir@8 step@40 epoch@48 epoch_step@56 epochs@64 rank@72 ranks@76 world@80 logged@88 metrics@96 add_metric@144 evaluate@176 checkpoint@208 save_weights@240",
+           "Hook size=8 start#2 after_step#3 after_eval#4 at_checkpoint#5 at_end#6 state#7 load_state#8 slots=9",
+           "Names PluginDecl=N4vexp6schema10PluginDeclE ShapeError=N4vexp6schema10ShapeErrorE Value=N4vexp6schema5ValueE Registrar=N4vexp9RegistrarE Dataset=N4vexp7DatasetE",
+
+       }},
+      {6u,
+       {
+           "VexpPluginInfo size=40 abi_version@0 struct_size@4 name@8 version@16 build_tag@24 register_all@32",
+           "Registration size=440 interface@0 decl@8 factory@376 file_reader@408",
+           "Made size=48 object@0 error@16",
+           "ErasedFactory size=32",
+           "Interface size=4 Layer=1 Dataset=2 Comm=3 Optimizer=4 Loss=5 ClipTransform=6 BatchTransform=7 Hook=8",
+           "Registrar size=8 add_entry#2 slots=3",
+           "PluginDecl size=368 kind@0 name@32 doc@64 library@96 library_version@128 schema@160 insertion_points@184 infer_shape@216 point_shape@248 dataset_facts@280 check_data@312 head_parameters@344",
+           "GraphContext size=24 batch@0 frames@8 classes@16",
+           "DatasetFacts size=32 clip@0 classes@24",
+           "Shape size=24",
+           "Schema size=24",
+           "ParamSpec size=312",
+           "Params size=88",
+           "Value size=176",
+           "Loc size=40",
+           "ForwardContext size=16 batch@0 frames@8",
+           "Layer build#0 forward#1 insert#2 own_slots=3",
+           "Sample size=16 clip@0 label@8",
+           "ItemReport size=88 path@0 label@32 listed_frames@40 frames@48 error@56",
+           "Split size=4 Train=0 Val=1",
+           "Dataset size=8 size#2 get#3 num_classes#4 class_names#5 views#6 get_view#7 skipped_samples#8 inspect#9 bad_items#10 set_transforms#11 default_transforms#12 file_views#13 slots=14",
+           "FileViewRequest size=64 path@0 clip@32 short_side@56",
+           "FileViews size=40 clips@0 how@8",
            "ReduceOp size=4 Sum=0 Avg=1 Max=2",
            "Work size=8 wait#2 done#3 slots=4",
            "Comm size=8 name#2 rank#3 size#4 allreduce#5 broadcast#6 allgather#7 barrier#8 allreduce_async#9 set_watchdog#10 abort#11 slots=12",

@@ -42,7 +42,7 @@ cd "$here"
 case "$name" in
 version)
   expect_rc 0 -- "$vexp" --version
-  expect_out "vexp 0.1.0"; expect_out "plugin ABI 5"; expect_out "torch="
+  expect_out "vexp 0.1.0"; expect_out "plugin ABI 6"; expect_out "torch="
   # the commit it was built from and the tree's state then (or unknown outside git)
   grep -Eq '; commit ([0-9a-f]{40}, (clean|dirty) tree|unknown)\)$' "$tmp/out" || { cat "$tmp/out"; fail "no commit in --version"; }
   ;;
@@ -206,6 +206,39 @@ PY
   expect_rc 1 -- "$vexp" predict data/tiny_video.toml --weights "$ckpt" --input "$tmp/bad.mp4"
   expect_out "bad.mp4"; no_crash
   ;;
+predict_video_generic)
+  # A dataset plugin without Dataset::file_views (the fixture plain_clips): vexp
+  # predict reads a video the generic way (TSN segment centres, short-side resize,
+  # centre crop, ImageNet's mean and std), says so and why, and the logits equal
+  # those of the same frames decoded by PyAV, normalised alike, given as a .pt.
+  expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
+  video="$tmp/motion/$(head -1 "$tmp/motion/val_list.txt" | cut -d' ' -f1)"
+  plain=(--plugin-path "$build/tests/fixtures/plain_dataset" --set data.dataset=plain_clips)
+  expect_rc 0 -- "$vexp" run data/tiny.toml "${plain[@]}" --set run.epochs=1 --out "$tmp/run"
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${plain[@]}" --weights "$tmp/run" --input "$video" --short-side 16 \
+    --logits "$tmp/video.json"
+  expect_out "clip 0:"
+  expect_out "4 segment centres, shorter side 16, centre crop 16x16, gray, ImageNet mean and std"
+  expect_out "the dataset 'plain_clips' makes no views of a file (its plugin has no Dataset::file_views)"
+  $PY - "$video" "$tmp/frames.pt" <<'PY' || fail "could not decode the clip with PyAV"
+import sys, av, numpy as np, torch
+frames = [f.to_ndarray(format="gray") for f in av.open(sys.argv[1]).decode(video=0)]
+n, T = len(frames), 4
+idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
+x = torch.tensor(np.stack([frames[i] for i in idx])).float().unsqueeze(1)
+torch.save((x / 255 - 0.449) / 0.226, sys.argv[2])
+PY
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${plain[@]}" --weights "$tmp/run" --input "$tmp/frames.pt" \
+    --logits "$tmp/tensor.json"
+  $PY - "$tmp/video.json" "$tmp/tensor.json" <<'PY' || fail "the generic reading differs from PyAV's frames"
+import json, sys
+a, b = (json.load(open(f))["logits"][0] for f in sys.argv[1:3])
+assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4 * max(1.0, max(abs(y) for y in b)), (a, b)
+PY
+  # Without --short-side: the crop x 256/224 (16 -> 19).
+  expect_rc 0 -- "$vexp" predict data/tiny.toml "${plain[@]}" --weights "$tmp/run" --input "$video"
+  expect_out "shorter side 19, centre crop 16x16"
+  ;;
 predict_video_centre)
   # vexp predict on a video for a dataset without a video pipeline (synthetic_motion),
   # at the recipe's clip shape (gray as the quickstart, and RGB): segment centres,
@@ -250,7 +283,8 @@ PY
   expect_out "a video needs a clip shape [T, 1 or 3, H, W]"
   printf 'not a video' > "$tmp/bad.mp4"
   expect_rc 1 -- "$vexp" predict data/tiny.toml "${rgb[@]}" --weights "$tmp/run3" --input "$tmp/bad.mp4"
-  expect_out "cannot decode video '$tmp/bad.mp4': cannot open: "; no_crash
+  expect_out "vexp: error: cannot use video '$tmp/bad.mp4': '$tmp/bad.mp4': cannot open: "; no_crash
+  expect_no_out "moov atom"   # FFmpeg's own log lines stay quiet: the one line above says it
   ;;
 bench_comm_recipe)
   # vexp bench comm's default recipes are vexp's own, found from the executable, not

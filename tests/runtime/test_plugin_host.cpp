@@ -62,11 +62,11 @@ TEST(PluginHost, WrongAbiVersionIsRefusedWithBothVersions) {
 }
 
 TEST(PluginHost, PluginOfAnOlderAbiIsRefusedInOneLine) {
-  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 5u);  // the fixture exports ABI 4, the one before
+  ASSERT_EQ(VEXP_PLUGIN_ABI_VERSION, 6u);  // the fixture exports ABI 5, the one before
   vexp::PluginHost host;
   std::string e = load_error(host, fixture("old_abi"));
   EXPECT_EQ(e, fixture("old_abi") +
-                   ": built for vexp plugin ABI 4, this vexp speaks ABI 5; rebuild it against this vexp's SDK");
+                   ": built for vexp plugin ABI 5, this vexp speaks ABI 6; rebuild it against this vexp's SDK");
   EXPECT_EQ(e.find('\n'), std::string::npos);
   EXPECT_TRUE(host.libraries().empty());
 }
@@ -232,6 +232,57 @@ TEST(PluginHost, BuildPluginsAllLoadCleanly) {
   EXPECT_NE(host.find("backbone", "resnet"), nullptr);
   EXPECT_NE(host.find("dataset", "synthetic_motion"), nullptr);
   EXPECT_NE(host.find("comm", "local"), nullptr);
+}
+
+// Registrar::add_dataset's third factory: the file reader, made apart from the
+// dataset (its own factory never runs for it), from the same parameters; datasets
+// only; a dataset without one has none.
+TEST(PluginHost, FileReadersAreDatasetsOnlyAndMadeApartFromTheFactory) {
+  vexp::PluginHost host;
+  int datasets = 0, readers = 0;
+  vexp::PluginDecl d;
+  d.name = "lists";
+  d.schema.text("who", "world", "Whom to greet");
+  host.builtin_registrar("test").add_dataset(
+      d,
+      [&datasets](const vexp::Params& p) {
+        ++datasets;
+        return std::make_shared<FixtureDataset>("dataset " + p.str("who"));
+      },
+      [&readers](const vexp::Params& p) {
+        ++readers;
+        return std::make_shared<FixtureDataset>("reader " + p.str("who"));
+      });
+  d.name = "plain";
+  host.builtin_registrar("test").add_dataset(d, [](const vexp::Params&) { return std::make_shared<FixtureDataset>("plain"); });
+  EXPECT_TRUE(host.has_file_reader("lists"));
+  EXPECT_FALSE(host.has_file_reader("plain"));
+  EXPECT_FALSE(host.has_file_reader("nothing"));
+  vexp::Params p = vexp::schema::make_params(d.schema, {{"who", vexp::schema::Value("you")}});
+  auto reader = host.make_file_reader("lists", p);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->class_names(), std::vector<std::string>{"reader you"});
+  EXPECT_EQ(readers, 1);
+  EXPECT_EQ(datasets, 0);
+  EXPECT_EQ(host.make<vexp::Dataset>("dataset", "lists", p)->class_names(), std::vector<std::string>{"dataset you"});
+  EXPECT_EQ(datasets, 1);
+  EXPECT_EQ(host.make_file_reader("plain", p), nullptr);
+  // The default Dataset::file_views reads no file.
+  EXPECT_FALSE(reader->file_views({"/no/such.mp4", {4, 3, 8, 8}, 0}).clips.defined());
+  EXPECT_THROW(host.make_file_reader("nothing", p), vexp::PluginError);
+  // Another kind with a reader is refused at registration.
+  vexp::Registration r;
+  r.interface = vexp::Interface::Layer;
+  r.decl.kind = "op";
+  r.decl.name = "reader_op";
+  r.factory = [](const vexp::Params&) { return vexp::Made{}; };
+  r.file_reader = r.factory;
+  try {
+    host.builtin_registrar("test").add_entry(std::move(r));
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "op 'reader_op' is registered with a file reader, which only datasets have");
+  }
 }
 
 }  // namespace

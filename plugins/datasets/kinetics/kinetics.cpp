@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/stack.h>
 
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
@@ -196,8 +197,12 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   return out;
 }
 
+// Makes a Kinetics that reads no list (the file reader: file_views only).
+struct FileReaderOnly {};
+
 class Kinetics final : public vexp::Dataset {
  public:
+  Kinetics(const vexp::Params& p, FileReaderOnly) : c_(read_config(p)) { vexp::media::quiet_ffmpeg_logs(); }
   explicit Kinetics(const vexp::Params& p) : c_(read_config(p)) {
     require_paths(c_);
     vexp::kinetics::LabelMap numbering = read_label_map(c_);
@@ -220,10 +225,40 @@ class Kinetics final : public vexp::Dataset {
     return {paths.begin(), paths.end()};
   }
 
-  int64_t views(Split s) const override {
-    if (s == Split::Train) return 1;
-    const int64_t clips = c_.sampling == "tsn" && c_.twice_sample ? 2 * c_.test_clips : c_.test_clips;
-    return clips * spatial_views();
+  int64_t views(Split s) const override { return views_of(c_, s); }
+
+  // The test views of one file, as a val item's: the recipe's sampling, test crops
+  // and normalisation (or test pipeline), at the request's clip and short side.
+  vexp::FileViews file_views(const vexp::FileViewRequest& r) const override {
+    Config c = c_;
+    auto shape = [&r] {
+      std::string out;
+      for (int64_t d : r.clip) out += (out.empty() ? "" : "x") + std::to_string(d);
+      return out;
+    };
+    if (r.clip.size() != 4 || r.clip[2] != r.clip[3])
+      throw std::invalid_argument("kinetics: clips are T x C x S x S (square crops); asked for " + shape());
+    if (r.clip[1] != c.channels)
+      throw std::invalid_argument("kinetics: channels = " + std::to_string(c.channels) + ", but the clip " + shape() +
+                                  " has " + std::to_string(r.clip[1]));
+    c.frames = c.clip_len = r.clip[0];
+    c.input_size = r.clip[2];
+    // Another crop keeps the recipe's ratio of resize to crop (256/224 by default).
+    if (r.short_side > 0) c.scale_size = r.short_side;
+    else if (c.input_size != c_.input_size) c.scale_size = (c_.scale_size * c.input_size + c_.input_size - 1) / c_.input_size;
+    const Entry e{r.path, -1, 0};
+    const int64_t n = views_of(c, Split::Val);
+    std::vector<at::Tensor> each;
+    for (int64_t v = 0; v < n; ++v) each.push_back(load_entry(c, e, Split::Val, 0, v, 0).clip);
+    vexp::FileViews out;
+    out.clips = at::stack(each);
+    const int64_t crops = spatial_views(c);
+    out.how = "kinetics's test views: " + std::to_string(n / crops) + " clip(s) x " + std::to_string(crops) +
+              " crop(s), " + std::to_string(c.frames) + " frames (" + c.sampling + " sampling), " +
+              (test_pipe_ ? std::string("the recipe's test_transforms")
+                          : "shorter side " + std::to_string(c.scale_size) + ", " + std::to_string(c.input_size) +
+                                "x" + std::to_string(c.input_size) + " crops, the dataset's mean and std");
+    return out;
   }
 
   bool set_transforms(Split s, vexp::ClipPipeline pipeline) override {
@@ -270,7 +305,7 @@ class Kinetics final : public vexp::Dataset {
       const int64_t i = (index + k) % n;
       if (k > 0 && is_bad(s, i)) continue;
       try {
-        return load(s, i, view, seed);
+        return load_entry(c_, entries(s)[static_cast<size_t>(i)], s, i, view, seed);
       } catch (const std::exception& e) {
         note_bad(s, i, e.what());
       }
@@ -370,13 +405,20 @@ class Kinetics final : public vexp::Dataset {
     }
   }
 
-  vexp::Sample load(Split s, int64_t index, int64_t view, uint64_t seed) const {
-    const Entry& e = entries(s)[static_cast<size_t>(index)];
+  int64_t views_of(const Config& c, Split s) const {
+    if (s == Split::Train) return 1;
+    const int64_t clips = c.sampling == "tsn" && c.twice_sample ? 2 * c.test_clips : c.test_clips;
+    return clips * spatial_views(c);
+  }
+
+  // Item `index` of split `s`, the file `e`, under the settings `c` (c_, or
+  // file_views' with the request's clip).
+  vexp::Sample load_entry(const Config& c, const Entry& e, Split s, int64_t index, int64_t view, uint64_t seed) const {
     const bool train = s == Split::Train;
     // The side of the clips: the input size, or at test time with test_full_res the
     // scale size (the official --full_res: crops of the resized frame's short side).
-    const int out = static_cast<int>(!train && c_.test_full_res ? c_.scale_size : c_.input_size);
-    const int ch = static_cast<int>(c_.channels);
+    const int out = static_cast<int>(!train && c.test_full_res ? c.scale_size : c.input_size);
+    const int ch = static_cast<int>(c.channels);
     // The frame count and size: one open of the video serves both and the decode.
     std::unique_ptr<vexp::media::VideoReader> video;
     int64_t nf;
@@ -390,26 +432,26 @@ class Kinetics final : public vexp::Dataset {
       W = video->width();
       H = video->height();
     }
-    const int64_t T = c_.frames;
+    const int64_t T = c.frames;
     Rng rng(seed, static_cast<uint64_t>(index) * 2 + (train ? 0 : 1), 0x51);
     const vexp::ClipPipeline* pipe = (train ? train_pipe_ : test_pipe_).get();  // null: the built-in one
     std::vector<int64_t> idx;
     Crop crop;
     int64_t crop_i = 0;
     if (train) {
-      idx = c_.sampling == "tsn" ? tsn_train(nf, T, rng) : dense_train(nf, c_.clip_len, c_.frame_interval, rng);
-      if (!pipe) crop = multiscale_crop(W, H, out, c_.flip, rng);
+      idx = c.sampling == "tsn" ? tsn_train(nf, T, rng) : dense_train(nf, c.clip_len, c.frame_interval, rng);
+      if (!pipe) crop = multiscale_crop(W, H, out, c.flip, rng);
     } else {
-      const int64_t crops = spatial_views();
+      const int64_t crops = spatial_views(c);
       const int64_t clip = view / crops;
       crop_i = view % crops;
-      if (c_.sampling == "tsn") {
-        if (c_.twice_sample && clip >= c_.test_clips) idx = tsn_twice_starts(nf, T);
-        else idx = tsn_test(nf, T, clip, c_.test_clips);
+      if (c.sampling == "tsn") {
+        if (c.twice_sample && clip >= c.test_clips) idx = tsn_twice_starts(nf, T);
+        else idx = tsn_test(nf, T, clip, c.test_clips);
       } else {
-        idx = dense_test(nf, c_.clip_len, c_.frame_interval, clip, c_.test_clips);
+        idx = dense_test(nf, c.clip_len, c.frame_interval, clip, c.test_clips);
       }
-      if (!pipe) crop = test_view(W, H, out, static_cast<int>(c_.scale_size), static_cast<int>(crops), static_cast<int>(crop_i));
+      if (!pipe) crop = test_view(W, H, out, static_cast<int>(c.scale_size), static_cast<int>(crops), static_cast<int>(crop_i));
     }
     if (pipe) crop = pipeline_crop(*pipe, W, H, out, rng, train, index, crop_i);
     const size_t plane = static_cast<size_t>(out) * out;
@@ -426,8 +468,8 @@ class Kinetics final : public vexp::Dataset {
     for (int64_t t = 0; t < T; ++t) {
       const uint8_t* src = buf.data() + static_cast<size_t>(t) * plane * ch;
       for (int k = 0; k < ch; ++k) {
-        const float mean = pipe ? 0.f : static_cast<float>(c_.mean.size() == 1 ? c_.mean[0] : c_.mean[k]);
-        const float inv = pipe ? 1.f : 1.f / static_cast<float>(c_.std.size() == 1 ? c_.std[0] : c_.std[k]);
+        const float mean = pipe ? 0.f : static_cast<float>(c.mean.size() == 1 ? c.mean[0] : c.mean[k]);
+        const float inv = pipe ? 1.f : 1.f / static_cast<float>(c.std.size() == 1 ? c.std[0] : c.std[k]);
         float lut[256];
         for (int v = 0; v < 256; ++v) lut[v] = pipe ? static_cast<float>(v) / 255.f : (static_cast<float>(v) / 255.f - mean) * inv;
         float* o = dst + (t * ch + k) * static_cast<int64_t>(plane);
@@ -447,7 +489,7 @@ class Kinetics final : public vexp::Dataset {
   }
 
   // Test crops per clip: the test pipeline's views, or test_crops.
-  int64_t spatial_views() const { return test_pipe_ ? vexp::pipeline_views(*test_pipe_) : c_.test_crops; }
+  int64_t spatial_views(const Config& c) const { return test_pipe_ ? vexp::pipeline_views(*test_pipe_) : c.test_crops; }
 
   // The rectangle a pipeline chooses for a W x H video (checked: the decoder reads it).
   static Crop pipeline_crop(const vexp::ClipPipeline& pipe, int W, int H, int out, Rng& rng, bool train,
@@ -524,5 +566,7 @@ VEXP_PLUGIN("kinetics", "0.1.0") {
     return f;
   };
   d.check_data = [](const vexp::Params& p) { require_paths(read_config(p)); };
-  registrar.add_dataset(std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); });
+  registrar.add_dataset(
+      std::move(d), [](const vexp::Params& p) { return std::make_shared<Kinetics>(p); },
+      [](const vexp::Params& p) { return std::make_shared<Kinetics>(p, FileReaderOnly{}); });
 }

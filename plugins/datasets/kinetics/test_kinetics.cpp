@@ -565,4 +565,48 @@ TEST(KineticsDataset, MissingRootOrListFailsEarlyPointingToTheDocs) {
   }
 }
 
+// vexp predict's video: the file reader, made without the data (the root need not
+// exist, no list is read), gives the file's views exactly as the dataset gives
+// those of a val item naming the same file; another clip keeps the resize ratio.
+TEST(KineticsDataset, FileViewsAreTheTestViewsOfTheFileWithoutTheData) {
+  Fixture f = video_fixture();
+  auto p = base(f, "mm.txt");
+  p["test_clips"] = 2;
+  p["test_crops"] = 3;
+  auto full = kinetics(p);
+  ASSERT_EQ(full->views(Split::Val), 6);
+  auto elsewhere = p;
+  elsewhere["root"] = "/nonexistent/k400";
+  const vexp::Params where = vexp::testing::params("dataset", "kinetics", elsewhere);
+  EXPECT_THROW(vexp::testing::host().make<vexp::Dataset>("dataset", "kinetics", where), std::exception);
+  ASSERT_TRUE(vexp::testing::host().has_file_reader("kinetics"));
+  auto reader = vexp::testing::host().make_file_reader("kinetics", where);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->size(Split::Val), 0);
+  const std::string video = (f.root / f.videos[0]).string();
+  vexp::FileViews v = reader->file_views({video, {4, 3, 32, 32}, 0});
+  ASSERT_TRUE(v.clips.defined());
+  ASSERT_EQ(v.clips.sizes(), (std::vector<int64_t>{6, 4, 3, 32, 32}));
+  for (int64_t k = 0; k < 6; ++k) EXPECT_TRUE(v.clips[k].equal(full->get_view(Split::Val, 0, k, 0).clip)) << k;
+  EXPECT_NE(v.how.find("2 clip(s) x 3 crop(s)"), std::string::npos) << v.how;
+  // --clip 8x3x16x16: 8 frames, 16 crops of the frame resized to 40 x 16/32 = 20.
+  auto small = p;
+  small["frames"] = 8;
+  small["input_size"] = 16;
+  small["scale_size"] = 20;
+  vexp::FileViews w = reader->file_views({video, {8, 3, 16, 16}, 0});
+  ASSERT_EQ(w.clips.sizes(), (std::vector<int64_t>{6, 8, 3, 16, 16}));
+  auto same = kinetics(small);
+  for (int64_t k = 0; k < 6; ++k) EXPECT_TRUE(w.clips[k].equal(same->get_view(Split::Val, 0, k, 0).clip)) << k;
+  // --short-side wins over the ratio; a shape the dataset does not make is refused.
+  EXPECT_NE(reader->file_views({video, {8, 3, 16, 16}, 24}).how.find("shorter side 24"), std::string::npos);
+  EXPECT_THROW(reader->file_views({video, {4, 3, 32, 24}, 0}), std::invalid_argument);
+  EXPECT_THROW(reader->file_views({video, {4, 1, 32, 32}, 0}), std::invalid_argument);
+  // A file that is not a video names it.
+  std::ofstream(f.root / "not_a_video.mp4") << "text";
+  const std::string bad = (f.root / "not_a_video.mp4").string();
+  EXPECT_TRUE(vexp::testing::contains(vexp::testing::error_of([&] { reader->file_views({bad, {4, 3, 32, 32}, 0}); }),
+                                      "not_a_video.mp4"));
+}
+
 }  // namespace

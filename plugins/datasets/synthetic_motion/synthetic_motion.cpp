@@ -24,8 +24,10 @@
 #include <vector>
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/stack.h>
 
 #include "vexp/dataset.hpp"
+#include "vexp/media/media.hpp"
 #include "vexp/registrar.hpp"
 
 namespace {
@@ -362,24 +364,78 @@ class SyntheticMotion final : public vexp::Dataset {
       }
       for (int64_t ch = 1; ch < C; ++ch) std::memcpy(frame + ch * plane, frame, sizeof(float) * plane);
     }
-    if (pipe) {
-      const bool train = split == vexp::Split::Train;
-      vexp::Rng rng(seed, static_cast<uint64_t>(index) * 2 + split_id, kTransformDraw);
-      const int s = static_cast<int>(S);
-      const vexp::ClipGeometry g = vexp::run_geometry(*pipe, s, s, s, s, rng, train, index, view);
-      if (g.out_w != s || g.out_h != s)
-        throw std::runtime_error("synthetic_motion: a transform changed the output size to " + std::to_string(g.out_w) +
-                                 "x" + std::to_string(g.out_h) + "; clips are size (" + std::to_string(s) +
-                                 ") square");
-      if (g.w < 1 || g.h < 1 || g.x < 0 || g.y < 0 || g.x + g.w > s || g.y + g.h > s)
-        throw std::runtime_error("synthetic_motion: the transforms chose a rectangle outside the frame");
-      if (g.x != 0 || g.y != 0 || g.w != s || g.h != s || g.flip) resample(clip, g);
-      vexp::run_pixels(*pipe, clip, rng, train, index, view);
-    }
+    if (pipe) run_pipeline(*pipe, clip, split, index, view, seed);
     return {clip, label};
   }
 
+  // A video as its clips are made: T segment centres, the whole frame (the shorter
+  // side resized to the clip's, centre crop), x = byte / 255, then (x - 0.5) / 0.25
+  // or the recipe's test pipeline. `vexp data make-synthetic` writes the clips'
+  // x as bytes, so its videos come back as the clips they were.
+  vexp::FileViews file_views(const vexp::FileViewRequest& r) const override {
+    std::string shape;
+    for (int64_t d : r.clip) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    if (r.clip.size() != 4 || (r.clip[1] != 1 && r.clip[1] != 3) || r.clip[0] < 1 || r.clip[2] < 1 || r.clip[3] < 1)
+      throw std::invalid_argument("synthetic_motion: a video is read as T x 1 (gray) or 3 (RGB) x H x W clips; asked for " +
+                                  shape);
+    if (test_pipe_ && r.clip[2] != r.clip[3])
+      throw std::invalid_argument("synthetic_motion: the recipe's test_transforms work on square clips; asked for " + shape);
+    const int64_t T = r.clip[0], C = r.clip[1], H = r.clip[2], W = r.clip[3];
+    vexp::media::CentreClip want;
+    want.frames = static_cast<int>(T);
+    want.height = static_cast<int>(H);
+    want.width = static_cast<int>(W);
+    want.channels = static_cast<int>(C);
+    want.short_side = static_cast<int>(r.short_side > 0 ? r.short_side : std::min(H, W));
+    vexp::media::quiet_ffmpeg_logs();  // a bad file is one MediaError naming it, not FFmpeg's own lines
+    const std::vector<uint8_t> pixels = vexp::media::read_centre_clip(r.path, want);
+    // [T, H, W, C] bytes -> [T, C, H, W]: x, or (x - 0.5) / 0.25 without a pipeline.
+    at::Tensor x = at::empty({T, C, H, W}, at::TensorOptions().dtype(at::kFloat));
+    float* o = x.data_ptr<float>();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t i = 0; i < H * W; ++i) {
+          const float v = static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * C + ch)]) / 255.f;
+          *o++ = test_pipe_ ? v : (v - 0.5f) * 4.f;
+        }
+    vexp::FileViews out;
+    out.how = std::to_string(T) + " segment centres, shorter side " + std::to_string(want.short_side) +
+              ", centre crop " + std::to_string(H) + "x" + std::to_string(W) + ", " + (C == 1 ? "gray" : "RGB") +
+              ", as synthetic_motion's clips: " +
+              (test_pipe_ ? std::string("the recipe's test_transforms") : std::string("(x - 0.5) / 0.25"));
+    if (!test_pipe_) {
+      out.clips = x.unsqueeze(0);
+      return out;
+    }
+    std::vector<at::Tensor> each;
+    for (int64_t v = 0; v < views(vexp::Split::Val); ++v) {
+      at::Tensor clip = x.clone();
+      run_pipeline(*test_pipe_, clip, vexp::Split::Val, 0, v, 0);
+      each.push_back(clip);
+    }
+    out.clips = at::stack(each);
+    return out;
+  }
+
  private:
+  // The recipe's pipeline on a clip of x in [0, 1] ([T, C, S, S]): geometry, then
+  // the pixel transforms.
+  static void run_pipeline(const vexp::ClipPipeline& pipe, at::Tensor& clip, vexp::Split split, int64_t index,
+                           int64_t view, uint64_t seed) {
+    const bool train = split == vexp::Split::Train;
+    const uint64_t split_id = train ? 0 : 1;
+    vexp::Rng rng(seed, static_cast<uint64_t>(index) * 2 + split_id, kTransformDraw);
+    const int s = static_cast<int>(clip.size(3));
+    const vexp::ClipGeometry g = vexp::run_geometry(pipe, s, s, s, s, rng, train, index, view);
+    if (g.out_w != s || g.out_h != s)
+      throw std::runtime_error("synthetic_motion: a transform changed the output size to " + std::to_string(g.out_w) +
+                               "x" + std::to_string(g.out_h) + "; clips are size (" + std::to_string(s) + ") square");
+    if (g.w < 1 || g.h < 1 || g.x < 0 || g.y < 0 || g.x + g.w > s || g.y + g.h > s)
+      throw std::runtime_error("synthetic_motion: the transforms chose a rectangle outside the frame");
+    if (g.x != 0 || g.y != 0 || g.w != s || g.h != s || g.flip) resample(clip, g);
+    vexp::run_pixels(pipe, clip, rng, train, index, view);
+  }
+
   // Every plane of `clip` ([T, C, S, S]) := its rectangle g resized to S x S
   // (bilinear, pixel centres aligned as torchvision's resize without antialiasing,
   // edges clamped), mirrored when g.flip.

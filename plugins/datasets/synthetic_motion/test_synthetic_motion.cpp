@@ -3,12 +3,16 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <vector>
 
 #include "plugin_testing.hpp"
 #include "vexp/dataset.hpp"
+#include "vexp/media/media.hpp"
 
 namespace {
 
@@ -183,6 +187,43 @@ TEST(SyntheticMotion, IndexOutsideTheSplitIsAnError) {
   EXPECT_THROW(d->get(Split::Val, 4, 0), std::out_of_range);
   EXPECT_THROW(d->get(Split::Train, -1, 0), std::out_of_range);
   EXPECT_NO_THROW(d->get(Split::Val, 3, 0));
+}
+
+// vexp predict's video: a clip written as a video (x as bytes, as `vexp data
+// make-synthetic` writes them) comes back through file_views as the clip, in the
+// dataset's normalisation; another shape resizes the whole frame.
+TEST(SyntheticMotion, FileViewsReadAVideoAsItsClipsAreMade) {
+  auto d = motion({{"classes", 4}, {"frames", 4}, {"size", 16}, {"noise", 0.0}});
+  const at::Tensor c = clip(*d, 1, Split::Val);  // [4, 1, 16, 16], (x - 0.5) / 0.25
+  const at::Tensor x = (c * 0.25 + 0.5).clamp(0, 1);
+  const std::string dir = ::testing::TempDir() + "vexp_motion_views_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string video = dir + "/clip.mp4";
+  {
+    // H.264 at crf 0, 4 frames: the segment centres of 4 segments are the frames.
+    at::Tensor bytes = (x * 255).round().to(at::kByte).contiguous();
+    vexp::media::VideoWriter w(video, 16, 16, 1, 25, 0, 1);
+    for (int64_t t = 0; t < 4; ++t) w.write(bytes[t].data_ptr<uint8_t>());
+    w.close();
+  }
+  vexp::FileViews v = d->file_views({video, {4, 1, 16, 16}, 0});
+  ASSERT_TRUE(v.clips.defined());
+  ASSERT_EQ(v.clips.sizes(), (std::vector<int64_t>{1, 4, 1, 16, 16}));
+  // Equal up to the bytes' rounding and the gray -> limited-range YUV -> gray round
+  // trip (a few levels of 255, x 4 in the normalisation); the clip spans [-2, 2].
+  EXPECT_LE((v.clips[0] - c).abs().max().item<double>(), 4 * 3.0 / 255);
+  EXPECT_NE(v.how.find("(x - 0.5) / 0.25"), std::string::npos) << v.how;
+  EXPECT_NE(v.how.find("4 segment centres, shorter side 16, centre crop 16x16, gray"), std::string::npos) << v.how;
+  // RGB and another size: the gray frame replicated, resized.
+  vexp::FileViews rgb = d->file_views({video, {2, 3, 8, 8}, 0});
+  ASSERT_EQ(rgb.clips.sizes(), (std::vector<int64_t>{1, 2, 3, 8, 8}));
+  EXPECT_TRUE(rgb.clips[0][0][0].allclose(rgb.clips[0][0][2], 0, 4.0 / 255));
+  EXPECT_THROW(d->file_views({video, {4, 2, 16, 16}, 0}), std::invalid_argument);
+  EXPECT_TRUE(vexp::testing::contains(vexp::testing::error_of([&] { d->file_views({dir + "/none.mp4", {4, 1, 16, 16}, 0}); }),
+                                      "none.mp4"));
+  std::filesystem::remove_all(dir);
+  // Its dataset reads the files itself: no separate reader.
+  EXPECT_FALSE(vexp::testing::host().has_file_reader("synthetic_motion"));
 }
 
 }  // namespace

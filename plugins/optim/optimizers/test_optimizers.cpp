@@ -22,14 +22,14 @@ namespace {
 using vexp::testing::contains;
 using vexp::testing::error_of;
 
-std::shared_ptr<vexp::Optimizer> make(const std::string& name, std::map<std::string, vexp::dsl::Value> given = {}) {
+std::shared_ptr<vexp::Optimizer> make(const std::string& name, std::map<std::string, vexp::schema::Value> given = {}) {
   return vexp::testing::make<vexp::Optimizer>("optimizer", name, std::move(given));
 }
 
-vexp::dsl::Value list(std::vector<double> v) {
-  vexp::dsl::Value::Array a;
+vexp::schema::Value list(std::vector<double> v) {
+  vexp::schema::Value::Array a;
   for (double x : v) a.emplace_back(x);
-  return vexp::dsl::Value::array(std::move(a));
+  return vexp::schema::Value::array(std::move(a));
 }
 
 // Two parameters, one loss per step from fresh inputs, the same on both sides.
@@ -200,7 +200,7 @@ TEST(OptimAdamW, StateResumesExactlyBesideItsParameters) {
     auto w1 = w0.clone().requires_grad_(true), b1 = b0.clone().requires_grad_(true);
     auto w2 = w0.clone().requires_grad_(true), b2 = b0.clone().requires_grad_(true);
     ASSERT_TRUE(w2.is_contiguous(at::MemoryFormat::ChannelsLast));
-    std::map<std::string, vexp::dsl::Value> given;
+    std::map<std::string, vexp::schema::Value> given;
     if (std::string(name) == "adamw") given["amsgrad"] = true;
     auto one = make(name, given), two = make(name, given);
     one->set_groups({{"w", 1.0, 0.01, {"w"}, {w1}}, {"b", 2.0, 0.0, {"b"}, {b1}}});

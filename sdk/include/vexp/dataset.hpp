@@ -29,6 +29,21 @@ struct ItemReport {
   std::string error;         // empty: the item decodes
 };
 
+// What `vexp predict` asks of a dataset for one media file (Dataset::file_views).
+struct FileViewRequest {
+  std::string path;             // the file (a video, or what else the dataset reads), absolute
+  std::vector<int64_t> clip;    // [T, C, H, W] to make: the recipe's clip, or `vexp predict --clip`
+  int64_t short_side = 0;       // > 0: resize the shorter side to this before cropping (--short-side);
+                                // 0: the dataset's own resize
+};
+
+// The views of one file: [views, T, C, H, W] float32, and one line saying how they
+// were made (sampling, resize, crop, normalisation), which `vexp predict` prints.
+struct FileViews {
+  at::Tensor clips;  // undefined: the dataset reads no files
+  std::string how;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -90,6 +105,16 @@ class Dataset {
   // the same order): what `vexp bench data --pipelines` times against the built-in
   // one, and what the tests compare. Empty: not expressible (or no pipeline).
   virtual std::vector<TransformSpec> default_transforms(Split /*split*/) const { return {}; }
+
+  // ---- optional (since plugin ABI 6): one file outside the lists (`vexp predict`) ----
+
+  // The test views of the media file `request.path`, made as the dataset makes the
+  // views of a Split::Val item: its sampling, resize, crops and normalisation, or
+  // the recipe's test pipeline when set_transforms gave one. `vexp predict` averages
+  // the model's scores over them. The default reads no files (clips undefined).
+  // Throws std::runtime_error naming the file when it cannot read it, and
+  // std::invalid_argument when the request's clip is not one the dataset makes.
+  virtual FileViews file_views(const FileViewRequest& /*request*/) const { return {}; }
 };
 
 }  // namespace vexp

@@ -18,14 +18,16 @@
  *   5  the training parts as plugin kinds: optimizer, loss, transform,
  *      batch_transform, hook (Interface 4-8; optimizer.hpp, loss.hpp,
  *      transform.hpp, hook.hpp, rng.hpp); Dataset::set_transforms and
- *      default_transforms appended */
+ *      default_transforms appended
+ *   6  Dataset::file_views (FileViewRequest, FileViews) appended;
+ *      Registration::file_reader (Registrar::add_dataset's optional reader) */
 #ifndef VEXP_PLUGIN_ABI_H
 #define VEXP_PLUGIN_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define VEXP_PLUGIN_ABI_VERSION 5u
+#define VEXP_PLUGIN_ABI_VERSION 6u
 #define VEXP_PLUGIN_ENTRY "vexp_plugin_info"
 
 #ifdef __cplusplus

@@ -47,6 +47,11 @@ struct Registration {
   Interface interface = Interface::Layer;  // what `factory` makes
   PluginDecl decl;                         // decl.kind must make `interface`
   ErasedFactory factory;
+  // since plugin ABI 6, datasets only: a Dataset made from the same parameters
+  // without the data its lists name (no list file is read, the root need not
+  // exist), used for Dataset::file_views alone (`vexp predict` on a machine without
+  // the dataset). Empty: the factory's dataset reads the files.
+  ErasedFactory file_reader;
 };
 
 class Registrar {
@@ -72,6 +77,12 @@ class Registrar {
   template <class Factory>
   void add_dataset(PluginDecl decl, Factory factory) {
     add_typed<Dataset>("dataset", std::move(decl), std::move(factory));
+  }
+  // since plugin ABI 6: with a file reader (Registration::file_reader), a factory
+  // of the same shape whose Dataset needs only file_views to work.
+  template <class Factory, class ReaderFactory>
+  void add_dataset(PluginDecl decl, Factory factory, ReaderFactory file_reader) {
+    add_typed<Dataset>("dataset", std::move(decl), std::move(factory), erase<Dataset>(std::move(file_reader)));
   }
   template <class Factory>
   void add_comm(PluginDecl decl, Factory factory) {
@@ -101,16 +112,23 @@ class Registrar {
 
  private:
   template <class Interface_, class Factory>
-  void add_typed(const char* kind, PluginDecl decl, Factory factory) {
+  void add_typed(const char* kind, PluginDecl decl, Factory factory, ErasedFactory file_reader = {}) {
+    decl.kind = kind;
+    wrap_hooks(decl);
+    add_entry(Registration{InterfaceOf<Interface_>::value, std::move(decl), erase<Interface_>(std::move(factory)),
+                           std::move(file_reader)});
+  }
+
+  // The factory as a value: exceptions become Made::error, on the plugin's side.
+  template <class Interface_, class Factory>
+  static ErasedFactory erase(Factory factory) {
     using Result = std::decay_t<decltype(factory(std::declval<const Params&>()))>;
     static_assert(std::is_convertible<Result, std::shared_ptr<Interface_>>::value,
                   "vexp plugin registration: the factory must return std::shared_ptr<T> with T derived from the "
                   "interface this kind makes (add_op, add_backbone: vexp::Layer; add_dataset: vexp::Dataset; "
                   "add_comm: vexp::Comm; add_optimizer: vexp::Optimizer; add_loss: vexp::Loss; add_transform: "
                   "vexp::ClipTransform; add_batch_transform: vexp::BatchTransform; add_hook: vexp::Hook)");
-    decl.kind = kind;
-    wrap_hooks(decl);
-    ErasedFactory erased = [factory](const Params& p) -> Made {
+    return [factory](const Params& p) -> Made {
       try {
         std::shared_ptr<Interface_> obj = factory(p);
         if (!obj) return {nullptr, "factory returned nothing"};
@@ -121,7 +139,6 @@ class Registrar {
         return {nullptr, "unknown exception"};
       }
     };
-    add_entry(Registration{InterfaceOf<Interface_>::value, std::move(decl), std::move(erased)});
   }
 
   static void wrap_hooks(PluginDecl& d) {

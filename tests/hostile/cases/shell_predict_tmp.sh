@@ -1,7 +1,8 @@
 # vexp predict wrote its one-line video list to $TMPDIR/vexp_predict_<pid>/predict.txt:
 # a folder planted at the next pids with predict.txt linked to a victim file got the
-# victim overwritten. It uses a private mkdtemp folder now: the planted links are
-# never followed.
+# victim overwritten. It then used a private mkdtemp folder; since plugin ABI 6 it
+# writes no list at all (the dataset's file reader reads the video,
+# Dataset::file_views). Either way the planted links are never followed.
 source "$(dirname "$0")/../lib.sh"
 expect_rc 0 -- "$vexp" data make-synthetic --out "$tmp/motion" --classes 4 --size 16 --train-clips 8 --val-clips 8
 export VEXP_MOTION_DATA="$tmp/motion"

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <optional>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -36,116 +35,78 @@ bool has_ext(const std::string& path, std::initializer_list<const char*> exts) {
   return false;
 }
 
-// The recipe's test pipeline for one video: the kinetics dataset plugin, given a
-// one-line list naming the file, samples, crops and normalises it exactly as
-// evaluation does, every view (test_clips x test_crops). Returns [views, T, C, H, W].
-// `clip` ([T, 3, H, W] with H == W) and `short_side` (> 0) override the recipe's
-// frames, input_size and scale_size, as --clip and --short-side say.
-at::Tensor recipe_test_views(const Session& s, const std::string& video, const dsl::Shape& clip, int64_t short_side) {
-  std::error_code ec;
-  const fs::path abs = fs::absolute(video, ec);
-  if (ec || !fs::is_regular_file(abs)) throw base::failure("cannot read video '" + video + "': no such file");
-  // The list is one "PATH LABEL" line: a newline in the path would add lines.
-  if (base::has_control(abs.string()))
-    throw base::failure("cannot use video '" + video + "': its path holds a control character");
-  // The one-line list lives in a private folder (mkdtemp, 0700): a fixed or
-  // pid-derived name under /tmp could be a link planted by another user.
-  std::optional<base::TempDir> tmp;
-  try {
-    tmp.emplace("vexp_predict");
-    base::write_file_atomic((tmp->path() / "predict.txt").string(), abs.string() + " 0\n", 0600);
-  } catch (const base::Error& e) {
-    throw base::failure(std::string("cannot prepare video '") + video + "': " + e.what());
-  }
-  const fs::path dir = tmp->path();
-  dsl::Params p = s.plan->dataset_params;
-  p.values()["root"] = dsl::Value(dir.string());
-  p.values()["train_list"] = dsl::Value("predict.txt");
-  p.values()["val_list"] = dsl::Value("predict.txt");
-  p.values()["format"] = dsl::Value("mmaction");
-  p.values()["label_map"] = dsl::Value("");
-  p.values()["strict"] = dsl::Value(true);  // a bad file is an error here, not a skipped sample
-  p.values()["frames"] = dsl::Value(clip[0]);
-  p.values()["input_size"] = dsl::Value(clip[2]);
-  if (short_side > 0) p.values()["scale_size"] = dsl::Value(short_side);
-  try {
-    auto data = s.host.make<Dataset>("dataset", "kinetics", p);
-    attach_transforms(*data, s.host, *s.plan);  // the recipe's test pipeline, when it gives one
-    std::vector<at::Tensor> views;
-    for (int64_t v = 0; v < data->views(Split::Val); ++v) views.push_back(data->get_view(Split::Val, 0, v, 0).clip);
-    return at::stack(views);
-  } catch (const std::exception& e) {
-    throw base::failure("cannot use video '" + video + "': " + e.what());
-  }
-}
-
 // The usual resize before a centre crop: crop x 256/224, rounded up.
 int64_t default_short_side(int64_t crop) { return (crop * 256 + 223) / 224; }
 
-// How a video's 8-bit frames become the values a dataset without a video pipeline
-// gives the model: per-channel mean and std on [0, 1], and the shorter side the
-// frame is resized to before the centre crop.
-struct VideoConvention {
-  std::vector<double> mean, std;
-  int64_t short_side = 0;
-  std::string what;
-};
-
-VideoConvention video_convention(const Session& s, const dsl::Shape& clip, int64_t short_side) {
-  const dsl::Params& p = s.plan->dataset_params;
-  const size_t C = static_cast<size_t>(clip[1]);
-  VideoConvention v;
-  auto per_channel = [C](std::vector<double> x) { return x.size() == 1 ? std::vector<double>(C, x[0]) : x; };
-  if (s.plan->dataset == "synthetic_motion") {
-    // Its clips are whole frames with x in [0, 1] given as (x - 0.5) / 0.25 (what
-    // `vexp data make-synthetic` turns back into bytes).
-    v.mean.assign(C, 0.5);
-    v.std.assign(C, 0.25);
-    v.short_side = std::min(clip[2], clip[3]);
-    v.what = "synthetic_motion's whole frame, (x - 0.5) / 0.25";
-  } else if (p.has("mean") && p.has("std") && p.get("mean").is_array() && p.get("std").is_array()) {
-    v.mean = per_channel(p.f64_list("mean"));
-    v.std = per_channel(p.f64_list("std"));
-    v.what = "the dataset's mean and std";
-  } else {
-    v.mean = per_channel(C == 3 ? std::vector<double>{0.485, 0.456, 0.406} : std::vector<double>{0.449});
-    v.std = per_channel(C == 3 ? std::vector<double>{0.229, 0.224, 0.225} : std::vector<double>{0.226});
-    v.what = "ImageNet mean and std";
+// The recipe's test views of one video, made by its dataset plugin
+// (Dataset::file_views: its file reader when it registers one, else the dataset
+// itself) with the recipe's test pipeline attached. Undefined clips: the plugin
+// makes no views of a file, and `why_not` says why.
+FileViews dataset_file_views(const Session& s, const std::string& video, const dsl::Shape& clip, int64_t short_side,
+                             std::string& why_not) {
+  const std::string& name = s.plan->dataset;
+  const bool has_reader = s.host.has_file_reader(name);
+  std::shared_ptr<Dataset> reader;
+  try {
+    reader = has_reader ? s.host.make_file_reader(name, s.plan->dataset_params)
+                        : s.host.make<Dataset>("dataset", name, s.plan->dataset_params);
+  } catch (const std::exception& e) {
+    if (has_reader) throw base::failure("cannot use video '" + video + "': " + e.what());
+    why_not = "the dataset '" + name + "' cannot be made here (" + e.what() + ")";
+    return {};
   }
-  if (v.short_side == 0) v.short_side = p.has("scale_size") && p.get("scale_size").is_int() ? p.i64("scale_size") : 0;
-  if (v.short_side == 0) v.short_side = default_short_side(std::min(clip[2], clip[3]));
-  if (short_side > 0) v.short_side = short_side;
-  if (v.mean.size() != C || v.std.size() != C)
-    throw base::failure("the dataset's mean/std have " + std::to_string(v.mean.size()) + "/" +
-                                 std::to_string(v.std.size()) + " values for " + std::to_string(C) + " channels");
+  attach_transforms(*reader, s.host, *s.plan);  // the recipe's test pipeline, when it gives one
+  FileViewRequest r;
+  std::error_code ec;
+  r.path = fs::absolute(video, ec).string();
+  if (ec) r.path = video;
+  r.clip = clip;
+  r.short_side = short_side;
+  FileViews v;
+  try {
+    v = reader->file_views(r);
+  } catch (const std::invalid_argument& e) {
+    throw base::invalid("cannot use video '" + video + "': " + e.what());
+  } catch (const std::exception& e) {
+    throw base::failure("cannot use video '" + video + "': " + e.what());
+  }
+  if (!v.clips.defined()) {
+    why_not = "the dataset '" + name + "' makes no views of a file (its plugin has no Dataset::file_views)";
+    return v;
+  }
+  const dsl::Shape got(v.clips.sizes().begin(), v.clips.sizes().end());
+  if (got.size() != 5 || got[0] < 1 || !std::equal(clip.begin(), clip.end(), got.begin() + 1) ||
+      v.clips.scalar_type() != at::kFloat)
+    throw base::failure("the dataset '" + name + "' made " + dsl::shape_str(got) + " " +
+                        std::string(c10::toString(v.clips.scalar_type())) + " views of '" + video +
+                        "', not float [views] + " + dsl::shape_str(clip));
   return v;
 }
 
-// A video for a recipe whose dataset has no video pipeline: one frame at the centre
-// of each of T equal segments (TSN's test sampling), short-side resize, centre crop,
-// normalised as `v` says. Returns [1, T, C, H, W] (C: 1 gray or 3 RGB).
-at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, const VideoConvention& v) {
+// A video for a recipe whose dataset makes no views of a file: one frame at the
+// centre of each of T equal segments (TSN's test sampling), the shorter side resized
+// to `short_side`, centre crop, ImageNet's mean and std (the gray mean and std of
+// its luma for one channel). Returns [1, T, C, H, W] (C: 1 gray or 3 RGB).
+at::Tensor centre_clip(const std::string& video, const dsl::Shape& clip, int64_t short_side) {
   media::CentreClip c;
   c.frames = static_cast<int>(clip[0]);
   c.height = static_cast<int>(clip[2]);
   c.width = static_cast<int>(clip[3]);
-  c.short_side = static_cast<int>(v.short_side);
+  c.short_side = static_cast<int>(short_side);
   c.channels = static_cast<int>(clip[1]);
-  std::vector<uint8_t> pixels;
-  try {
-    pixels = media::read_centre_clip(video, c);
-  } catch (const media::MediaError& e) {
-    throw base::failure(std::string("cannot decode video ") + e.what());
-  }
+  const std::vector<double> mean = clip[1] == 3 ? std::vector<double>{0.485, 0.456, 0.406} : std::vector<double>{0.449};
+  const std::vector<double> std_ = clip[1] == 3 ? std::vector<double>{0.229, 0.224, 0.225} : std::vector<double>{0.226};
+  media::quiet_ffmpeg_logs();  // a bad file is one MediaError (a failure) naming it
+  const std::vector<uint8_t> pixels = media::read_centre_clip(video, c);
   const int64_t T = clip[0], C = clip[1], H = clip[2], W = clip[3];
   at::Tensor out = at::empty({1, T, C, H, W});
   float* o = out.data_ptr<float>();
   for (int64_t t = 0; t < T; ++t)
     for (int64_t ch = 0; ch < C; ++ch) {
-      const float mean = static_cast<float>(v.mean[static_cast<size_t>(ch)] * 255.0);
-      const float stdv = static_cast<float>(v.std[static_cast<size_t>(ch)] * 255.0);
+      const float m = static_cast<float>(mean[static_cast<size_t>(ch)] * 255.0);
+      const float sd = static_cast<float>(std_[static_cast<size_t>(ch)] * 255.0);
       for (int64_t i = 0; i < H * W; ++i)
-        *o++ = (static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * C + ch)]) - mean) / stdv;
+        *o++ = (static_cast<float>(pixels[static_cast<size_t>((t * H * W + i) * C + ch)]) - m) / sd;
     }
   return out;
 }
@@ -168,10 +129,11 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--weights", *weights, "vexp checkpoint, run directory (its latest checkpoint) or PyTorch state dict (.pth: torchvision, TSM, mmaction2)")
       ->required();
   cmd->add_option("--input", *input,
-                  "Clip: .pt holding a float tensor [T,C,H,W] or [N,T,C,H,W], or a video file, sampled at the "
-                  "recipe's clip shape T x C x H x W: kinetics recipes by their own test pipeline (sampling, views, "
-                  "crops), other datasets at the centres of T equal segments (TSN), centre crop, the dataset's "
-                  "normalisation")
+                  "Clip: .pt holding a float tensor [T,C,H,W] or [N,T,C,H,W], or a video file made into the recipe's "
+                  "test views (clip shape T x C x H x W) by its dataset plugin (Dataset::file_views: kinetics by its "
+                  "test sampling, crops and normalisation, synthetic_motion whole frames as its clips), else at the "
+                  "centres of T equal segments (TSN), centre crop, ImageNet normalisation; the views' scores are "
+                  "averaged")
       ->required();
   cmd->add_option("--topk", *topk, "Classes to print per clip")->check(CLI::PositiveNumber);
   cmd->add_option("--logits", *logits_out, "Write the raw logits to OUT.pt (torch.load) or OUT.json ({\"logits\": [[...]]})");
@@ -179,8 +141,8 @@ void add_predict(CLI::App& app) {
                   "Class names, one per line (default: the recipe's data.params.label_map (relative to its data root), "
                   "the dataset's class names, or classes.txt in the data root)");
   cmd->add_option("--classes", *classes, "Class count when the dataset cannot give it")->check(CLI::PositiveNumber);
-  cmd->add_option("--short-side", *short_side, "Video: resize the shorter side to this before the centre crop "
-                                               "(default: the dataset's scale, else crop size x 256/224)")
+  cmd->add_option("--short-side", *short_side, "Video: resize the shorter side to this before cropping "
+                                               "(default: the dataset's own, else crop size x 256/224)")
       ->check(CLI::PositiveNumber);
   cmd->callback([=] {
     if (!logits_out->empty() && !has_ext(*logits_out, {".pt", ".pth", ".json"}))
@@ -215,24 +177,23 @@ void add_predict(CLI::App& app) {
     rundir::refuse_output(*logits_out, "--logits");  // the recipe's `extends` bases are read now
     dsl::Shape clip = clip_shape(s);
     if (!tensor_input) {
-      if (clip.size() == 4 && clip[2] == clip[3] && s.plan->dataset == "kinetics" &&
-          s.host.find("dataset", "kinetics")) {
-        // The recipe's own test pipeline, every view; --clip without --short-side keeps
-        // the usual 256/224 ratio of resize to crop.
-        const int64_t side = *short_side > 0 ? *short_side : (m.clip ? default_short_side(clip[2]) : 0);
-        clips = recipe_test_views(s, *input, clip, side);
+      if (clip.size() != 4 || (clip[1] != 1 && clip[1] != 3))
+        throw base::invalid("'" + args->path + "': a video needs a clip shape [T, 1 or 3, H, W]; the recipe's is " +
+                            dsl::shape_str(clip) + " (give --clip TxCxHxW)");
+      std::string why_not;
+      FileViews v = dataset_file_views(s, *input, clip, *short_side, why_not);
+      if (v.clips.defined()) {
+        clips = v.clips.contiguous();
         view_count = clips.size(0);
+        std::cerr << "vexp: video '" << base::printable(*input) << "': " << base::printable(v.how) << "\n";
       } else {
-        // Other datasets have no video pipeline: the plan's clip shape, TSN segment
-        // centres, short-side resize, centre crop, the dataset's normalisation.
-        if (clip.size() != 4 || (clip[1] != 1 && clip[1] != 3))
-          throw base::invalid("'" + args->path + "': a video needs a clip shape [T, 1 or 3, H, W]; the recipe's is " +
-                                       dsl::shape_str(clip) + " (give --clip TxCxHxW)");
-        const VideoConvention v = video_convention(s, clip, *short_side);
-        std::cerr << "vexp: video '" << *input << "': " << clip[0] << " segment centres, shorter side " << v.short_side
-                  << ", centre crop " << clip[2] << "x" << clip[3] << ", " << (clip[1] == 1 ? "gray" : "RGB") << ", "
-                  << v.what << "\n";
-        clips = centre_clip(*input, clip, v);
+        // The generic reading: TSN segment centres, short-side resize, centre crop,
+        // ImageNet normalisation.
+        const int64_t side = *short_side > 0 ? *short_side : default_short_side(std::min(clip[2], clip[3]));
+        std::cerr << "vexp: video '" << base::printable(*input) << "': " << clip[0] << " segment centres, shorter side "
+                  << side << ", centre crop " << clip[2] << "x" << clip[3] << ", " << (clip[1] == 1 ? "gray" : "RGB")
+                  << ", ImageNet mean and std: " << base::printable(why_not) << "\n";
+        clips = centre_clip(*input, clip, side);
       }
     }
     auto model = build_model(s);

@@ -93,17 +93,27 @@ class PluginHost : public dsl::PluginCatalog {
   std::shared_ptr<T> make(const std::string& kind, const std::string& name, const Params& params) const {
     return std::static_pointer_cast<T>(make_erased(kind, name, params, InterfaceOf<T>::value));
   }
+  // Dataset `name`'s file reader (Registration::file_reader): a Dataset made from
+  // `params` without the data its lists name, for Dataset::file_views. Null when
+  // the plugin registers none (its own dataset then reads the files, if it can);
+  // throws PluginError as make does.
+  template <class D = Dataset>
+  std::shared_ptr<D> make_file_reader(const std::string& name, const Params& params) const {
+    return std::static_pointer_cast<D>(make_erased("dataset", name, params, InterfaceOf<D>::value, true));
+  }
+  bool has_file_reader(const std::string& name) const;
 
  private:
   // The object, pointing at the interface `wanted` (checked against the entry).
   std::shared_ptr<void> make_erased(const std::string& kind, const std::string& name, const Params& params,
-                                    Interface wanted) const;
+                                    Interface wanted, bool file_reader = false) const;
   struct Entry {
     std::shared_ptr<void> library;  // first member: destroyed last, after the
                                     // plugin-owned std::functions below
     Interface interface;
     PluginDecl decl;
     ErasedFactory factory;
+    ErasedFactory file_reader;  // datasets: may be empty
   };
   class HostRegistrar;
   friend class HostRegistrar;

@@ -130,12 +130,11 @@ class Params {
 
 }  // namespace vexp::schema
 
-// Deprecated spelling, kept for plugin source written before plugin ABI 4:
-// vexp::dsl::Value, Schema, PluginDecl ... name the vexp::schema types (a
-// using-directive, so qualified vexp::dsl::X finds them). Source only: built
-// plugins see vexp::schema in every symbol. Removed with plugin ABI 6 (5 added the
-// training kinds while vexp's own code still said dsl::); write
-// vexp::schema::X (or the vexp::Params, Schema, PluginDecl ... of registrar.hpp).
+// vexp's recipe library (namespace vexp::dsl) sees these types under its own
+// name: a using-directive, source only (every symbol and type_info says
+// vexp::schema). Plugins write vexp::schema::X (or the vexp::Params, Schema,
+// PluginDecl ... of registrar.hpp); the SDK's vexp/dsl/ prefix headers went with
+// plugin ABI 6.
 namespace vexp::dsl {
 using namespace ::vexp::schema;
 }  // namespace vexp::dsl
