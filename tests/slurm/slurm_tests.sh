@@ -503,8 +503,10 @@ base = "$R"
 key = "optim.lr"
 grid = [0.01, 0.02, 0.03]
 TOML
-  VEXP_TEST_FAULT="slow_step@ms=300" "$vexp" sweep "$tmp/c.toml" --out "$tmp/s" --cluster "$C" --max-running 2 --poll 1 \
-    --no-report >"$tmp/drv.log" 2>&1 &
+  # --time 5: no time-limit signal meets the cancel (under make sanitize a start takes
+  # long enough that the one-minute limit's SIGUSR1 came first, and the first one counts).
+  VEXP_TEST_FAULT="slow_step@ms=300" "$vexp" sweep "$tmp/c.toml" --out "$tmp/s" --cluster "$C" --time 5 --max-running 2 \
+    --poll 1 --no-report >"$tmp/drv.log" 2>&1 &
   bgpid=$!
   two_running() { [ "$(grep -c ' running: job ' "$tmp/drv.log")" -ge 2 ]; }
   wait_until 90 "$tmp/s" "two trials running" two_running
