@@ -39,6 +39,21 @@ example_recipe() {
 line_of() { grep -nF -- "$2" "$1" | head -1 | cut -d: -f1; }
 
 cd "$here"
+# pyav_centres VIDEO OUT.pt CHANNELS MEAN STD: the video's 4 segment centres as PyAV
+# decodes them (gray or RGB), (x / 255 - MEAN) / STD, saved as a [4, C, H, W] tensor.
+pyav_centres() {
+  $PY - "$@" <<'PY' || fail "could not decode the clip with PyAV"
+import sys, av, numpy as np, torch
+ch, mean, std = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+frames = [f.to_ndarray(format="gray" if ch == 1 else "rgb24") for f in av.open(sys.argv[1]).decode(video=0)]
+n, T = len(frames), 4
+idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
+x = torch.tensor(np.stack([frames[i] for i in idx])).float()
+x = x.unsqueeze(1) if ch == 1 else x.permute(0, 3, 1, 2)
+torch.save((x / 255 - mean) / std, sys.argv[2])
+PY
+}
+
 case "$name" in
 version)
   expect_rc 0 -- "$vexp" --version
@@ -220,14 +235,7 @@ predict_video_generic)
   expect_out "clip 0:"
   expect_out "4 segment centres, shorter side 16, centre crop 16x16, gray, ImageNet mean and std"
   expect_out "the dataset 'plain_clips' makes no views of a file (its plugin has no Dataset::file_views)"
-  $PY - "$video" "$tmp/frames.pt" <<'PY' || fail "could not decode the clip with PyAV"
-import sys, av, numpy as np, torch
-frames = [f.to_ndarray(format="gray") for f in av.open(sys.argv[1]).decode(video=0)]
-n, T = len(frames), 4
-idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
-x = torch.tensor(np.stack([frames[i] for i in idx])).float().unsqueeze(1)
-torch.save((x / 255 - 0.449) / 0.226, sys.argv[2])
-PY
+  pyav_centres "$video" "$tmp/frames.pt" 1 0.449 0.226
   expect_rc 0 -- "$vexp" predict data/tiny.toml "${plain[@]}" --weights "$tmp/run" --input "$tmp/frames.pt" \
     --logits "$tmp/tensor.json"
   $PY - "$tmp/video.json" "$tmp/tensor.json" <<'PY' || fail "the generic reading differs from PyAV's frames"
@@ -254,16 +262,7 @@ predict_video_centre)
       --logits "$tmp/video$ch.json"
     expect_out "clip 0:"; expect_out "4 segment centres, shorter side 16, centre crop 16x16"
     expect_out "(x - 0.5) / 0.25"
-    $PY - "$video" "$tmp/frames$ch.pt" $ch <<'PY' || fail "could not decode the clip with PyAV"
-import sys, av, numpy as np, torch
-ch = int(sys.argv[3])
-frames = [f.to_ndarray(format="gray" if ch == 1 else "rgb24") for f in av.open(sys.argv[1]).decode(video=0)]
-n, T = len(frames), 4
-idx = [min(n - 1, int(n / T / 2 + n / T * i)) for i in range(T)]
-x = torch.tensor(np.stack([frames[i] for i in idx])).float()
-x = x.unsqueeze(1) if ch == 1 else x.permute(0, 3, 1, 2)
-torch.save((x / 255 - 0.5) / 0.25, sys.argv[2])
-PY
+    pyav_centres "$video" "$tmp/frames$ch.pt" $ch 0.5 0.25
     expect_rc 0 -- "$vexp" predict data/tiny.toml "${set_ch[@]}" --weights "$tmp/run$ch" --input "$tmp/frames$ch.pt" \
       --logits "$tmp/tensor$ch.json"
     $PY - "$tmp/video$ch.json" "$tmp/tensor$ch.json" <<'PY' || fail "the decoded video differs from PyAV's frames ($ch channels)"

@@ -14,7 +14,8 @@ measure_local)
   mkdir -p "$tmp/c"
   # (the load average given, as this test's machine's is not known: it is recorded)
   expect_rc 0 -- env VEXP_TEST_LOADAVG="1.75 1.5 1.25 2/300 4242" "$vexp" plan --measure-local "$quick" \
-    --out "$tmp/c/here.toml" "${small[@]}"
+    --out "$tmp/c/here.toml" "${small[@]}" --measure-rounds 2
+  expect_out "alone; round 2 of 2)"
   expect_out "1 node x 2 ranks"
   [ -f "$tmp/c/here.toml" ] || fail "no cluster file"
   $PY - "$tmp/c" <<'PYEOF' || fail "the cluster file is not what --measure-local should write"
@@ -38,10 +39,13 @@ assert p["busy_ranks"] == 1 and b["busy_ranks"] == 2, (p, b)
 assert p["background_load"] == 1.75 and b["background_load"] == 1.75, (p, b)
 t = json.load(open(os.path.join(d, p["from"])))
 assert t["clip"] == [8, 1, 32, 32] and t["threads"] == 1 and t["phases"]["backward"]["median_ms"] > 0, t
+# --measure-rounds 2: each profile measured twice, interleaved; the samples of both rounds pooled
+assert t["rounds"] == 2 and len(t["round_step_medians_ms"]) == 2 and len(t["phases"]["step"]["samples_ms"]) == 2, t
+assert "in each of 2 interleaved rounds (step medians " in p["source"], p["source"]
 tb = json.load(open(os.path.join(d, b["from"])))
-assert tb["busy_ranks"] == 2 and len(tb["per_rank"]) == 2 and tb["threads"] == 1, tb["command"]
+assert tb["busy_ranks"] == 2 and tb["rounds"] == 2 and len(tb["per_rank"]) == 4 and tb["threads"] == 1, tb["command"]
 n = len(tb["per_rank"][0]["phases"]["forward"]["samples_ms"])
-assert len(tb["phases"]["forward"]["samples_ms"]) == 2 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
+assert len(tb["phases"]["forward"]["samples_ms"]) == 4 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
 # the cost of a bucket: the first recipe trained by both ranks together at 25 and 0.05 MiB
 rd = c["reducer"]
 assert rd["per_bucket_ms"] >= 0 and "25 and 0.05 MiB buckets (here/buckets.json)" in rd["source"] and load in rd["source"], rd

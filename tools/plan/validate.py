@@ -6,7 +6,8 @@ For each case (1 and 2 MPI ranks, emulated ranks, gradient accumulation, bucket 
 recipes with few clips), this
   1. measures: `vexp run` (through `--nproc R` when R > 1) for a few steps, and takes
      the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
-     (log_every = 1, so every step is logged);
+     (log_every = 1, so every step is logged), with the recipe's own loader settings
+     (data.workers), which are what --measure-local's profiles were measured with;
      (each case --repeat times, default 3: the median is compared, the range printed);
   2. predicts: `vexp plan RECIPE --cluster CLUSTER --gpus RANKS --bucket-mb B --json` with
      the same --set values (and --fixed-batch when RANKS < world_size: RANKS ranks each
@@ -24,8 +25,8 @@ Exit status 1 when any |error| exceeds --tolerance (default 10 %).
 The cluster file should come from `vexp plan --measure-local RECIPES --measure-threads 1,2`
 on this machine just before, RECIPES the quickstart recipes the cases use (--measure-local
 does that first): a shared machine's speed drifts with its load; the script prints the
-load averages before, after each case and after. About 15 minutes on the 2-core machine
-with --repeat 3.
+load averages before, after each case and after. About 10 minutes on the 2-core machine
+with --repeat 3 (--measure-local: 3 interleaved rounds of every profile).
 """
 import argparse
 import json
@@ -75,7 +76,7 @@ def case_sets(ranks, threads, world, bucket, batch, steps, accum):
     clips = (steps + WARMUP) * world * batch * accum  # one epoch of steps + WARMUP steps
     return [f"run.threads={threads}", f"dist.world_size={world}", f"dist.bucket_mb={bucket}",
             f"dist.batch_per_gpu={batch}", f"dist.accum_steps={accum}", f"data.params.train_clips={clips}",
-            "data.params.val_clips=16", "run.epochs=1", "run.log_every=1", "run.progress=\"none\"", "data.workers=1"]
+            "data.params.val_clips=16", "run.epochs=1", "run.log_every=1", "run.progress=\"none\""]
 
 
 def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, accum, work):

@@ -258,6 +258,22 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
+// `parts[0]` with each phase's samples pooled over all `parts` (bench train JSONs:
+// the ranks of one run, or the rounds of one profile) and their median.
+json pooled(const std::vector<json>& parts) {
+  json j = parts.at(0);
+  for (auto& [name, phase] : j.at("phases").items()) {
+    std::vector<double> all;
+    for (const auto& pr : parts)
+      for (const auto& v : pr.at("phases").at(name).at("samples_ms")) all.push_back(v.get<double>());
+    std::sort(all.begin(), all.end());
+    const size_t n = all.size();
+    phase["samples_ms"] = all;
+    phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
+  }
+  return j;
+}
+
 // `vexp bench train ... --json` (argv) run by `np` ranks at once with `sets` added
 // (by default the local backend: independent copies): rank 0's JSON with each
 // phase's samples pooled over all ranks and their median, plus busy_ranks = np and
@@ -286,16 +302,7 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
                                    f.string() + "): " + e.what());
     }
   }
-  json j = per_rank[0];
-  for (auto& [name, phase] : j.at("phases").items()) {
-    std::vector<double> all;
-    for (const auto& pr : per_rank)
-      for (const auto& v : pr.at("phases").at(name).at("samples_ms")) all.push_back(v.get<double>());
-    std::sort(all.begin(), all.end());
-    const size_t n = all.size();
-    phase["samples_ms"] = all;
-    phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
-  }
+  json j = pooled(per_rank);
   j["busy_ranks"] = np;
   j["per_rank"] = per_rank;
   j["command"] = join_cmd(m);
@@ -319,6 +326,10 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
       ->check(CLI::Range(1, 4096));
   g->add_option("--measure-steps", a.steps, "Timed training steps per profile (median)")->check(CLI::Range(1, 100000));
   g->add_option("--measure-warmup", a.warmup, "Untimed training steps first")->check(CLI::Range(0, 100000));
+  g->add_option("--measure-rounds", a.rounds,
+                "Times each compute profile is measured, the rounds interleaved (every profile once, then again): "
+                "a machine whose speed drifts spreads over every profile alike; the median of all rounds' steps")
+      ->check(CLI::Range(1, 100));
   g->add_flag("--synthetic-input", a.synthetic,
               "Profile compute on random clips instead of the recipe's dataset through its loader (for recipes "
               "whose data is not on this machine; the loader's share of the cores is then not in the profile)");
@@ -355,6 +366,19 @@ struct Measuring {
   }
 };
 
+// "a to b" over a profile's rounds' step medians.
+std::string round_range(const json& j) {
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const auto& v : j.value("round_step_medians_ms", json::array())) {
+    const double x = v.get<double>();
+    lo = first ? x : std::min(lo, x);
+    hi = first ? x : std::max(hi, x);
+    first = false;
+  }
+  return fmt(lo, "%.1f") + " to " + fmt(hi, "%.1f");
+}
+
 struct Profile {
   std::string recipe, key, from;
   int threads, busy;
@@ -364,39 +388,71 @@ struct Profile {
 std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std::string>& recipes,
                                       const std::vector<int>& threads) {
   const MeasureLocalArgs& a = m.a;
-  const std::string& exe = m.exe;
   const int ranks = m.ranks;
-  const std::vector<std::string>& plugin_argv = m.plugin_argv;
   // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
   // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
   // ranks share the cores and the memory bandwidth). The mpirun copies train
   // with the local backend (no gradient exchange: the model charges the
   // allreduce separately) and each writes its own JSON; the phases are the
   // medians of all ranks' timed steps together.
-  std::vector<Profile> profiles;
+  //
+  // Every profile is measured `a.rounds` times, the rounds interleaved (each
+  // profile once, then each again): a machine whose speed drifts for minutes (the
+  // other tenants of a virtual machine's host; what ran just before, such as the
+  // oversubscribed busy profile of another thread count) then spreads over every
+  // profile alike instead of landing on one. The phases are the medians of all
+  // rounds' samples; round_step_medians_ms keeps each round's step median.
+  struct Slot {
+    std::string recipe, key, name;
+    int threads, busy;
+    std::vector<std::string> argv;
+    std::vector<json> rounds;
+  };
+  std::vector<Slot> slots;
   for (const auto& r : recipes) {
     const std::string key = recipe_model_key(r, a.plugin_paths);
     for (int t : threads) {
       // The recipe's own loader feeds the steps (unless --synthetic-input): on a CPU
       // node its decode threads share the cores with compute, as in `vexp run`, and
       // the profile's forward / backward times carry that contention.
-      std::vector<std::string> argv{exe, "bench", "train", r, "--steps", std::to_string(a.steps),
+      std::vector<std::string> argv{m.exe, "bench", "train", r, "--steps", std::to_string(a.steps),
                                     "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(t),
                                     "--json"};
       if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
-      argv.insert(argv.end(), plugin_argv.begin(), plugin_argv.end());
-      m.say("bench train " + r + " (" + std::to_string(t) + " thread(s), alone)");
-      json j = run_json(argv, m.tmp());
-      j["command"] = join_cmd(argv);
-      j["busy_ranks"] = 1;
+      argv.insert(argv.end(), m.plugin_argv.begin(), m.plugin_argv.end());
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
-      profiles.push_back({r, key, m.save(name + ".json", j), t, 1, j});
-
-      m.say("bench train " + r + " (" + std::to_string(t) + " thread(s), " + std::to_string(ranks) +
-          " ranks at once under mpirun)");
-      json busy = bench_train_busy(argv, ranks, m.tmp());
-      profiles.push_back({r, key, m.save(name + "_busy" + std::to_string(ranks) + ".json", busy), t, ranks, busy});
+      slots.push_back({r, key, name + ".json", t, 1, argv, {}});
+      slots.push_back({r, key, name + "_busy" + std::to_string(ranks) + ".json", t, ranks, argv, {}});
     }
+  }
+  for (int round = 1; round <= a.rounds; ++round)
+    for (Slot& sl : slots) {
+      m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " +
+            (sl.busy == 1 ? std::string("alone") : std::to_string(sl.busy) + " ranks at once under mpirun") +
+            (a.rounds > 1 ? "; round " + std::to_string(round) + " of " + std::to_string(a.rounds) : "") + ")");
+      json j;
+      if (sl.busy == 1) {
+        j = run_json(sl.argv, m.tmp());
+        j["command"] = join_cmd(sl.argv);
+        j["busy_ranks"] = 1;
+      } else {
+        j = bench_train_busy(sl.argv, ranks, m.tmp());
+      }
+      sl.rounds.push_back(std::move(j));
+    }
+  std::vector<Profile> profiles;
+  for (Slot& sl : slots) {
+    json j = pooled(sl.rounds);
+    json medians = json::array(), per_rank = json::array();
+    for (const json& r : sl.rounds) {
+      medians.push_back(r.at("phases").at("step").at("median_ms"));
+      if (r.contains("per_rank"))
+        for (const json& x : r.at("per_rank")) per_rank.push_back(x);
+    }
+    if (sl.busy > 1) j["per_rank"] = per_rank;
+    j["rounds"] = a.rounds;
+    j["round_step_medians_ms"] = medians;
+    profiles.push_back({sl.recipe, sl.key, m.save(sl.name, j), sl.threads, sl.busy, j});
   }
   return profiles;
 }
@@ -567,6 +623,9 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                   ", median of " + std::to_string(a.steps) + " steps" +
                   (p.busy == 1 ? std::string()
                                : " of each of " + std::to_string(p.busy) + " copies run at once by mpirun") +
+                  (a.rounds > 1 ? " in each of " + std::to_string(a.rounds) + " interleaved rounds (step medians " +
+                                      round_range(p.j) + " ms)"
+                                : std::string()) +
                   " (" + where + ")")
       << "\n\n";
   }

@@ -30,6 +30,7 @@ struct MeasureLocalArgs {
   std::vector<int> threads;           // compute threads per rank of the profiles; empty: cores / ranks
   int steps = 10;                     // bench train: timed steps (median)
   int warmup = 2;                     // bench train: untimed steps first
+  int rounds = 3;                     // --measure-rounds: each compute profile measured this often, interleaved
   bool synthetic = false;             // --synthetic-input: random clips instead of the recipe's loader
   std::vector<double> allreduce_mb{0.0625, 1, 8, 32};
   int reps = 10;                      // bench allreduce repetitions per size
@@ -38,7 +39,7 @@ struct MeasureLocalArgs {
 };
 
 // Adds --measure-local and its options (--out, --ranks, --measure-threads,
-// --measure-steps, --measure-warmup, --allreduce-mb, --storage-mb) to `cmd`, the
+// --measure-steps, --measure-warmup, --measure-rounds, --allreduce-mb, --storage-mb) to `cmd`, the
 // `vexp plan` command; its positional recipes are `a.recipes`.
 void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a);
 
