@@ -517,12 +517,12 @@ std::shared_ptr<void> PluginHost::make_erased(const std::string& kind, const std
     throw PluginError(kind + " '" + name + "'" + where + " makes " + interface_name(e.interface) + ", not the " +
                       interface_name(wanted) + " vexp asked for");
   }
+  if (file_reader && !e.file_reader) return nullptr;  // the plugin registers no reader
   Made made;
   try {
     std::optional<ScopedActivity> creating;  // plugins compiled into the host are host code
     const char* what = file_reader ? "' (its file reader)" : "' (its factory)";
     if (e.library) creating.emplace(e.decl.library, "creating " + kind + " '" + name + what);
-    if (file_reader && !e.file_reader) return nullptr;
     made = (file_reader ? e.file_reader : e.factory)(params);
   } catch (const std::exception& ex) {  // factories built without Registrar::add
     made.error = ex.what();

@@ -231,15 +231,11 @@ class Kinetics final : public vexp::Dataset {
   // and normalisation (or test pipeline), at the request's clip and short side.
   vexp::FileViews file_views(const vexp::FileViewRequest& r) const override {
     Config c = c_;
-    auto shape = [&r] {
-      std::string out;
-      for (int64_t d : r.clip) out += (out.empty() ? "" : "x") + std::to_string(d);
-      return out;
-    };
+    const std::string shape = vexp::schema::shape_str(r.clip);
     if (r.clip.size() != 4 || r.clip[2] != r.clip[3])
-      throw std::invalid_argument("kinetics: clips are T x C x S x S (square crops); asked for " + shape());
+      throw std::invalid_argument("kinetics: clips are T x C x S x S (square crops); asked for " + shape);
     if (r.clip[1] != c.channels)
-      throw std::invalid_argument("kinetics: channels = " + std::to_string(c.channels) + ", but the clip " + shape() +
+      throw std::invalid_argument("kinetics: channels = " + std::to_string(c.channels) + ", but the clip " + shape +
                                   " has " + std::to_string(r.clip[1]));
     c.frames = c.clip_len = r.clip[0];
     c.input_size = r.clip[2];

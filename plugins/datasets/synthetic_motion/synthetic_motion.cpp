@@ -373,8 +373,7 @@ class SyntheticMotion final : public vexp::Dataset {
   // or the recipe's test pipeline. `vexp data make-synthetic` writes the clips'
   // x as bytes, so its videos come back as the clips they were.
   vexp::FileViews file_views(const vexp::FileViewRequest& r) const override {
-    std::string shape;
-    for (int64_t d : r.clip) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    const std::string shape = vexp::schema::shape_str(r.clip);
     if (r.clip.size() != 4 || (r.clip[1] != 1 && r.clip[1] != 3) || r.clip[0] < 1 || r.clip[2] < 1 || r.clip[3] < 1)
       throw std::invalid_argument("synthetic_motion: a video is read as T x 1 (gray) or 3 (RGB) x H x W clips; asked for " +
                                   shape);
