@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include "vexp/base/error.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
@@ -39,11 +40,11 @@ const PyValue* entry(const PyValue& root, const char* key) {
 
 std::map<std::string, at::Tensor> from_dict(const PyValue* v, const std::string& path, const char* what) {
   if (v->kind != PyValue::Kind::Dict)
-    throw std::runtime_error("'" + path + "' is not a vexp checkpoint: '" + what + "' is not a dict");
+    throw base::failure("'" + path + "' is not a vexp checkpoint: '" + what + "' is not a dict");
   std::map<std::string, at::Tensor> out;
   for (const auto& [k, t] : v->entries) {
     if (k->kind != PyValue::Kind::Str || t->kind != PyValue::Kind::Tensor)
-      throw std::runtime_error("'" + path + "' is not a vexp checkpoint: '" + what + "' holds a non-tensor entry");
+      throw base::failure("'" + path + "' is not a vexp checkpoint: '" + what + "' holds a non-tensor entry");
     out[k->s] = t->tensor;
   }
   return out;
@@ -86,14 +87,14 @@ bool is_checkpoint(const PyRef& root) {
 Checkpoint checkpoint_from(const PyRef& root, const std::string& path) {
   if (!is_checkpoint(root)) {
     std::string hint = state_dict_hint(root, path);
-    if (!hint.empty()) throw std::runtime_error(hint);
-    throw std::runtime_error("'" + path + "' is not a vexp checkpoint (no format tag '" + kFormat + "')");
+    if (!hint.empty()) throw base::failure(hint);
+    throw base::failure("'" + path + "' is not a vexp checkpoint (no format tag '" + kFormat + "')");
   }
   const PyValue* model = entry(*root, "model");
   const PyValue* optimizer = entry(*root, "optimizer");
   const PyValue* meta = entry(*root, "meta");
   if (!model || !optimizer || !meta || meta->kind != PyValue::Kind::Str)
-    throw std::runtime_error("'" + path + "' is not a vexp checkpoint (missing model, optimizer or meta)");
+    throw base::failure("'" + path + "' is not a vexp checkpoint (missing model, optimizer or meta)");
   Checkpoint c;
   c.model = from_dict(model, path, "model");
   c.optimizer = from_dict(optimizer, path, "optimizer");
@@ -106,10 +107,10 @@ PyRef load_checkpoint_file(const std::string& path) {
   try {
     return load_torch_file(path);
   } catch (const TorchFileError& e) {
-    if (!e.opened()) throw std::runtime_error("cannot read checkpoint '" + path + "': " + e.reason());
+    if (!e.opened()) throw base::failure("cannot read checkpoint '" + path + "': " + e.reason());
     if (e.reason() == "it is empty")
-      throw std::runtime_error("'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)");
-    throw std::runtime_error("'" + path + "' is not a readable checkpoint: " + e.reason());
+      throw base::failure("'" + path + "' is empty, not a vexp checkpoint (a copy or a write that did not finish?)");
+    throw base::failure("'" + path + "' is not a readable checkpoint: " + e.reason());
   }
 }
 

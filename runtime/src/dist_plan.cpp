@@ -1,5 +1,6 @@
 #include "vexp/runtime/dist_plan.hpp"
 
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/buckets.hpp"
 
 #include <algorithm>
@@ -63,21 +64,21 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   p.per_gpu = d.batch_per_gpu;
   p.accum = d.accum_steps;
   if (ranks < 1 || p.world % ranks != 0)
-    throw std::runtime_error("dist.world_size = " + std::to_string(p.world) + " is not a multiple of the " +
+    throw base::failure("dist.world_size = " + std::to_string(p.world) + " is not a multiple of the " +
                              std::to_string(ranks) + " ranks launched");
   p.micro = (p.world / ranks) * p.accum;
   const std::optional<int64_t> global = global_batch_of(d);
   if (!global)
-    throw std::runtime_error("the global batch (dist.world_size x batch_per_gpu x accum_steps) does not fit in 64 bits");
+    throw base::failure("the global batch (dist.world_size x batch_per_gpu x accum_steps) does not fit in 64 bits");
   p.global_batch = *global;
   p.frames = plan.data_facts.clip.empty() ? 0 : plan.data_facts.clip[0];
   p.train_size = train_size;
-  if (const std::string why = batch_fit_problem(d, train_size); !why.empty()) throw std::runtime_error(why);
+  if (const std::string why = batch_fit_problem(d, train_size); !why.empty()) throw base::failure(why);
   p.epochs = plan.run.epochs;
   // Stream positions run to (epochs + 1) x N at most (the last step's fill).
   int64_t end = 0;
   if (__builtin_mul_overflow(p.epochs + 1, train_size, &end) || __builtin_add_overflow(end, p.global_batch, &end))
-    throw std::runtime_error("run.epochs x the " + std::to_string(train_size) +
+    throw base::failure("run.epochs x the " + std::to_string(train_size) +
                              " training clips does not fit in 64 bits");
   p.stream = SampleStream{train_size, p.global_batch};
   p.total_steps = p.stream.first_step(p.epochs);

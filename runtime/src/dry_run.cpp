@@ -1,5 +1,6 @@
 #include "vexp/runtime/dry_run.hpp"
 
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/launcher.hpp"
 
 #include <cstdlib>
@@ -20,7 +21,7 @@ int64_t planned_train_size(Session& s, std::string* size_note) {
   const dsl::RecipePlan& plan = *s.plan;
   int64_t train_size = plan.data.train_size;
   if (train_size <= 0 && !s.host.find("dataset", plan.dataset))
-    throw std::runtime_error("dataset plugin '" + plan.dataset +
+    throw base::failure("dataset plugin '" + plan.dataset +
                              "' is not installed and data.train_size is not declared: the number of training clips "
                              "is unknown (declare data.train_size to plan without the plugin)");
   if (train_size <= 0) {
@@ -65,7 +66,7 @@ DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::stri
       if (p.value().requires_grad()) numels.push_back(p.value().numel());
     if (profile) {
       if (plan.data_facts.clip.size() != 4)
-        throw std::runtime_error("the dataset gives no clip shape [T, C, H, W] to count the model's MACs with");
+        throw base::failure("the dataset gives no clip shape [T, C, H, W] to count the model's MACs with");
       *profile = gradient_profile(model, plan.data_facts.clip);
     }
     if (param_groups) {

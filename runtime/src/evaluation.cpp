@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include "vexp/base/error.hpp"
 
 namespace vexp {
 
@@ -182,7 +183,7 @@ at::Tensor forward_clips(ModelGraph& model, const std::vector<at::Tensor>& clips
       y = model.forward(x);
     }
     if (y.dim() != 2 || y.size(0) != static_cast<int64_t>(b - a))
-      throw std::runtime_error("the model's output for " + std::to_string(b - a) + " clips has shape " +
+      throw base::failure("the model's output for " + std::to_string(b - a) + " clips has shape " +
                                c10::str(y.sizes()) + ", not [clips, classes] logits");
     pieces.push_back(y.to(at::kFloat).cpu());
   }
@@ -297,7 +298,7 @@ EvalOutput evaluate_videos(ModelGraph& model, const Dataset& data, Comm& comm, c
     if (!ok.empty()) {
       at::Tensor y = forward_clips(model, clips, o.batch, o);
       if (y.size(1) != K)
-        throw std::runtime_error("the model gives " + std::to_string(y.size(1)) +
+        throw base::failure("the model gives " + std::to_string(y.size(1)) +
                                  " logits per clip, but the dataset has " + std::to_string(K) + " classes");
       // Each video's views are consecutive rows: their mean is the video's logits.
       const at::Tensor per_video = y.view({static_cast<int64_t>(ok.size()), V, K}).mean(1);

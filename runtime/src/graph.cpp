@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/torch_save.hpp"
 #include "vexp/flops.hpp"
 
@@ -50,7 +51,7 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
       PluginActivityScope scope(nodes_[i].library.empty() ? nullptr : &building);
       nodes_[i].layer->build(in_shapes, gctx);
     } catch (const std::exception& e) {
-      throw std::runtime_error(plan.nodes[i].loc.str() + ": node '" + nodes_[i].id + "' (" + nodes_[i].op +
+      throw base::failure(plan.nodes[i].loc.str() + ": node '" + nodes_[i].id + "' (" + nodes_[i].op +
                                "): " + e.what());
     }
     register_module(nodes_[i].id, nodes_[i].layer);
@@ -65,11 +66,11 @@ ModelGraph::ModelGraph(const dsl::RecipePlan& plan, const PluginHost& host) {
       const StateDict sd = find_state_dict(load_torch_file(spec.pretrained), spec.pretrained);
       WeightReport r = load_weights(*this, layout(), node_ids(), sd, opts, spec.pretrained);
       if (r.loaded.empty())
-        throw std::runtime_error("no tensor of '" + spec.pretrained + "' matches the node's parameters (" +
+        throw base::failure("no tensor of '" + spec.pretrained + "' matches the node's parameters (" +
                                  r.summary(spec.pretrained, true) + ")");
       pretrained_reports_.push_back("node '" + spec.id + "': " + r.summary(spec.pretrained));
     } catch (const std::exception& e) {
-      throw std::runtime_error(spec.loc.str() + ": node '" + spec.id + "' pretrained: " + e.what());
+      throw base::failure(spec.loc.str() + ": node '" + spec.id + "' pretrained: " + e.what());
     }
   }
 }

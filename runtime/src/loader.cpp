@@ -12,6 +12,7 @@
 #include <ATen/Context.h>
 
 #include "seed.hpp"
+#include "vexp/base/error.hpp"
 
 namespace vexp {
 
@@ -72,7 +73,7 @@ Batch stack_samples(std::vector<Sample>& samples, bool pinned) {
   auto* labels = b.labels.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (!samples[i].clip.sizes().equals(samples[0].clip.sizes()))
-      throw std::runtime_error("dataset returned clips of different shapes in one batch");
+      throw base::failure("dataset returned clips of different shapes in one batch");
     b.clips[i].copy_(samples[i].clip);
     labels[i] = samples[i].label;
   }
@@ -108,7 +109,7 @@ Loader::Loader(const Dataset& data, std::vector<std::vector<int64_t>> batches,
     // by the unwinding would call std::terminate.
     const size_t started = threads_.size();
     stop_workers();
-    throw std::runtime_error("cannot start " + std::to_string(opt_.workers) + " loader threads (" +
+    throw base::failure("cannot start " + std::to_string(opt_.workers) + " loader threads (" +
                              std::to_string(started) + " started: " + e.what() + "); use fewer (data.workers)");
   }
 }

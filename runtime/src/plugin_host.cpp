@@ -17,6 +17,7 @@
 
 #include <filesystem>
 
+#include "vexp/base/error.hpp"
 #include "vexp/build_tag.hpp"
 #include "vexp/schema/schema.hpp"
 
@@ -249,21 +250,21 @@ namespace {
 // sentence naming the plugin, its kind and both interfaces.
 void check_registration(const Registration& r) {
   const PluginDecl& d = r.decl;
-  if (d.name.empty()) throw std::runtime_error("a plugin registered with an empty name");
-  if (d.kind.empty()) throw std::runtime_error("plugin '" + d.name + "' registered without a kind");
+  if (d.name.empty()) throw base::failure("a plugin registered with an empty name");
+  if (d.kind.empty()) throw base::failure("plugin '" + d.name + "' registered without a kind");
   const PluginKind* kind = find_plugin_kind(d.kind);
   if (!kind) {
-    throw std::runtime_error(d.kind + " '" + d.name + "': unknown plugin kind '" + d.kind +
+    throw base::failure(d.kind + " '" + d.name + "': unknown plugin kind '" + d.kind +
                              "' (this vexp knows " + known_plugin_kinds() + ")");
   }
   if (kind->interface != r.interface) {
-    throw std::runtime_error(d.kind + " '" + d.name + "' is registered with a factory making " +
+    throw base::failure(d.kind + " '" + d.name + "' is registered with a factory making " +
                              interface_name(r.interface) + ", but kind '" + d.kind + "' makes " +
                              interface_name(kind->interface) + " (register it with add_" + d.kind + ")");
   }
-  if (!r.factory) throw std::runtime_error(d.kind + " '" + d.name + "' registered without a factory");
+  if (!r.factory) throw base::failure(d.kind + " '" + d.name + "' registered without a factory");
   if (r.file_reader && r.interface != Interface::Dataset)
-    throw std::runtime_error(d.kind + " '" + d.name + "' is registered with a file reader, which only datasets have");
+    throw base::failure(d.kind + " '" + d.name + "' is registered with a file reader, which only datasets have");
 }
 
 }  // namespace
@@ -280,7 +281,7 @@ class PluginHost::HostRegistrar final : public Registrar {
     const PluginDecl& decl = entry.decl;
     for (const auto& p : pending_) {
       if (p.decl.kind == decl.kind && p.decl.name == decl.name)
-        throw std::runtime_error(decl.kind + " '" + decl.name + "' is registered twice by the same library");
+        throw base::failure(decl.kind + " '" + decl.name + "' is registered twice by the same library");
     }
     pending_.push_back(std::move(entry));
   }

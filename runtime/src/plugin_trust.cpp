@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/error.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/log.hpp"
@@ -71,7 +72,7 @@ std::vector<std::string> parse_trust_file(const std::string& file) {
   try {
     text = base::read_file_bounded(file, base::kMaxTextFileBytes);
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("cannot read the trust file: ") + e.what());
+    throw base::failure(std::string("cannot read the trust file: ") + e.what());
   }
   std::istringstream in(text);
   std::string line;
@@ -84,7 +85,7 @@ std::vector<std::string> parse_trust_file(const std::string& file) {
 
 std::string trust_file_or_throw() {
   const std::string file = trusted_plugin_dirs_file();
-  if (file.empty()) throw std::runtime_error("cannot store trusted plugin folders: neither XDG_CONFIG_HOME nor HOME is set");
+  if (file.empty()) throw base::failure("cannot store trusted plugin folders: neither XDG_CONFIG_HOME nor HOME is set");
   return file;
 }
 
@@ -92,17 +93,17 @@ void store_list(const std::string& file, const std::vector<std::string>& dirs) {
   const fs::path target(file);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create '" + target.parent_path().string() + "': " + ec.message());
+  if (ec) throw base::failure("cannot create '" + target.parent_path().string() + "': " + ec.message());
   std::string text = kHeader;
   for (const auto& d : dirs) {
     const std::string why = trust_path_problem(d);
-    if (!why.empty()) throw std::runtime_error("cannot store '" + base::printable(d) + "' in '" + file + "': " + why);
+    if (!why.empty()) throw base::failure("cannot store '" + base::printable(d) + "' in '" + file + "': " + why);
     text += nlohmann::json(d).dump() + "\n";
   }
   try {
     base::write_file_atomic(file, text, 0600);
   } catch (const std::exception& e) {
-    throw std::runtime_error(e.what());
+    throw base::failure(e.what());
   }
 }
 
@@ -115,17 +116,17 @@ class TrustFileLock {
     std::error_code ec;
     fs::create_directories(lock.parent_path(), ec);
     fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0) throw std::runtime_error("cannot lock '" + file + "': cannot open '" + lock.string() + "': " + std::strerror(errno));
+    if (fd_ < 0) throw base::failure("cannot lock '" + file + "': cannot open '" + lock.string() + "': " + std::strerror(errno));
     // Another `vexp trust` holds it for milliseconds; a minute means something is wrong.
     for (int i = 0; ::flock(fd_, LOCK_EX | LOCK_NB) != 0; ++i) {
       if (errno != EWOULDBLOCK && errno != EINTR) {
         const int err = errno;
         ::close(fd_);
-        throw std::runtime_error("cannot lock '" + lock.string() + "': " + std::strerror(err));
+        throw base::failure("cannot lock '" + lock.string() + "': " + std::strerror(err));
       }
       if (i >= 6000) {
         ::close(fd_);
-        throw std::runtime_error("'" + lock.string() + "' has been locked by another process for a minute; is a `vexp trust` stuck?");
+        throw base::failure("'" + lock.string() + "' has been locked by another process for a minute; is a `vexp trust` stuck?");
       }
       ::usleep(10000);
     }

@@ -16,6 +16,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/version.h>
+#include "vexp/base/error.hpp"
 
 // LibTorch 2.4 made autocast's state per device type (set_autocast_enabled(
 // device, on)) and deprecated the CUDA / CPU-specific setters of 1.x.
@@ -69,12 +70,12 @@ bool cuda_available() {
 c10::Device resolve_device(const std::string& setting, const std::string& where) {
   if (setting == "cpu" || (setting == "auto" && !cuda_available())) return c10::Device(c10::kCPU);
   if (setting != "cuda" && setting != "auto")
-    throw std::runtime_error(where + " = \"" + setting + "\": expected cpu, cuda or auto");
+    throw base::failure(where + " = \"" + setting + "\": expected cpu, cuda or auto");
   if (!at::globalContext().hasCUDA())
-    throw std::runtime_error(where + " = \"cuda\": this vexp is linked with a CPU-only libtorch (build with "
+    throw base::failure(where + " = \"cuda\": this vexp is linked with a CPU-only libtorch (build with "
                              "-DVEXP_CUDA=ON against a CUDA libtorch), or set it to \"cpu\" or \"auto\"");
   if (at::detail::getCUDAHooks().getNumGPUs() == 0)
-    throw std::runtime_error(where + " = \"cuda\": no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); "
+    throw base::failure(where + " = \"cuda\": no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); "
                              "set it to \"cpu\" or \"auto\"");
   // The current device: the one a communication backend chose for this rank
   // (comm/nccl: the local rank's GPU), else GPU 0.
@@ -86,14 +87,14 @@ c10::Device resolve_device_option(const std::string& setting, const std::string&
   if (setting.compare(0, prefix.size(), prefix) != 0) return resolve_device(setting, where);
   const std::string index = setting.substr(prefix.size());
   if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
-    throw std::runtime_error(where + " '" + setting.substr(0, 40) + "': expected cpu, cuda, cuda:N or auto");
+    throw base::failure(where + " '" + setting.substr(0, 40) + "': expected cpu, cuda, cuda:N or auto");
   if (!at::globalContext().hasCUDA())
-    throw std::runtime_error(where + " '" + setting + "': this vexp was built without CUDA (linked with a CPU-only "
+    throw base::failure(where + " '" + setting + "': this vexp was built without CUDA (linked with a CPU-only "
                              "libtorch); use cpu");
   const int n = std::stoi(index);
   const int visible = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
   if (n >= visible)
-    throw std::runtime_error(where + " '" + setting + "': " + std::to_string(visible) + " CUDA device" +
+    throw base::failure(where + " '" + setting + "': " + std::to_string(visible) + " CUDA device" +
                              (visible == 1 ? " is" : "s are") + " visible" +
                              (visible > 0 ? " (cuda:0 to cuda:" + std::to_string(visible - 1) + ")" : std::string()));
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(n));
@@ -130,7 +131,7 @@ std::string run_setting_where(const dsl::RunConfig& run, const dsl::Loc& value, 
 
 void check_precision(Precision p, const c10::Device& device, const std::string& where) {
   if (p == Precision::Fp16 && !device.is_cuda())
-    throw std::runtime_error(where + " = \"fp16\" needs a CUDA device (device is " + device.str() +
+    throw base::failure(where + " = \"fp16\" needs a CUDA device (device is " + device.str() +
                              "); on the CPU use precision = \"bf16\"");
 }
 
@@ -170,7 +171,7 @@ void set_autocast_dtype(c10::DeviceType d, at::ScalarType t) {
 AutocastScope::AutocastScope(c10::DeviceType device, Precision p) : device_(device) {
   if (p == Precision::Fp32) return;
   if (device != c10::kCUDA && device != c10::kCPU)
-    throw std::runtime_error(std::string("autocast: no mixed precision on ") + c10::DeviceTypeName(device));
+    throw base::failure(std::string("autocast: no mixed precision on ") + c10::DeviceTypeName(device));
   active_ = true;
   prev_enabled_ = autocast_enabled(device);
   prev_dtype_ = autocast_dtype(device);

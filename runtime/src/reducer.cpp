@@ -1,5 +1,6 @@
 #include "vexp/runtime/reducer.hpp"
 
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/buckets.hpp"
 
 #include <stdexcept>
@@ -224,11 +225,11 @@ void check_same_model(Comm& comm, const std::string& recipe_hash,
   at::Tensor all = comm.allgather(mine);  // [size, 2]
   for (int64_t r = 1; r < all.size(0); ++r) {
     if (all[r][0].item<int64_t>() != all[0][0].item<int64_t>())
-      throw std::runtime_error("rank " + std::to_string(r) + " runs a different recipe than rank 0 (recipe hash " +
+      throw base::failure("rank " + std::to_string(r) + " runs a different recipe than rank 0 (recipe hash " +
                                "differs; rank " + std::to_string(comm.rank()) + " has " + recipe_hash +
                                "): launch every rank with the same recipe and --set values");
     if (all[r][1].item<int64_t>() != all[0][1].item<int64_t>())
-      throw std::runtime_error("rank " + std::to_string(r) +
+      throw base::failure("rank " + std::to_string(r) +
                                " built a model whose parameter names or shapes differ from rank 0's");
   }
 }

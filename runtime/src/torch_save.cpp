@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include "vexp/base/error.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 
@@ -41,7 +42,7 @@ std::vector<std::pair<std::string, at::Tensor>> find_state_dict(const PyRef& roo
           if (any) sd = v;
         }
   }
-  if (!sd) throw std::runtime_error("'" + path + "' holds no state dict (a dict of name -> tensor, or one under "
+  if (!sd) throw base::failure("'" + path + "' holds no state dict (a dict of name -> tensor, or one under "
                                     "'state_dict' or 'model')");
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& [k, v] : sd->entries)
@@ -59,7 +60,7 @@ at::Tensor find_tensor(const PyRef& root, const std::string& path) {
     for (const auto& e : root->items)
       if (e->kind == PyValue::Kind::Tensor) found.push_back(e->tensor);
   if (found.size() == 1) return found[0];
-  throw std::runtime_error("'" + path + "' does not hold a single tensor (save one with torch.save(tensor, path))");
+  throw base::failure("'" + path + "' does not hold a single tensor (save one with torch.save(tensor, path))");
 }
 
 std::vector<char> pickle_save_plain(const c10::IValue& value) {

@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/launcher.hpp"
 #include "vexp/runtime/objective.hpp"
@@ -176,12 +177,9 @@ std::optional<TrainResult> finished_run(const Run& r, const TrainOptions& opt) {
   if (!(opt.resume || opt.resume_auto) || !opt.resume_from.empty()) return std::nullopt;
   nlohmann::json summary;
   if (r.writer) {
-    try {
-      summary = rundir::read_summary(rundir::RunDir(r.out).summary());
-    } catch (const base::Error& e) {
-      log_warn(std::string(e.what()) + "; the run is resumed as if it had not finished");
-      summary = nlohmann::json();
-    }
+    auto read = base::attempt([&] { return rundir::read_summary(rundir::RunDir(r.out).summary()); });
+    if (read) summary = std::move(read).value();
+    else log_warn(read.message() + "; the run is resumed as if it had not finished");
   }
   const bool mine = summary.is_object() && summary.value("status", "") == "done" &&
                     summary.value("recipe_hash", "") == r.recipe_hash;
@@ -320,11 +318,8 @@ TrainResult train(Session& s, const TrainOptions& opt) {
     std::error_code ec;
     const rundir::RunDir dir(out);
     fs::create_directories(dir.failures(), ec);
-    try {
-      base::append_file(dir.failure_of_rank(rank).string(), what + "\n");
-    } catch (const base::Error&) {
-      // the line above already said it on stderr
-    }
+    // Not recorded: the line above already said it on stderr.
+    (void)base::attempt([&] { base::append_file(dir.failure_of_rank(rank).string(), what + "\n"); });
   };
   comm->set_watchdog(plan.dist.timeout_s, report);
   try {

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/error.hpp"
 #include "vexp/hook.hpp"
 #include "vexp/runtime/torch_save.hpp"
 
@@ -246,7 +247,7 @@ void RunHooks::load_state(const std::map<std::string, at::Tensor>& state, const 
       }
     }
     if (i >= hooks_.size() || k.substr(dot + 1, slash - dot - 1) != hooks_[i].use.type)
-      throw std::runtime_error("checkpoint '" + path + "' holds the state '" + k +
+      throw base::failure("checkpoint '" + path + "' holds the state '" + k +
                                "' of a hook this recipe does not have; resume it with the recipe it was trained with");
     per[i][k.substr(slash + 1)] = v;
   }

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/error.hpp"
 
 namespace vexp::trainer {
 
@@ -17,7 +18,7 @@ void agree_on_resume_point(Comm& comm, const std::string& resume_from) {
   at::Tensor mine = ckpt_epoch.clone();
   comm.broadcast(ckpt_epoch, 0);
   if (!ckpt_epoch.equal(mine))
-    throw std::runtime_error("rank " + std::to_string(comm.rank()) + " sees another checkpoint to resume from than rank 0 ('" +
+    throw base::failure("rank " + std::to_string(comm.rank()) + " sees another checkpoint to resume from than rank 0 ('" +
                              resume_from + "'): the run directory must be on a file system every rank shares");
 }
 

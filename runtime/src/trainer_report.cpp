@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/noise_scale.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/log.hpp"
@@ -106,7 +107,7 @@ Faults Faults::from_env() {
            used + used2 == static_cast<int>(rest.size());
     }
     if (!ok)
-      throw std::runtime_error("VEXP_TEST_FAULT: cannot read '" + item +
+      throw base::failure("VEXP_TEST_FAULT: cannot read '" + item +
                                "' (test-only; expected nan_loss@step=N, grow_loss@step=N, nan_val@epoch=N or "
                                "sigint@step=N, each optionally followed by @rank=R, or slow_step@ms=N, "
                                "slow_start@ms=N or slow_launch@ms=N)");

@@ -3,6 +3,8 @@
 // records of earlier invocations set aside. The files themselves are named,
 // written and read by vexp::rundir.
 #include "trainer_parts.hpp"
+#include "vexp/base/attempt.hpp"
+#include "vexp/base/error.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {
@@ -24,12 +26,10 @@ base::DirLock lock_run_dir(const fs::path& out, const TrainOptions& opt) {
                         "' is a sweep directory (it holds sweep.db), not a run directory: give --out another directory");
   if (opt.resume && opt.resume_from.empty() && !fs::exists(out, ec)) return {};
   fs::create_directories(out, ec);
-  if (ec) throw std::runtime_error("cannot create the run directory '" + out.string() + "': " + ec.message());
-  try {
-    return base::DirLock(out.string(), "vexp run");
-  } catch (const base::Error& e) {
-    throw RunDirRefused(e.what());
-  }
+  if (ec) throw base::failure("cannot create the run directory '" + out.string() + "': " + ec.message());
+  auto lock = base::attempt([&] { return base::DirLock(out.string(), "vexp run"); });
+  if (!lock) throw RunDirRefused(lock.message());
+  return std::move(lock).value();
 }
 
 ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bool writer) {
@@ -38,7 +38,7 @@ ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bo
   ResumePoint rp;
   if (!opt.resume_from.empty()) {
     if (!fs::is_regular_file(opt.resume_from))
-      throw std::runtime_error("cannot resume from '" + opt.resume_from + "': no such checkpoint file");
+      throw base::failure("cannot resume from '" + opt.resume_from + "': no such checkpoint file");
     rp.path = opt.resume_from;
     rp.checkpoint = load_checkpoint(rp.path);
     return rp;
@@ -49,11 +49,11 @@ ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bo
              (holds_run ? "' holds a run: continuing it" : "' holds no run: starting it"));
   if (!opt.resume && !(opt.resume_auto && holds_run)) {
     if (holds_run)
-      throw std::runtime_error("run directory '" + out.string() +
+      throw base::failure("run directory '" + out.string() +
                                "' already holds a run; use --resume to continue it, or --out to choose another directory");
     return rp;
   }
-  if (!fs::exists(out)) throw std::runtime_error("cannot resume: run directory '" + out.string() + "' does not exist");
+  if (!fs::exists(out)) throw base::failure("cannot resume: run directory '" + out.string() + "' does not exist");
   const auto all = checkpoints_newest_first(ckpt_dir);
   std::string first_error;
   for (const auto& c : all) {
@@ -76,7 +76,7 @@ ResumePoint choose_resume_point(const TrainOptions& opt, const fs::path& out, bo
     }
   }
   if (!all.empty() && !rp.checkpoint)
-    throw std::runtime_error("cannot resume '" + out.string() + "': none of its " + std::to_string(all.size()) +
+    throw base::failure("cannot resume '" + out.string() + "': none of its " + std::to_string(all.size()) +
                              " checkpoint(s) loads (newest: " + first_error +
                              "); start the run again in another directory (--out)");
   if (all.empty())

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer_parts.hpp"
+#include "vexp/base/error.hpp"
 #include "vexp/log.hpp"
 
 namespace vexp::trainer {
@@ -50,7 +51,7 @@ void check_same_architecture(const Checkpoint& c, ModelGraph& model, const std::
       if (first.empty()) first = "the checkpoint's '" + k + "' " + shape_str(v.sizes()) + " is not in the model";
     }
   if (bad == 0 && extra == 0) return;
-  throw std::runtime_error("checkpoint '" + path + "' belongs to another model than this recipe's: " +
+  throw base::failure("checkpoint '" + path + "' belongs to another model than this recipe's: " +
                            std::to_string(bad) + " of the model's " + std::to_string(params.size()) +
                            " parameters are missing from it or have another shape, and " + std::to_string(extra) +
                            " of its " + std::to_string(c.model.size()) + " tensors are not in the model (first: " +
@@ -65,20 +66,20 @@ void check_stream_position(const Run& r, const json& meta, const TrainState& s, 
   // epoch's last partial global batch) carry no "sampling": their steps do not
   // line up with this one's, so continuing would not be the uninterrupted run.
   if (meta.value("sampling", "") != kSampling)
-    throw std::runtime_error("cannot resume from '" + path +
+    throw base::failure("cannot resume from '" + path +
                              "': it was written by an earlier vexp whose epochs dropped the clips of their last partial "
                              "global batch; this vexp trains every clip once per epoch, so its steps differ and the run "
                              "cannot continue exactly: start it again (or finish it with the vexp that wrote it)");
   const SampleStream& st = r.dp.stream;
   const int64_t clips = meta.value("epoch_clips", int64_t(0));
   if (clips != st.clips)
-    throw std::runtime_error("cannot resume from '" + path + "': it was trained on " + std::to_string(clips) +
+    throw base::failure("cannot resume from '" + path + "': it was trained on " + std::to_string(clips) +
                              " training clips per epoch, the training split now has " + std::to_string(st.clips) +
                              ", which changes every epoch's steps; resume with the data lists it was trained on");
   if (s.start_epoch < 0 || s.start_epoch > r.dp.epochs || s.start_step < 0 ||
       (s.start_epoch < r.dp.epochs && s.start_step > st.steps_in(s.start_epoch)) ||
       s.global_step != st.first_step(s.start_epoch) + s.start_step)
-    throw std::runtime_error("checkpoint '" + path + "' stopped at step " + std::to_string(s.start_step) + " of epoch " +
+    throw base::failure("checkpoint '" + path + "' stopped at step " + std::to_string(s.start_step) + " of epoch " +
                              std::to_string(s.start_epoch + 1) + " (global step " + std::to_string(s.global_step) +
                              "), which is not a step of this run's epochs of " + steps_per_epoch_text(r.dp) + " steps");
 }
@@ -91,7 +92,7 @@ void check_same_recipe(const Run& r, const Checkpoint& c, const std::string& pat
   const json meta = json::parse(c.meta_json, nullptr, false);
   const std::string was = meta.is_object() ? meta.value("recipe_hash", "") : "";
   if (was != r.recipe_hash)
-    throw std::runtime_error("cannot resume '" + r.out.string() + "' from '" + path +
+    throw base::failure("cannot resume '" + r.out.string() + "' from '" + path +
                              "': the recipe changed since the run started (hash " + (was.empty() ? "?" : was) +
                              ", now " + r.recipe_hash + "); resume with the same recipe and --set values");
 }
@@ -117,7 +118,7 @@ TrainState restore(Run& r, const Checkpoint& c, const std::string& path) {
   try {
     r.rig->optimizer().load_state(c.optimizer);
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot resume from '" + path + "': its optimizer state does not fit optimizer '" +
+    throw base::failure("cannot resume from '" + path + "': its optimizer state does not fit optimizer '" +
                              r.plan.optim.type + "': " + e.what());
   }
   if (meta.contains("grad_scale"))

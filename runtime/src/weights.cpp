@@ -9,6 +9,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/nn/module.h>
 
+#include "vexp/base/error.hpp"
 #include "vexp/schema/catalog.hpp"
 
 namespace vexp {
@@ -118,7 +119,7 @@ WeightReport load_weights(torch::nn::Module& model, const ModelLayout& layout, c
         r.dropped.push_back(key + " " + shape_of(src) + " (the model's " + target + " is " + shape_of(dst) + ")");
         continue;
       } else {
-        throw std::runtime_error("'" + path + "': '" + key + "' has shape " + shape_of(src) + " but the model's '" +
+        throw base::failure("'" + path + "': '" + key + "' has shape " + shape_of(src) + " but the model's '" +
                                  target + "' has shape " + shape_of(dst));
       }
     }

@@ -332,7 +332,7 @@ predict_names)
   expect_out "class names from '$tmp/labels.txt'"; expect_out '(a "quoted", name)'; expect_out "(second)"
   expect_out "(fourth)"; expect_no_out "square_right"
   expect_rc 1 -- "$vexp" predict data/tiny.toml --weights "$tmp/run" --input "$tmp/x.pt" --labels "$tmp/none.txt"
-  expect_out "cannot read the label file '$tmp/none.txt'"
+  expect_out "cannot read the label map '$tmp/none.txt'"
   # kinetics: a relative label_map is under the data root, from any directory
   expect_rc 0 -- "$vexp" run data/tiny_video.toml --out "$tmp/vrun"
   cp "$tmp/labels.txt" "$tmp/motion/names.txt"

@@ -100,20 +100,9 @@ int main(int argc, char** argv) {
       return rc == 0 ? 0 : kExitInvalid;
     }
   } catch (const vexp::base::Error& e) {
-    // The one place where a kind becomes an exit code.
-    int code = kExitFailure;
-    switch (e.kind()) {
-      case vexp::base::ErrorKind::failure: code = kExitFailure; break;
-      case vexp::base::ErrorKind::invalid:
-      case vexp::base::ErrorKind::refused: code = kExitInvalid; break;
-      case vexp::base::ErrorKind::diverged: code = kExitDiverged; break;
-      case vexp::base::ErrorKind::interrupted: code = kExitInterrupted; break;
-      case vexp::base::ErrorKind::child:
-        code = e.child_code() > 0 && e.child_code() < 256 ? e.child_code() : kExitFailure;
-        break;
-    }
+    // Where a kind becomes the exit code (vexp::cli::exit_code, the one mapping).
     if (*e.what()) std::cerr << "vexp: error: " << one_line(e.what()) << "\n";
-    return code;
+    return exit_code(e);
   } catch (const c10::Error& e) {
     std::cerr << "vexp: error: " << one_line(e.what_without_backtrace()) << "\n";
     return kExitFailure;

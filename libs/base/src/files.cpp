@@ -159,9 +159,12 @@ std::optional<ReadFailure> try_read_file_chunks(const std::string& path, std::ui
   return std::nullopt;
 }
 
-std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
-                               const std::function<void(std::string_view)>& chunk,
-                               const std::function<void(std::uint64_t)>& on_size) {
+namespace {
+
+// read_file_chunks, its errors naming the file by `role` when one is given.
+std::uint64_t read_chunks_as(const std::string& path, std::uint64_t max_bytes,
+                             const std::function<void(std::string_view)>& chunk,
+                             const std::function<void(std::uint64_t)>& on_size, std::string_view role) {
   std::uint64_t total = 0;
   const auto failed = try_read_file_chunks(
       path, max_bytes,
@@ -171,33 +174,44 @@ std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
       },
       on_size);
   if (!failed) return total;
+  const std::string named = role.empty() ? std::string() : std::string(role) + " ";
   switch (failed->kind) {
     case ReadFailure::Kind::not_regular:
-      throw Error("'" + path + "' is " + file_kind(failed->mode) + ", not a regular file");
+      throw Error(named + "'" + path + "' is " + file_kind(failed->mode) + ", not a regular file");
     case ReadFailure::Kind::too_big:
     case ReadFailure::Kind::grew:
-      throw Error(size_problem(path, failed->bytes, max_bytes));
+      throw Error(named + size_problem(path, failed->bytes, max_bytes));
     case ReadFailure::Kind::cannot_read:
       break;
   }
-  throw Error("cannot read '" + path + "': " + std::strerror(failed->err));
+  throw Error("cannot read " + named + "'" + path + "': " + std::strerror(failed->err));
 }
 
-std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
+}  // namespace
+
+std::uint64_t read_file_chunks(const std::string& path, std::uint64_t max_bytes,
+                               const std::function<void(std::string_view)>& chunk,
+                               const std::function<void(std::uint64_t)>& on_size) {
+  return read_chunks_as(path, max_bytes, chunk, on_size, {});
+}
+
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes, std::string_view role) {
   std::string data;
   // The size at open reserves the string once (a file that grows meanwhile still fits, by regrowth).
-  read_file_chunks(
+  read_chunks_as(
       path, max_bytes, [&](std::string_view piece) { data.append(piece); },
-      [&](std::uint64_t size) { data.reserve(static_cast<std::size_t>(size)); });
+      [&](std::uint64_t size) { data.reserve(static_cast<std::size_t>(size)); }, role);
   return data;
 }
 
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes) {
+  return read_file_bounded(path, max_bytes, {});
+}
+
 std::string read_file_or_empty(const std::string& path, std::uint64_t max_bytes) {
-  try {
-    return read_file_bounded(path, max_bytes);
-  } catch (const Error&) {
-    return {};
-  }
+  std::string data;
+  const bool read = !try_read_file_chunks(path, max_bytes, [&](std::string_view piece) { data.append(piece); });
+  return read ? data : std::string();
 }
 
 std::string path_component_problem(std::string_view name) {

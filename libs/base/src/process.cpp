@@ -226,12 +226,7 @@ std::string exe_path() {
 
 std::vector<std::string> own_argv() {
   std::vector<std::string> argv;
-  std::string text;
-  try {
-    text = read_file_bounded("/proc/self/cmdline", 1 << 20);
-  } catch (const Error&) {
-    return argv;
-  }
+  const std::string text = read_file_or_empty("/proc/self/cmdline", 1 << 20);
   size_t start = 0;
   for (size_t nul; (nul = text.find('\0', start)) != std::string::npos; start = nul + 1)
     argv.push_back(text.substr(start, nul - start));

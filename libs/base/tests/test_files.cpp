@@ -71,6 +71,24 @@ TEST(Files, RefusesFifosDevicesAndFoldersWithoutBlocking) {
   EXPECT_NE(message_of([&] { read_file_bounded((t.path() / "missing").string()); }).find("No such file"), std::string::npos);
 }
 
+TEST(Files, AFileReadForAPurposeIsNamedByIt) {
+  TempDir t("vexp_test");
+  const std::string missing = (t.path() / "none.txt").string();
+  EXPECT_EQ(message_of([&] { read_file_bounded(missing, kMaxTextFileBytes, "the video list"); }),
+            "cannot read the video list '" + missing + "': No such file or directory");
+  EXPECT_EQ(message_of([&] { read_file_bounded(t.path().string(), kMaxTextFileBytes, "the label map"); }),
+            "the label map '" + t.path().string() + "' is a directory, not a regular file");
+  const std::string big = (t.path() / "big.txt").string();
+  std::ofstream(big) << "0123456789";
+  EXPECT_EQ(message_of([&] { read_file_bounded(big, 4, "the journal"); }),
+            "the journal '" + big + "' is 10 bytes, more than the 4 bytes vexp reads from such a file");
+  EXPECT_EQ(read_file_bounded(big, 64, "the journal"), "0123456789");
+  // without a purpose, as before
+  EXPECT_EQ(message_of([&] { read_file_bounded(missing); }), "cannot read '" + missing + "': No such file or directory");
+  EXPECT_EQ(read_file_or_empty(missing), "");
+  EXPECT_EQ(read_file_or_empty(big), "0123456789");
+}
+
 TEST(Files, PathComponents) {
   EXPECT_EQ(path_component_problem("abseiling"), "");
   EXPECT_EQ(path_component_problem("playing guitar"), "");

@@ -41,7 +41,7 @@ LabelMap parse_label_map(std::string_view text, const std::string& path) {
 }
 
 LabelMap read_label_map(const std::string& path) {
-  return parse_label_map(base::read_file_bounded(path, base::kMaxTextFileBytes), path);
+  return parse_label_map(base::read_file_bounded(path, base::kMaxTextFileBytes, "the label map"), path);
 }
 
 std::string label_map_text(const std::vector<std::string>& names) {

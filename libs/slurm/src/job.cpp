@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
@@ -337,11 +338,8 @@ RunCancel cancel_run(const std::string& run_dir) {
     }
     cancel(live);  // one scancel call
     for (const auto& job : live) {
-      try {
-        append_event(run_dir, cancel_event_line(job));
-      } catch (const base::Error& e) {
-        out.record_problem = e.what();
-      }
+      if (auto wrote = base::attempt([&] { append_event(run_dir, cancel_event_line(job)); }); !wrote)
+        out.record_problem = wrote.message();
     }
   }
   return out;

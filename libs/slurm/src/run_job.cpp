@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/lock.hpp"
 #include "vexp/base/text.hpp"
@@ -78,12 +79,8 @@ Submitted submit_run(const JobSpec& j, const SubmitNote& note, const std::string
                      {"cluster", note.cluster},     {"max_requeues", j.max_requeues},
                      {"script", "job.sbatch"}};
   if (note.sweep_trial > 0) rec["sweep_trial"] = note.sweep_trial;
-  try {
-    append_event(dir, rec.dump());
-  } catch (const base::Error& e) {
-    // The job is queued: a record that cannot be written is not a failed submit.
-    s.record_problem = e.what();
-  }
+  // The job is queued: a record that cannot be written is not a failed submit.
+  if (auto wrote = base::attempt([&] { append_event(dir, rec.dump()); }); !wrote) s.record_problem = wrote.message();
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
@@ -88,12 +89,9 @@ std::string sbatch_error(const std::string& out) {
 }
 
 std::string sbatch(const std::string& script_path) {
-  base::Captured r;
-  try {
-    r = base::run_capture({"sbatch", "--parsable", script_path}, true, 1 << 16);
-  } catch (const base::Error& e) {
-    throw Error(std::string("cannot run sbatch: ") + e.what() + "; nothing submitted");
-  }
+  auto ran = base::attempt([&] { return base::run_capture({"sbatch", "--parsable", script_path}, true, 1 << 16); });
+  if (!ran) throw Error("cannot run sbatch: " + ran.message() + "; nothing submitted");
+  const base::Captured r = std::move(ran).value();
   std::string out = r.out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
   const size_t nl = out.rfind('\n');
@@ -138,14 +136,12 @@ std::string user_name() {
 }
 
 base::Captured run_slurm(const std::vector<std::string>& argv) {
-  try {
-    base::Captured r = base::run_capture(argv, true, 1 << 24);
-    if (!r.status.ok())
-      throw Error(argv[0] + " failed (" + r.status.describe() + "): " + printable(r.out.substr(0, 300), 300));
-    return r;
-  } catch (const base::Error& e) {
-    throw Error("cannot run " + argv[0] + ": " + e.what());
-  }
+  auto ran = base::attempt([&] { return base::run_capture(argv, true, 1 << 24); });
+  if (!ran) throw Error("cannot run " + argv[0] + ": " + ran.message());
+  base::Captured r = std::move(ran).value();
+  if (!r.status.ok())
+    throw Error(argv[0] + " failed (" + r.status.describe() + "): " + printable(r.out.substr(0, 300), 300));
+  return r;
 }
 
 }  // namespace

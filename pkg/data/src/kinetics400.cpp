@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "vexp/base/attempt.hpp"
+#include "vexp/base/error.hpp"
 #include "vexp/data/parallel.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
@@ -33,7 +35,7 @@ using kinetics::tsm_name;
 namespace {
 
 [[noreturn]] void bad_input(const std::string& where, const std::string& what) {
-  throw std::runtime_error(where + ": " + what);
+  throw base::failure(where + ": " + what);
 }
 
 std::atomic<bool> g_interrupted{false};
@@ -53,10 +55,10 @@ std::string find_csv(const std::string& dir, const char* const (&names)[N], cons
     if (fs::is_regular_file(fs::path(dir) / n)) found.push_back((fs::path(dir) / n).string());
   }
   if (found.empty())
-    throw std::runtime_error("no " + std::string(what) + " CSV in '" + dir + "' (looked for " + looked +
+    throw base::failure("no " + std::string(what) + " CSV in '" + dir + "' (looked for " + looked +
                              "); name it with --" + what + "-csv");
   if (found.size() > 1)
-    throw std::runtime_error("'" + dir + "' holds more than one " + what + " CSV (" + found[0] + ", " + found[1] +
+    throw base::failure("'" + dir + "' holds more than one " + what + " CSV (" + found[0] + ", " + found[1] +
                              "); name one with --" + what + "-csv");
   return found[0];
 }
@@ -74,9 +76,9 @@ std::unordered_map<std::string, std::vector<fs::path>> index_videos(const fs::pa
   const fs::path skip_c = fs::weakly_canonical(skip, ec);
   fs::recursive_directory_iterator it(
       root, fs::directory_options::follow_directory_symlink | fs::directory_options::skip_permission_denied, ec);
-  if (ec) throw std::runtime_error("cannot read the video folder '" + root.string() + "': " + ec.message());
+  if (ec) throw base::failure("cannot read the video folder '" + root.string() + "': " + ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) throw std::runtime_error("cannot read the video folder '" + root.string() + "': " + ec.message());
+    if (ec) throw base::failure("cannot read the video folder '" + root.string() + "': " + ec.message());
     const fs::directory_entry& e = *it;
     if (e.is_directory(ec)) {
       if (it.depth() >= 3 || fs::weakly_canonical(e.path(), ec) == skip_c) it.disable_recursion_pending();
@@ -215,17 +217,17 @@ Plan plan_of(const PrepareOptions& o) {
   train_csv = o.train_csv;
   val_csv = o.val_csv;
   if (train_csv.empty() || val_csv.empty()) {
-    if (o.annotations.empty()) throw std::runtime_error("give --annotations DIR, or --train-csv and --val-csv");
+    if (o.annotations.empty()) throw base::failure("give --annotations DIR, or --train-csv and --val-csv");
     if (!fs::is_directory(o.annotations))
-      throw std::runtime_error("annotation folder '" + o.annotations + "' does not exist");
+      throw base::failure("annotation folder '" + o.annotations + "' does not exist");
     if (train_csv.empty()) train_csv = find_csv(o.annotations, kTrainNames, "train");
     if (val_csv.empty()) val_csv = find_csv(o.annotations, kValNames, "val");
   }
-  if (!fs::is_directory(o.videos)) throw std::runtime_error("video folder '" + o.videos + "' does not exist");
+  if (!fs::is_directory(o.videos)) throw base::failure("video folder '" + o.videos + "' does not exist");
   // Links inside the folder they point into, or frames beside the videos, would
   // loop through the next run's index of --videos.
   if (base::is_within(o.videos, o.out) || base::is_within(o.out, o.videos))
-    throw std::runtime_error("--out '" + o.out + "' and --videos '" + o.videos +
+    throw base::failure("--out '" + o.out + "' and --videos '" + o.videos +
                              "' overlap (one is the other or lies inside it); give an --out outside the video folder");
   const std::string mm_kind = o.mode == PrepareMode::Frames ? "rawframes" : "videos";
   const std::vector<std::string>& output_names = pl.output_names = {"train_videofolder.txt",
@@ -237,7 +239,7 @@ Plan plan_of(const PrepareOptions& o) {
   for (const std::string& input : {train_csv, val_csv, o.label_map})
     for (const std::string& name : output_names)
       if (!input.empty() && base::same_file(fs::path(o.out) / name, input))
-        throw std::runtime_error("the output '" + (fs::path(o.out) / name).string() + "' would replace the input '" +
+        throw base::failure("the output '" + (fs::path(o.out) / name).string() + "' would replace the input '" +
                                  input + "'; give another --out");
   pl.short_side = o.short_side >= 0 ? o.short_side : o.mode == PrepareMode::Frames ? 331 : 256;
   return pl;
@@ -330,7 +332,7 @@ std::vector<size_t> items_to_do(const PrepareOptions& o, const Plan& pl, std::ve
   if (had_settings && old_settings != settings.str()) {
     std::string was = old_settings;
     std::replace(was.begin(), was.end(), '\n', ' ');
-    throw std::runtime_error("'" + o.out + "' was prepared with other settings (" + was +
+    throw base::failure("'" + o.out + "' was prepared with other settings (" + was +
                              "); use another --out or the same options");
   }
   if (!had_settings) write_atomically(out / ".vexp_prepare", {{"settings", settings.str()}});
@@ -397,12 +399,12 @@ bool run_items(const PrepareOptions& o, const Plan& pl, std::vector<Item>& items
         const fs::path dst = out / it.out_rel;
         const std::string abs_source = fs::absolute(it.source).lexically_normal().string();
         try {
-          try {
+          const auto made = base::attempt<media::MediaError>([&] {
             fs::create_directories(dst.parent_path());
             // Behind the CSV's name checks: a folder link planted in OUT cannot
             // carry a write outside it.
             if (!base::is_within(out, dst))
-              throw std::runtime_error("refusing to write '" + base::printable(dst.string()) + "': it is not inside '" +
+              throw base::failure("refusing to write '" + base::printable(dst.string()) + "': it is not inside '" +
                                        base::printable(o.out) + "'");
             if (o.mode == PrepareMode::Link) {
               it.frames = media::verify_video(it.source.string());
@@ -415,13 +417,11 @@ bool run_items(const PrepareOptions& o, const Plan& pl, std::vector<Item>& items
             } else {
               it.frames = extract_frames(it.source.string(), dst.string(), short_side, o.jpeg, o.out);
             }
-            it.ok = true;
-          } catch (const media::MediaError& e) {
-            // The source's own errors make it undecodable; the outputs' are fatal.
-            if (std::string(e.what()).rfind("'" + it.source.string() + "': ", 0) != 0) throw;
-            it.ok = false;
-            it.error = e.what();
-          }
+          });
+          // The source's own errors make it undecodable; the outputs' are fatal.
+          if (!made && made.message().rfind("'" + it.source.string() + "': ", 0) != 0) made.rethrow();
+          it.ok = static_cast<bool>(made);
+          if (!made) it.error = made.message();
           std::lock_guard<std::mutex> lock(mu);
           std::ostringstream line;
           line << it.out_rel << "\t" << (it.ok ? "ok" : "bad") << "\t" << it.frames << "\t" << journal_field(abs_source)
@@ -440,7 +440,7 @@ bool run_items(const PrepareOptions& o, const Plan& pl, std::vector<Item>& items
   progress.finish();
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
-  if (!fatal.empty()) throw std::runtime_error(fatal);
+  if (!fatal.empty()) throw base::failure(fatal);
   if (g_interrupted) {
     const auto finished = std::count_if(items.begin(), items.end(), [](const Item& i) { return i.done; });
     std::cerr << "vexp: interrupted: " << finished << " of "

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "vexp/base/error.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/media/media.hpp"
@@ -61,7 +62,7 @@ int64_t extract_frames(const std::string& src, const std::string& dst, int short
   // folder is ever removed.
   for (const fs::path& p : {fs::path(dst), partial})
     if (!base::is_within(within, p))
-      throw std::runtime_error("refusing to replace '" + base::printable(p.string()) + "': it is not inside '" +
+      throw base::failure("refusing to replace '" + base::printable(p.string()) + "': it is not inside '" +
                                base::printable(within) + "'");
   fs::remove_all(partial);
   try {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/dsl/validate.hpp"
 #include "vexp/runtime/buckets.hpp"
 #include "vexp/runtime/dry_run.hpp"
@@ -92,11 +93,8 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
   r.compute_threads = compute_threads(cluster, w);
   // Compute per GPU count: ranks sharing a node's cores (a CPU cluster) slow each other.
   auto compute_at = [&](int64_t g) {
-    try {
-      return compute_for(cluster, w, r.per_gpu, busy_ranks_for(cluster, g));
-    } catch (const PlanError& e) {
-      throw PlanError(recipe + ": " + e.what());
-    }
+    return base::attempt<PlanError>([&] { return compute_for(cluster, w, r.per_gpu, busy_ranks_for(cluster, g)); })
+        .value_or_throw(recipe + ": ");
   };
   r.compute = compute_at(1);
   const int64_t wire = wire_bytes_per_element(r.compression);
@@ -128,11 +126,7 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
   };
   auto row_at = [&](const DistPlan& dp, const std::vector<Bucket>& bk, const DataOptions& d) {
     const Compute c = compute_at(dp.ranks);  // its PlanError already names the recipe
-    try {
-      return predict(cluster, c, bk, d, shape_of(dp));
-    } catch (const PlanError& e) {
-      throw PlanError(recipe + ": " + e.what());
-    }
+    return base::attempt<PlanError>([&] { return predict(cluster, c, bk, d, shape_of(dp)); }).value_or_throw(recipe + ": ");
   };
   std::vector<int64_t> gpus = o.gpus.empty() ? std::vector<int64_t>{r.world} : o.gpus;
   for (int64_t g : gpus)  // refused before anything is planned, naming the ways out

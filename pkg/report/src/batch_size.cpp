@@ -6,6 +6,7 @@
 #include <iostream>
 #include <set>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/error.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/noise.hpp"
@@ -26,26 +27,32 @@ double median(std::vector<double> v) {
 // cannot be read is a warning and no value.
 void read_noise_of(TargetTrial& t) {
   const sweep::Row& r = *t.row;
-  try {
+  struct Noise {
+    std::optional<double> at_target, end;
+  };
+  auto read = base::attempt([&] {
+    Noise n;
     if (!r.to_target.steps) {
-      t.noise_end = rundir::last_noise_scale(r.run_dir);
-      return;
+      n.end = rundir::last_noise_scale(r.run_dir);
+      return n;
     }
     const auto records = rundir::read_noise(r.run_dir);  // once: the end and the target
-    t.noise_end = rundir::last_noise_scale(r.run_dir, records);
-    if (!t.noise_end) return;
-    {
-      for (const auto& n : records) {
-        if (n.global_step > *r.to_target.steps) break;
-        if (n.scale && std::isfinite(*n.scale)) t.noise_at_target = n.scale;
-      }
+    n.end = rundir::last_noise_scale(r.run_dir, records);
+    if (!n.end) return n;
+    for (const auto& rec : records) {
+      if (rec.global_step > *r.to_target.steps) break;
+      if (rec.scale && std::isfinite(*rec.scale)) n.at_target = rec.scale;
     }
-  } catch (const base::Error& e) {
-    std::cerr << "vexp: warning: trial " << sweep::trial_name(r.id) << ": " << base::printable(e.what(), 400)
+    return n;
+  });
+  if (!read) {
+    std::cerr << "vexp: warning: trial " << sweep::trial_name(r.id) << ": " << base::printable(read.message(), 400)
               << "; its noise scale is left out\n";
-    t.noise_at_target.reset();
-    t.noise_end.reset();
+    return;
   }
+  const Noise n = std::move(read).value();
+  t.noise_at_target = n.at_target;
+  t.noise_end = n.end;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 
@@ -62,12 +63,10 @@ std::string run_gnuplot(const std::string& script, const std::vector<std::string
   o.stdin_path = "/dev/null";
   o.stdout_path = log;
   o.stderr_path = "=stdout";
-  try {
-    const base::ProcessStatus st = base::run_program(argv, o);
-    return st.ok() ? std::string() : st.describe();
-  } catch (const base::Error& e) {
-    return e.what();
-  }
+  auto ran = base::attempt([&] { return base::run_program(argv, o); });
+  if (!ran) return ran.message();
+  const base::ProcessStatus st = std::move(ran).value();
+  return st.ok() ? std::string() : st.describe();
 }
 
 }  // namespace vexp::report

@@ -1,4 +1,5 @@
 #include "vexp/report/run_data.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/rundir/eval_file.hpp"
 
 #include <cmath>
@@ -50,16 +51,17 @@ std::string recorded_failure(const fs::path& dir) {
 void sweep_trial_overrides(RunData& r) {
   const fs::path sweep_dir = r.dir.parent_path().parent_path();
   if (r.dir.parent_path().filename() != "trials" || !rundir::RunDir(sweep_dir).is_sweep_dir()) return;
-  try {
-    const report::Opened o = report::open_results(sweep_dir.string());
+  // An unreadable store: the run is still reported, without its overrides.
+  auto opened = base::attempt([&] { return report::open_results(sweep_dir.string()); });
+  if (!opened) return;
+  {
+    const report::Opened o = std::move(opened).value();
     std::error_code ec;
     for (const auto& row : o.rows) {
       if (!fs::equivalent(row.run_dir, r.dir, ec)) continue;
       for (const auto& ov : sweep::overrides_of(row)) r.overrides.push_back(ov.path + "=" + ov.text);
       r.base = "the base recipe of sweep '" + o.name + "'";
     }
-  } catch (const base::Error&) {
-    // an unreadable store: the run is still reported, without its overrides
   }
 }
 

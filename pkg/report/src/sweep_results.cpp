@@ -1,4 +1,5 @@
 #include "vexp/report/sweep_results.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 
 #include <algorithm>
@@ -135,15 +136,10 @@ Opened open_results(const std::string& dir) {
   const fs::path db = fs::path(dir) / "sweep.db";
   if (!fs::exists(db)) throw base::failure("'" + dir + "' is not a sweep directory (it has no sweep.db)");
   Store st;
-  try {
-    st.open(db.string(), false);
-  } catch (const CorruptDatabase& e) {
-    throw base::failure("'" + db.string() + "' is damaged (" + e.what() + "); the trial directories in '" +
-                   (fs::path(dir) / "trials").string() + "' hold every result: run `vexp sweep SWEEP.toml --out " + dir +
-                   "` again with the same sweep file to rebuild it from them (the damaged file is kept)");
-  } catch (const std::exception& e) {
-    throw base::failure(e.what());
-  }
+  if (auto opened = base::attempt<CorruptDatabase>([&] { st.open(db.string(), false); }); !opened)
+    throw base::failure("'" + db.string() + "' is damaged (" + opened.message() + "); the trial directories in '" +
+                        (fs::path(dir) / "trials").string() + "' hold every result: run `vexp sweep SWEEP.toml --out " +
+                        dir + "` again with the same sweep file to rebuild it from them (the damaged file is kept)");
   Opened o;
   o.rows = st.rows();  // each trial's folder is DIR/trials/NNN (Store::rows), wherever DIR was moved or copied
   o.metric = st.meta("metric");

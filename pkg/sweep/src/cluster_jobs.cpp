@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
 #include "vexp/slurm/scheduler.hpp"
@@ -85,12 +86,8 @@ SweepCancel cancel_sweep(const fs::path& dir) {
   if (!maybe.empty()) {
     std::vector<std::string> jobs;
     for (const auto& [job, id] : maybe) jobs.push_back(job);
-    std::map<std::string, slurm::QueueEntry> q;
-    try {
-      q = slurm::query(jobs);  // one squeue call
-    } catch (const base::Error& e) {
-      throw Error(std::string(e.what()) + "; nothing cancelled");
-    }
+    const auto q = base::attempt([&] { return slurm::query(jobs); })  // one squeue call
+                       .value_or_throw("", "; nothing cancelled");
     for (const auto& [job, id] : maybe) {
       auto it = q.find(job);
       if (it == q.end() || slurm::is_final(it->second.state)) {
@@ -100,28 +97,18 @@ SweepCancel cancel_sweep(const fs::path& dir) {
         out.cancelled.push_back({id, job, it->second.state});
       }
     }
-    try {
-      slurm::cancel(live);  // one scancel call
-    } catch (const base::Error& e) {
-      throw Error(std::string(e.what()) + "; nothing recorded");
-    }
+    base::attempt([&] { slurm::cancel(live); }).value_or_throw("", "; nothing recorded");  // one scancel call
   }
   // The record: each job's own (its jobs.jsonl, which a driver reads when the job ends),
   // the store, the trial's log.
   for (const auto& c : out.cancelled) {
     const fs::path tdir = dir / "trials" / trial_name(c.id);
     const std::string msg = "cancelled by vexp cancel (job " + c.job + ", " + base::printable(c.state, 40) + ")";
-    try {
-      slurm::append_event(tdir.string(), slurm::cancel_event_line(c.job));
-    } catch (const base::Error& e) {
-      out.problems.push_back(e.what());
-    }
+    auto event = base::attempt([&] { slurm::append_event(tdir.string(), slurm::cancel_event_line(c.job)); });
+    if (!event) out.problems.push_back(event.message());
     store.mark_cancelled(c.id, c.job, msg);
-    try {
-      log_outcome(rundir::RunDir(tdir).trial_log(), c.id, "cancelled", -1, 0, msg);
-    } catch (const base::Error& e) {
-      out.problems.push_back(e.what());
-    }
+    auto logged = base::attempt([&] { log_outcome(rundir::RunDir(tdir).trial_log(), c.id, "cancelled", -1, 0, msg); });
+    if (!logged) out.problems.push_back(logged.message());
   }
   for (int64_t id : pending)
     if (store.mark_cancelled(id, "", "cancelled by vexp cancel before it was submitted")) out.unsubmitted.push_back(id);

@@ -1,5 +1,6 @@
 #include "vexp/sweep/directory.hpp"
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
@@ -104,11 +105,12 @@ void rebuild_from_trials(Store& store, Session& s, const Definition& def, const 
     json summary;
     bool has_summary = false;
     if (ours) {
-      try {
-        summary = rundir::read_summary(run.summary());
+      auto read = base::attempt([&] { return rundir::read_summary(run.summary()); });
+      if (read) {
+        summary = std::move(read).value();
         has_summary = summary.is_object();
-      } catch (const base::Error& e) {
-        std::cerr << "vexp: warning: " << e.what() << "; trial " << trial_name(r.id) << " runs again\n";
+      } else {
+        std::cerr << "vexp: warning: " << read.message() << "; trial " << trial_name(r.id) << " runs again\n";
       }
     }
     static const std::regex end_re(R"(^(\d+) (done|failed|diverged|pruned|cancelled), exit code (-?\d+), ([0-9.]+) s(: (.*))?$)");
@@ -212,14 +214,11 @@ bool trial_ended(const std::string& status) {
 
 void record_to_target(Store& store, const Definition& def, int64_t id, const fs::path& run_dir, int64_t global_batch) {
   if (!def.target) return;
-  ToTarget t;
-  try {
-    t = to_target(run_dir, *def.target, global_batch);
-  } catch (const base::Error& e) {  // a metrics.jsonl that cannot be read: nothing reached, said once
-    std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << e.what() << "; its figures to the target "
+  auto t = base::attempt([&] { return to_target(run_dir, *def.target, global_batch); });
+  if (!t)  // a metrics.jsonl that cannot be read: nothing reached, said once
+    std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << t.message() << "; its figures to the target "
               << def.target->text() << " are left empty\n";
-  }
-  store.set_to_target(id, def.target->text(), t);
+  store.set_to_target(id, def.target->text(), std::move(t).value_or(ToTarget{}));
 }
 
 size_t refresh_to_target(Store& store, const Definition& def) {
@@ -363,13 +362,14 @@ void open_sweep_store(Store& store, const fs::path& dir, const Definition& def, 
   // A damaged sweep.db is moved aside (kept) and rebuilt below: the trial
   // directories are the source of truth.
   const std::string db_path = (dir / rundir::kSweepDb).string();
-  try {
-    store.open(db_path, true);
-    store.has_meta();
-  } catch (const CorruptDatabase& e) {
+  if (auto opened = base::attempt<CorruptDatabase>([&] {
+        store.open(db_path, true);
+        store.has_meta();
+      });
+      !opened) {
     store.close();
     const std::string aside = move_aside(db_path);
-    std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << e.what() << "); kept it as '" << aside
+    std::cerr << "vexp: warning: '" << db_path << "' is damaged (" << opened.message() << "); kept it as '" << aside
               << "' and rebuilding it from the trial directories in '" << (dir / "trials").string() << "'\n";
     store.open(db_path, true);
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/sweep/expression.hpp"
 #include "vexp/dsl/recipe.hpp"
 #include "vexp/runtime/dist_plan.hpp"
@@ -99,13 +100,12 @@ struct Point {
 // moved to where its value was written in the sweep file.
 bool check_trial(Session& s, const Definition& def, const std::vector<dsl::Override>& overrides,
                  const std::map<std::string, Loc>& locs, int64_t id, dsl::Diagnostics& d) {
-  bool ok = false;
-  try {
-    ok = open_trial_recipe(s, def.base, overrides, s.require_data);
-  } catch (const dsl::RecipeError& e) {
-    d.error(Loc{def.file, 0, 0}, e.what());
+  auto opened = base::attempt<dsl::RecipeError>([&] { return open_trial_recipe(s, def.base, overrides, s.require_data); });
+  if (!opened) {
+    d.error(Loc{def.file, 0, 0}, opened.message());
     return false;
   }
+  const bool ok = std::move(opened).value();
   for (const auto& diag : s.diags.items()) {
     if (diag.severity != dsl::Severity::Error) continue;
     Loc loc = diag.loc;

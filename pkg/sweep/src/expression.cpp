@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "vexp/base/error.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/schema/schema.hpp"
 
@@ -30,7 +31,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("in expression \"" + base::printable(s_, 80) + "\" at character " + std::to_string(i_ + 1) + ": " + what);
+    throw base::failure("in expression \"" + base::printable(s_, 80) + "\" at character " + std::to_string(i_ + 1) + ": " + what);
   }
   // Counts one level of nesting for the life of the scope: parentheses, function
   // arguments, unary signs and exponents each recurse.
@@ -159,7 +160,7 @@ class Parser {
 
 double eval_expr(const std::string& text, const std::map<std::string, double>& vars) {
   double v = Parser(text, vars).parse();
-  if (!std::isfinite(v)) throw std::runtime_error("expression \"" + base::printable(text, 80) + "\" is not a finite number");
+  if (!std::isfinite(v)) throw base::failure("expression \"" + base::printable(text, 80) + "\" is not a finite number");
   return v;
 }
 

@@ -1,5 +1,6 @@
 #include "vexp/sweep/local_driver.hpp"
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/files.hpp"
 
@@ -242,24 +243,24 @@ void run_trials(Store& store, Session& s, const Definition& def, const fs::path&
     std::optional<double> metric;
     std::string st, msg;
     std::map<int64_t, double> curve;
-    try {
-      curve = read_curves(tdir, def.metric).eval;
-    } catch (const base::Error& e) {
-      std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << e.what() << "\n";
-    }
+    if (auto curves = base::attempt([&] { return read_curves(tdir, def.metric); }))
+      curve = std::move(curves).value().eval;
+    else
+      std::cerr << "vexp: warning: trial " << trial_name(r.id) << ": " << curves.message() << "\n";
     if (r.pruned) {
       st = "pruned";
       msg = r.prune_message;
     } else if (code == 0) {
-      try {
-        metrics = rundir::read_summary(run.summary());
-        if (!metrics.is_object()) throw Error("it has no summary.json");
+      auto summary = base::attempt([&] { return rundir::read_summary(run.summary()); });
+      if (summary) metrics = std::move(summary).value();
+      if (!summary || !metrics.is_object()) {
+        st = "failed";
+        msg = "the run exited 0 but left no readable summary.json (" +
+              (summary ? std::string("it has no summary.json") : summary.message()) + ")";
+        metrics = json::object();
+      } else {
         st = "done";
         if (metrics.contains(def.metric) && metrics[def.metric].is_number()) metric = metrics[def.metric].get<double>();
-      } catch (const base::Error& e) {
-        st = "failed";
-        msg = "the run exited 0 but left no readable summary.json (" + std::string(e.what()) + ")";
-        metrics = json::object();
       }
     } else if (code == launch_opts.diverged_exit_code) {
       st = "diverged";

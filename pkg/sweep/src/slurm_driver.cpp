@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/dsl/recipe.hpp"
@@ -83,12 +84,12 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
   const int64_t world = needs->world;
   const std::string& backend = needs->backend;
   TrialJob t;
-  try {
-    t.shape = slurm::job_shape({world, backend, l.cluster.nodes, l.cluster.gpus_per_node,
-                                l.cluster.scheduler.settings.backend, 0, l.cluster_file, def.base});
-  } catch (const slurm::Refused& e) {
-    throw InvalidUse("trial " + trial_name(id) + ": " + e.what());
-  }
+  auto shape = base::attempt<slurm::Refused>([&] {
+    return slurm::job_shape({world, backend, l.cluster.nodes, l.cluster.gpus_per_node,
+                             l.cluster.scheduler.settings.backend, 0, l.cluster_file, def.base});
+  });
+  if (!shape) throw InvalidUse("trial " + trial_name(id) + ": " + shape.message());
+  t.shape = std::move(shape).value();
   if (auto why = slurm::run_dir_problem(tdir.string()); !why.empty())
     throw InvalidUse("trial folder '" + base::printable(tdir.string()) + "' " + why +
                      ", which an #SBATCH line cannot hold: choose another --out");
@@ -297,12 +298,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
   if (!unsure.empty()) {
     std::vector<std::string> names;
     for (int64_t id : unsure) names.push_back(job_name(def, dir, id));
-    std::map<std::string, std::vector<slurm::QueueEntry>> found;
-    try {
-      found = slurm::query_names(names);
-    } catch (const base::Error& e) {
-      throw Error(std::string(e.what()) + "; nothing submitted");
-    }
+    const auto found = base::attempt([&] { return slurm::query_names(names); }).value_or_throw("", "; nothing submitted");
     for (int64_t id : unsure) {
       const fs::path tdir = dir / "trials" / trial_name(id);
       std::string job;
@@ -350,20 +346,22 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
     if (fs::exists(tdir, ec) && !fs::is_empty(tdir, ec) && !fs::exists(rundir::RunDir(tdir).jobs(), ec)) {
       move_attempt_aside(tdir);  // a local run's folder, or a failed trial run again
     }
-    slurm::Submitted sub;
-    try {
-      sub = slurm::submit_run(t.spec, {t.shape.world, l.cluster.name, id}, "vexp sweep", [&] {
+    auto submitted = base::attempt<slurm::Error>([&] {
+      return slurm::submit_run(t.spec, {t.shape.world, l.cluster.name, id}, "vexp sweep", [&] {
         log_attempt(rundir::RunDir(tdir).trial_log(), id, row.attempts + 1, false, t.spec.vexp_argv);
         store.mark_submitting(id, tdir.string());  // before sbatch: a driver killed now finds the job by name
       });
-    } catch (const slurm::Error& e) {
+    });
+    if (!submitted) {
       // Refused by Slurm (bad partition, limits): the trial fails, the others go on.
-      store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, e.what());
+      const std::string& why = submitted.message();
+      store.finish(id, "failed", -1, std::nullopt, json{{"evals", json::object()}}, 0, why);
       record_to_target(store, def, id, tdir, row.global_batch);
-      log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, e.what());
-      std::cout << "trial " << trial_name(id) << " failed: " << e.what() << "\n";
+      log_outcome(rundir::RunDir(tdir).trial_log(), id, "failed", -1, 0, why);
+      std::cout << "trial " << trial_name(id) << " failed: " << why << "\n";
       return;
     }
+    const slurm::Submitted sub = std::move(submitted).value();
     const std::string& job = sub.job;
     store.mark_queued(id, tdir.string(), job);  // the job is queued whatever its folder's record says
     if (!sub.record_problem.empty())
@@ -405,11 +403,8 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
       }
     }
     if (!cancel.empty()) {
-      try {
-        slurm::cancel(cancel);
-      } catch (const base::Error& e) {
-        std::cerr << "vexp: warning: " << e.what() << "\n";
-      }
+      if (auto done = base::attempt([&] { slurm::cancel(cancel); }); !done)
+        std::cerr << "vexp: warning: " << done.message() << "\n";
     }
   };
 
@@ -423,17 +418,16 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
     if (g_stop) break;
     std::vector<std::string> jobs;
     for (const auto& [id, a] : active) jobs.push_back(a.job);
-    std::map<std::string, slurm::QueueEntry> q;
-    try {
-      q = slurm::query(jobs);  // one squeue call for all of them
-      failed_polls = 0;
-    } catch (const base::Error& e) {
+    auto polled = base::attempt([&] { return slurm::query(jobs); });  // one squeue call for all of them
+    if (!polled) {
       // A busy controller: try again at the next poll, give up after ten in a row.
-      std::cerr << "vexp: warning: " << e.what() << "\n";
-      if (++failed_polls >= 10) throw Error(std::string(e.what()) + " (10 polls in a row); the jobs keep running: "
-                                                 "run the sweep again to follow them");
+      std::cerr << "vexp: warning: " << polled.message() << "\n";
+      if (++failed_polls >= 10)
+        polled.rethrow_with("", " (10 polls in a row); the jobs keep running: run the sweep again to follow them");
       continue;
     }
+    failed_polls = 0;
+    const std::map<std::string, slurm::QueueEntry> q = std::move(polled).value();
     std::vector<int64_t> ended;
     for (auto& [id, a] : active) {
       auto it = q.find(a.job);

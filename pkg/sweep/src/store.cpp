@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include "vexp/base/attempt.hpp"
 
 namespace vexp::sweep {
 namespace fs = std::filesystem;
@@ -92,14 +93,9 @@ namespace {
 // written (a copy received read-only), which is then read as it is. A damaged store
 // stays an error.
 bool writable(const std::function<void()>& change) {
-  try {
-    change();
-    return true;
-  } catch (const CorruptDatabase&) {
-    throw;
-  } catch (const Error&) {
-    return false;
-  }
+  const auto changed = base::attempt<Error>(change);
+  if (changed.is<CorruptDatabase>()) changed.rethrow();
+  return static_cast<bool>(changed);
 }
 }  // namespace
 

@@ -31,6 +31,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/stack.h>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/files.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/kinetics/annotations.hpp"
@@ -159,12 +160,8 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   auto media_path = [&](const std::string& rel) {
     return (prefix.empty() || fs::path(rel).is_absolute() ? under_root(c, rel) : under_root(c, prefix) / rel).string();
   };
-  std::string text;
-  try {
-    text = vexp::base::read_file_bounded(path.string());
-  } catch (const vexp::base::Error& e) {
-    throw std::runtime_error(std::string("list file: ") + e.what() + "; " + kDocs);
-  }
+  const std::string text = vexp::base::attempt([&] { return vexp::base::read_file_bounded(path.string(), vexp::base::kMaxTextFileBytes, "the list file"); })
+                               .value_or_throw("", "; " + std::string(kDocs));
   auto bad = [&](int64_t line, const std::string& why) {
     throw std::runtime_error(path.string() + ":" + std::to_string(line) + ": " + why);
   };

@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
+#include "vexp/base/error.hpp"
 #include "vexp/runtime/checkpoint.hpp"
 #include "vexp/runtime/data_pipeline.hpp"
 #include "vexp/runtime/dist_plan.hpp"
@@ -52,7 +53,7 @@ DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Datas
   } else {
     const std::optional<int64_t> gb = global_batch_of(plan.dist);
     if (!gb || *gb > std::numeric_limits<int64_t>::max() / std::max<int64_t>(1, steps))
-      throw std::runtime_error("the global batch times the steps does not fit in 64 bits");
+      throw base::failure("the global batch times the steps does not fit in 64 bits");
     train_size = *gb * std::max<int64_t>(1, steps);
   }
   return make_dist_plan(plan, ranks, train_size, grad_numel);
@@ -76,7 +77,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   r.threads = set_intra_op_threads(plan.run.threads);
 
   const auto& clip = plan.data_facts.clip;
-  if (clip.size() != 4) throw std::runtime_error("bench train: the dataset does not give a clip shape [T, C, H, W]");
+  if (clip.size() != 4) throw base::failure("bench train: the dataset does not give a clip shape [T, C, H, W]");
   r.clip = clip;
   r.frames_per_clip = clip[0];
   const uint64_t seed = static_cast<uint64_t>(plan.run.seed);
@@ -90,7 +91,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   try {
     precision = parse_precision(precision_from_cli ? opt.precision : plan.run.precision);
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("--precision: ") + e.what());
+    throw base::failure(std::string("--precision: ") + e.what());
   }
   check_precision(precision, device,
                   precision_from_cli ? "--precision" : run_setting_where(plan.run, plan.run.precision_loc, "precision", ""));
@@ -100,7 +101,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   try {
     memory_format = parse_memory_format(opt.memory_format.empty() ? plan.run.memory_format : opt.memory_format);
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("--memory-format: ") + e.what());
+    throw base::failure(std::string("--memory-format: ") + e.what());
   }
   if (opt.noise_every < 0) throw std::invalid_argument("bench train: --noise-scale-every must be >= 0");
   // With the noise scale: `steps` blocks of N steps whose last one measures and `steps`
@@ -124,7 +125,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   Rig rig(plan, s.host, model, comm, ro);
   r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
-  if (data && data->size(Split::Train) < 1) throw std::runtime_error("bench train: the training split is empty");
+  if (data && data->size(Split::Train) < 1) throw base::failure("bench train: the training split is empty");
   const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, rig.grad_numel());
   r.micro = dp.micro;
   r.buckets = dp.buckets;
@@ -136,7 +137,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   TrainStep& step = rig.start(dp);
   const GradScaler& scaler = rig.scaler();
   if (opt.noise_every > 0 && dp.world < 2)
-    throw std::runtime_error("bench train --noise-scale-every: the gradient noise scale needs at least two GPUs or "
+    throw base::failure("bench train --noise-scale-every: the gradient noise scale needs at least two GPUs or "
                              "emulated GPUs per step, and dist.world_size is 1 (--set dist.world_size=2 emulates two)");
   step.set_noise_every(0);  // the recipe's run.noise_scale_every does not apply: the benchmark chooses
   r.noise_every = opt.noise_every;
@@ -184,7 +185,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     return b;
   };
   auto check = [](int64_t, double lv) {
-    if (!std::isfinite(lv)) throw std::runtime_error("bench train: the loss became " + std::to_string(lv));
+    if (!std::isfinite(lv)) throw base::failure("bench train: the loss became " + std::to_string(lv));
     return lv;
   };
   fetch_next();

@@ -137,14 +137,9 @@ fs::path frame_folder(const std::string& listed, std::string* problem) {
 // The list, read by vexp::kinetics (the rules of the lists the kinetics dataset reads;
 // a line of one column is a video without a label), each entry's frame folder checked.
 std::vector<ListItem> read_video_list(const std::string& path) {
-  std::vector<kinetics::ListEntry> entries;
-  try {
-    entries = kinetics::read_video_list(path, kinetics::ListFormat::Auto, /*labels_optional=*/true);
-  } catch (const kinetics::Error&) {
-    throw;  // names the file and line
-  } catch (const base::Error& e) {
-    throw base::failure(std::string("video list: ") + e.what());
-  }
+  // (its errors name the file, and the line)
+  const std::vector<kinetics::ListEntry> entries =
+      kinetics::read_video_list(path, kinetics::ListFormat::Auto, /*labels_optional=*/true);
   std::vector<ListItem> out;
   for (const auto& e : entries) {
     std::string why;
@@ -211,12 +206,7 @@ std::map<std::string, FrameRecord> read_extract_journal(const fs::path& path) {
   std::map<std::string, FrameRecord> out;
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(path, ec))) return out;
-  std::string text;
-  try {
-    text = base::read_file_bounded(path.string(), uint64_t{1} << 30);
-  } catch (const base::Error& e) {
-    throw base::failure(std::string("the extract-frames journal: ") + e.what());
-  }
+  const std::string text = base::read_file_bounded(path.string(), uint64_t{1} << 30, "the extract-frames journal");
   size_t pos = 0;
   for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {  // complete lines only
     std::vector<std::string> f(1);

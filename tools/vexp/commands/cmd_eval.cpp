@@ -23,6 +23,7 @@
 #include "commands/common.hpp"
 #include "commands/model_session.hpp"
 #include "commands/run_dist.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/lock.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/dataset.hpp"
@@ -322,29 +323,24 @@ std::unique_ptr<Prepared> prepare(const RecipeArgs& given, const EvalArgs& e, bo
   Session& s = p->s;
   p->args = given;
   p->args.require_data = true;  // the validation split is read
-  try {
+  const auto prepared = base::attempt([&] {
     if (!open_session(s, p->args)) throw base::invalid("");
     refuse_backend_of_one(p->args.path, s.plan->comm, "evaluate");
     // A bad video is recorded as failed, never replaced by the next good one. The
     // dataset with the recipe's test pipeline, as the trainer and predict make it.
     dsl::Params params = s.plan->dataset_params;
     if (params.has("strict")) params.values()["strict"] = dsl::Value(true);
-    try {
-      p->data = make_dataset(s.host, *s.plan, params);
-    } catch (const base::Error&) {
-      throw;  // names the recipe's list (attach_transforms)
-    } catch (const std::exception& ex) {
-      throw base::failure(p->args.path + ": dataset '" + s.plan->dataset + "': " + ex.what());
-    }
+    // (a plugin's own error comes as a PluginError naming the dataset; attach_transforms
+    // names the recipe's list)
+    p->data = make_dataset(s.host, *s.plan, params);
     if (p->data->size(Split::Val) == 0) throw base::failure(p->args.path + ": the validation split has no videos");
     p->protocol = eval_protocol(*s.plan, p->data->views(Split::Val));
     p->w = resolve_weights(e.weights, say && announce);
     p->out = out_dir(e, p->w, p->args.path, p->protocol);
     check_out(p->out, e, p->w, p->args.path);
-  } catch (const base::Error& err) {
-    if (say) throw;
-    throw base::Error("", err.kind());
-  }
+  });
+  if (!prepared && !say) throw prepared.reword("");  // the first rank says it
+  prepared.value();
   return p;
 }
 
@@ -382,7 +378,7 @@ void run_eval(const RecipeArgs& given, const EvalArgs& e) {
     eval_body(c, *comm);
     check_replaced();
   } catch (const base::Error& err) {
-    fail(err.what(), err.kind() == base::ErrorKind::invalid || err.kind() == base::ErrorKind::refused ? 2 : 1);
+    fail(err.what(), exit_code(err));
   } catch (const c10::Error& err) {
     fail(err.what_without_backtrace(), 1);
   } catch (const std::exception& err) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "commands/common.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/rundir/files.hpp"
@@ -70,13 +71,12 @@ void status_of_run(const std::string& dir) {
     std::cout << "Slurm: not reachable from here (scontrol is not on PATH); the states above are the job's own record\n";
     return;
   }
-  base::Captured r;
-  try {
-    r = base::run_capture({"scontrol", "--oneliner", "show", "job", last}, true, 1 << 16);
-  } catch (const base::Error& e) {
-    std::cout << "Slurm: not reachable from here (" << e.what() << ")\n";
+  auto ran = base::attempt([&] { return base::run_capture({"scontrol", "--oneliner", "show", "job", last}, true, 1 << 16); });
+  if (!ran) {
+    std::cout << "Slurm: not reachable from here (" << ran.message() << ")\n";
     return;
   }
+  const base::Captured r = std::move(ran).value();
   if (!r.status.ok()) {
     if (r.out.find("Invalid job id") != std::string::npos)
       std::cout << "Slurm: job " << last << " is no longer known (it ended more than MinJobAge ago)\n";
@@ -123,11 +123,9 @@ void status_of_sweep(const std::string& dir) {
     if (!base::find_program("squeue")) {
       slurm_note = "Slurm: not reachable from here (squeue is not on PATH); the states are sweep.db's";
     } else {
-      try {
-        live = slurm::query(jobs);
-      } catch (const base::Error& e) {
-        slurm_note = "Slurm: not reachable from here (" + printable(e.what(), 300) + "); the states are sweep.db's";
-      }
+      auto q = base::attempt([&] { return slurm::query(jobs); });
+      if (q) live = std::move(q).value();
+      else slurm_note = "Slurm: not reachable from here (" + printable(q.message(), 300) + "); the states are sweep.db's";
     }
   }
   std::map<std::string, int> counts;
@@ -218,14 +216,9 @@ void run_cancel(const std::string& dir) {
               << follow_sweep(sj, dir, " --retry-cancelled") << " submits them again\n";
     return;
   }
-  slurm::RunCancel c;
-  try {
-    c = slurm::cancel_run(dir);
-  } catch (const slurm::Refused&) {
-    throw;
-  } catch (const slurm::Error& e) {
-    throw base::failure(std::string(e.what()) + "; nothing cancelled");
-  }
+  // (a slurm::Refused is not a slurm::Error: it passes as it is)
+  const slurm::RunCancel c =
+      base::attempt<slurm::Error>([&] { return slurm::cancel_run(dir); }).value_or_throw("", "; nothing cancelled");
   if (!c.record_problem.empty())
     std::cerr << "vexp: warning: " << printable(c.record_problem, 400)
               << "; the job is cancelled all the same (vexp status shows its last recorded state)\n";

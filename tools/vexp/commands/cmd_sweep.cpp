@@ -15,6 +15,7 @@
 
 #include "commands/cluster_file.hpp"
 #include "commands/common.hpp"
+#include "vexp/base/attempt.hpp"
 #include "vexp/report/html_report.hpp"
 #include "vexp/report/sweep_results.hpp"
 #include "vexp/rundir/files.hpp"
@@ -202,13 +203,9 @@ void sweep_command(const SweepArgs& a) {
           auto files = report::write_report(dir.string(), (dir / "report").string());
           std::cout << "plots: " << files.size() << " PNG files in " << (dir / "report").string() << "\n";
         }};
-    for (const auto& write : outputs) {
-      try {
-        write();
-      } catch (const base::Error& e) {
-        std::cerr << "vexp: warning: " << base::printable(e.what(), 4096) << "\n";
-      }
-    }
+    for (const auto& write : outputs)
+      if (auto wrote = base::attempt(write); !wrote)
+        std::cerr << "vexp: warning: " << base::printable(wrote.message(), 4096) << "\n";
   }
   int failed = 0, cancelled = 0;  // this invocation's and earlier ones' (kept unless --retry-failed / --retry-cancelled)
   for (const auto& r : store.rows()) {

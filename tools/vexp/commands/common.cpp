@@ -1,5 +1,6 @@
 #include "commands/common.hpp"
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 
@@ -14,6 +15,18 @@
 #include "vexp/runtime/plugin_trust.hpp"
 
 namespace vexp::cli {
+
+int exit_code(const base::Error& e) {
+  switch (e.kind()) {
+    case base::ErrorKind::failure: return kExitFailure;
+    case base::ErrorKind::invalid:
+    case base::ErrorKind::refused: return kExitInvalid;
+    case base::ErrorKind::diverged: return kExitDiverged;
+    case base::ErrorKind::interrupted: return kExitInterrupted;
+    case base::ErrorKind::child: return e.child_code() > 0 && e.child_code() < 256 ? e.child_code() : kExitFailure;
+  }
+  return kExitFailure;
+}
 
 
 std::string shipped_recipe(const std::string& rel) {
@@ -93,14 +106,9 @@ bool open_session(Session& s, const RecipeArgs& args, OpenOptions o) {
   for (auto& ov : parse_sets(args.sets)) o.overrides.push_back(std::move(ov));
   o.plugin_dirs = canonical_plugin_paths(args.plugin_paths);
   const bool loaded_before = s.plugins_loaded;
-  bool ok = false;
-  try {
-    ok = open_recipe(s, args.path, o);
-  } catch (const dsl::RecipeError&) {
-    if (!loaded_before) report_plugin_problems(s);
-    throw;
-  }
-  if (!loaded_before) report_plugin_problems(s);
+  auto opened = base::attempt<dsl::RecipeError>([&] { return open_recipe(s, args.path, o); });
+  if (!loaded_before) report_plugin_problems(s);  // before a recipe error too
+  const bool ok = std::move(opened).value();
   const bool valid = print_recipe_diagnostics(s, args.path, ok);
   if (valid && !s.stand_in_note.empty()) std::cerr << "vexp: note: " << s.stand_in_note << "\n";
   return valid;

@@ -23,6 +23,9 @@ constexpr int kExitInvalid = 2;
 constexpr int kExitDiverged = 3;
 constexpr int kExitPluginCrash = 4;
 constexpr int kExitInterrupted = 130;
+// The exit code of an error's kind (a child's own code for ErrorKind::child): the one
+// mapping, used by main.cpp and by a rank of `vexp eval` that ends every rank.
+int exit_code(const base::Error& e);
 
 // Options every recipe-taking command has.
 struct RecipeArgs {

@@ -49,15 +49,8 @@ namespace fs = std::filesystem;
 
 // Class names, one per line (line k is class k): read by vexp::kinetics, the one
 // reader of label maps, as the kinetics dataset reads its label_map.
-std::vector<std::string> read_labels(const std::string& path) {
-  try {
-    return kinetics::read_label_map(path).names();
-  } catch (const kinetics::Error&) {
-    throw;  // names the file and line
-  } catch (const base::Error& e) {
-    throw base::failure("cannot read the label file '" + path + "': " + e.what());
-  }
-}
+// Its errors name the file (and the line).
+std::vector<std::string> read_labels(const std::string& path) { return kinetics::read_label_map(path).names(); }
 
 // A string parameter of the recipe's dataset ("" when it has none).
 std::string dataset_text(const Session& s, const char* key) {

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "vexp/base/attempt.hpp"
 #include "vexp/base/process.hpp"
 #include "vexp/base/text.hpp"
 #include "vexp/runtime/dry_run.hpp"
@@ -50,18 +51,14 @@ void print_dry_run(const RecipeArgs& args, int nproc) {
   if (!open_session_for_planning(s, args)) throw base::invalid("");
   if (nproc <= 0) refuse_backend_of_one(args.path, s.plan->comm);
   const int64_t ranks = nproc > 0 ? nproc : launched_ranks_from_env();
-  DistPlan p;
   std::vector<std::string> groups;
-  try {
-    std::string size_note;
-    p = plan_run(s, ranks, nullptr, &size_note, &groups);
-    if (!size_note.empty()) std::cerr << "vexp: note: " << size_note << "\n";
-  } catch (const base::Error& e) {
-    if (e.kind() != base::ErrorKind::invalid) throw base::invalid(args.path + ": " + e.what());
-    throw;  // a recipe's own error, at its line ([[optim.groups]])
-  } catch (const std::exception& e) {
-    throw base::invalid(args.path + ": " + e.what());
-  }
+  std::string size_note;
+  auto planned = base::attempt([&] { return plan_run(s, ranks, nullptr, &size_note, &groups); });
+  // A recipe's own error, at its line ([[optim.groups]]), passes as it is; any other
+  // is the recipe's too, named by its file.
+  if (!planned && planned.kind() != base::ErrorKind::invalid) throw base::invalid(args.path + ": " + planned.message());
+  const DistPlan p = std::move(planned).value();
+  if (!size_note.empty()) std::cerr << "vexp: note: " << size_note << "\n";
   std::cout << "plan of " << args.path << " (dry run: no data loaded, nothing trained)\n" << describe(p);
   std::cout << "optimizer:         " << s.plan->optim.type << ", " << groups.size() - 1 << " parameter group"
             << (groups.size() == 2 ? "" : "s") << "\n";
@@ -178,14 +175,13 @@ bool launch_local_ranks(int nproc, const RecipeArgs& args, const std::vector<std
   o.stdin_path = "/dev/null";
   o.own_process_group = true;
   o.env_set = {"VEXP_RESUME_COMMAND=" + resume};
-  int pid = -1;
-  try {
-    pid = base::start_program(argv, o);
-  } catch (const base::Error& e) {
+  auto started = base::attempt([&] { return base::start_program(argv, o); });
+  if (!started) {
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    throw base::failure("--nproc " + std::to_string(nproc) + ": " + e.what() +
-                                 " (install openmpi-bin, or launch with mpirun/srun yourself)");
+    started.rethrow_with("--nproc " + std::to_string(nproc) + ": ",
+                         " (install openmpi-bin, or launch with mpirun/srun yourself)");
   }
+  const int pid = std::move(started).value();
   g_mpirun = pid;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   const base::ProcessStatus status = base::wait_program(pid);

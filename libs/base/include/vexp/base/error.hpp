@@ -25,6 +25,12 @@ struct Error : std::runtime_error {
   ErrorKind kind() const noexcept { return kind_; }
   // ErrorKind::child: the exit code to leave with (0 otherwise).
   int child_code() const noexcept { return child_code_; }
+  // This error with a child's exit code (base::attempt keeps it when it re-words one).
+  Error with_child_code(int code) const {
+    Error e(*this);
+    e.child_code_ = code;
+    return e;
+  }
 
  protected:
   Error(const std::string& message, ErrorKind kind, int child_code)

@@ -21,6 +21,9 @@ constexpr std::uint64_t kMaxLogFileBytes = 1ull << 30;      // metrics.jsonl and
 // "'PATH' is a FIFO, not a regular file" / "... is N bytes, more than the M allowed" /
 // "cannot read 'PATH': REASON". Never blocks on a FIFO or a device.
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
+// The same for a file read for a purpose: its errors name it by `role`
+// ("cannot read the video list 'PATH': REASON", "the video list 'PATH' is a FIFO, ...").
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes, std::string_view role);
 // The same, "" when the file cannot be read for any reason: for what is only shown
 // when it is there (a tool's log after it failed).
 std::string read_file_or_empty(const std::string& path, std::uint64_t max_bytes = kMaxTextFileBytes);
