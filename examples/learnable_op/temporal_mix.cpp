@@ -184,9 +184,8 @@ vexp::Shape infer_mix_shape(const vexp::Params& p, const std::vector<vexp::Shape
 
 // The library's one entry point, `vexp_plugin_info`, and its register function.
 VEXP_PLUGIN("temporal_mix", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "temporal_mix";
-  d.doc = "Learnable depthwise convolution along time with a per-channel gate; weight [C, K], gate [C]";
+  vexp::PluginDecl d("temporal_mix",
+                     "Learnable depthwise convolution along time with a per-channel gate; weight [C, K], gate [C]");
   d.schema.integer("kernel", 3, "Taps in time, centred on the frame").one_of({1, 3, 5, 7});
   d.schema.text("init", "shift", "Starting taps: shift (TSM's), identity (each frame itself) or taps (the list taps)")
       .one_of({"shift", "identity", "taps"});

@@ -120,16 +120,14 @@ class BestWeights final : public vexp::Hook {
 
 VEXP_PLUGIN("objective", "0.1.0") {
   {
-    vexp::PluginDecl d;
-    d.name = "focal";
-    d.doc = "Focal loss over class labels: -(1 - p)^gamma * log p, p the true class's probability; gamma = 0: cross-entropy";
+    vexp::PluginDecl d("focal",
+        "Focal loss over class labels: -(1 - p)^gamma * log p, p the true class's probability; gamma = 0: cross-entropy");
     d.schema.real("gamma", 2.0, "Focusing exponent: how much well-classified clips are down-weighted").at_least(0.0);
     registrar.add_loss(std::move(d), [](const vexp::Params& p) { return std::make_shared<Focal>(p.f64("gamma")); });
   }
   {
-    vexp::PluginDecl d;
-    d.name = "best_weights";
-    d.doc = "Keeps the weights of the best evaluation so far; writes them beside every checkpoint as epoch_NNNN.NAME.pt";
+    vexp::PluginDecl d("best_weights",
+        "Keeps the weights of the best evaluation so far; writes them beside every checkpoint as epoch_NNNN.NAME.pt");
     d.schema.text("metric", "top1", "The evaluation's figure to rank by (top1, top5: higher is better; val_loss: lower)")
         .one_of({"top1", "top5", "val_loss"});
     d.schema.text("name", "best", "Names the metrics (NAME_<metric>, NAME_epoch) and files (epoch_NNNN.NAME.pt)");

@@ -120,9 +120,8 @@ class Lion final : public vexp::Optimizer {
 }  // namespace
 
 VEXP_PLUGIN("lion", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "lion";
-  d.doc = "Lion (Chen et al. 2023): w -= lr * (sign(b1 * m + (1 - b1) * g) + wd * w), m = b2 * m + (1 - b2) * g";
+  vexp::PluginDecl d("lion",
+      "Lion (Chen et al. 2023): w -= lr * (sign(b1 * m + (1 - b1) * g) + wd * w), m = b2 * m + (1 - b2) * g");
   d.schema.real_list("betas", {0.9, 0.99}, "[beta1, beta2]: beta1 blends momentum and gradient in the update, beta2 "
                                            "decays the momentum")
       .at_least(0)

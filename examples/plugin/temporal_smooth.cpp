@@ -83,9 +83,7 @@ vexp::Shape infer_smooth_shape(const vexp::Params& p, const std::vector<vexp::Sh
 
 // The library's one entry point, `vexp_plugin_info`, and its register function.
 VEXP_PLUGIN("temporal_smooth", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "temporal_smooth";
-  d.doc = "Blends each frame with the mean of its neighbours in time";
+  vexp::PluginDecl d("temporal_smooth", "Blends each frame with the mean of its neighbours in time");
   d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
   d.schema.real("weight", 0.5, "Share of the neighbours' mean in each output frame").range(0, 1);
   d.infer_shape = infer_smooth_shape;

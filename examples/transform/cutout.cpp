@@ -84,9 +84,8 @@ class Cutout final : public vexp::ClipTransform {
 }  // namespace
 
 VEXP_PLUGIN("cutout", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "cutout";
-  d.doc = "Random erasing (torchvision RandomErasing) of one rectangle, the same in every frame of a clip";
+  vexp::PluginDecl d("cutout",
+                     "Random erasing (torchvision RandomErasing) of one rectangle, the same in every frame of a clip");
   d.schema.real("p", 0.5, "Probability of erasing a rectangle from a clip").range(0.0, 1.0);
   d.schema.real_list("scale", {0.02, 0.33}, "[min, max] area of the rectangle, a fraction of the frame's").range(0.0, 1.0);
   d.schema.real_list("ratio", {0.3, 3.3}, "[min, max] aspect ratio (height / width), log-uniform").above(0.0);

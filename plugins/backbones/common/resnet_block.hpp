@@ -28,6 +28,9 @@ namespace vexp_resnet_layout {
 // Multiply-adds in mmcv's get_model_complexity_info convention (the figures of
 // mmaction2's model zoo): conv MACs (+1 per output for a bias), BatchNorm 2 per
 // input element (affine), ReLU 1 per output element, max-pool 1 per input element.
+// A backbone takes them with `using namespace vexp_resnet_layout::counting;`.
+inline namespace counting {
+
 template <class Conv>
 at::Tensor counted_conv(Conv& conv, const at::Tensor& x, bool counting) {
   at::Tensor y = conv->forward(x);
@@ -55,6 +58,8 @@ inline at::Tensor counted_relu_(at::Tensor x, bool counting) {
 inline std::string shape_text(const at::Tensor& x) {
   return vexp::schema::shape_str(vexp::Shape(x.sizes().begin(), x.sizes().end()));
 }
+
+}  // namespace counting
 
 // B is the plugin's BlockPlan (prefix(), mid_channels, out_channels). The convs
 // come built (and initialised, in the order conv1, conv2, conv3, downsample);

@@ -20,10 +20,7 @@ namespace {
 
 namespace nn = torch::nn;
 
-using vexp_resnet_layout::counted_bn;
-using vexp_resnet_layout::counted_conv;
-using vexp_resnet_layout::counted_relu_;
-using vexp_resnet_layout::shape_text;
+using namespace vexp_resnet_layout::counting;  // counted_conv, counted_bn, counted_relu_, shape_text
 
 nn::Conv2d make_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad) {
   nn::Conv2d conv(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(pad).bias(false));

@@ -21,10 +21,7 @@ namespace {
 namespace nn = torch::nn;
 
 // MACs in mmcv's get_model_complexity_info convention, as the 2D resnet plugin counts.
-using vexp_resnet_layout::counted_bn;
-using vexp_resnet_layout::counted_conv;
-using vexp_resnet_layout::counted_relu_;
-using vexp_resnet_layout::shape_text;
+using namespace vexp_resnet_layout::counting;  // counted_conv, counted_bn, counted_relu_, shape_text
 
 at::Tensor counted_pool(const at::Tensor& x, const Window& w, bool counting) {
   if (counting) vexp::add_macs(static_cast<double>(x.numel()));
@@ -91,9 +88,8 @@ class ResNet3d : public vexp_resnet_layout::ResNetBody<Plan, Block> {
 
 VEXP_PLUGIN("resnet3d", "0.1.0") {
   using namespace vexp_resnet3d;
-  vexp::PluginDecl d;
-  d.name = "resnet3d";
-  d.doc = "I3D ResNet backbone (3D convs, per-block inflation, torchvision names): [N, T, C, H, W] -> [N, C', T', H', W']";
+  vexp::PluginDecl d("resnet3d",
+      "I3D ResNet backbone (3D convs, per-block inflation, torchvision names): [N, T, C, H, W] -> [N, C', T', H', W']");
   d.schema.integer("depth", 50, "Number of layers: BasicBlocks for 18/34, Bottlenecks for 50+").one_of({18, 34, 50, 101, 152});
   d.schema.integer("in_channels", 3, "Channels of the input frames").at_least(1);
   d.schema.real("width", 1.0, "channel multiplier: stage widths 64,128,256,512 x width, at least 1").range(0.01, 4);

@@ -156,28 +156,25 @@ void common_params(vexp::Schema& s) {
 
 VEXP_PLUGIN("mix", "0.1.0") {
   {
-    vexp::PluginDecl d;
-    d.name = "mixup";
-    d.doc = "Mixup: clips and targets blended as lam x own + (1 - lam) x partner's, lam ~ Beta(alpha, alpha) per "
-            "micro-batch; soft targets";
+    vexp::PluginDecl d("mixup",
+        "Mixup: clips and targets blended as lam x own + (1 - lam) x partner's, lam ~ Beta(alpha, alpha) per "
+        "micro-batch; soft targets");
     d.schema.real("alpha", 1.0, "Beta(alpha, alpha) of the mixing weight (timm mixup_alpha, mmaction2 alpha)").above(0);
     common_params(d.schema);
     registrar.add_batch_transform(std::move(d), [](const vexp::Params& p) { return std::make_shared<Mixup>(p); });
   }
   {
-    vexp::PluginDecl d;
-    d.name = "cutmix";
-    d.doc = "CutMix: one box over H x W (every frame, every clip of the micro-batch) pasted from the partner clip, "
-            "lam ~ Beta(alpha, alpha) corrected to the box's area; soft targets";
+    vexp::PluginDecl d("cutmix",
+        "CutMix: one box over H x W (every frame, every clip of the micro-batch) pasted from the partner clip, "
+        "lam ~ Beta(alpha, alpha) corrected to the box's area; soft targets");
     d.schema.real("alpha", 1.0, "Beta(alpha, alpha) of the kept area (timm cutmix_alpha, mmaction2 alpha)").above(0);
     common_params(d.schema);
     registrar.add_batch_transform(std::move(d), [](const vexp::Params& p) { return std::make_shared<CutMix>(p); });
   }
   {
-    vexp::PluginDecl d;
-    d.name = "mixup_cutmix";
-    d.doc = "timm's Mixup with both: each mixed micro-batch is cutmix with probability switch_prob, else mixup; "
-            "soft targets";
+    vexp::PluginDecl d("mixup_cutmix",
+        "timm's Mixup with both: each mixed micro-batch is cutmix with probability switch_prob, else mixup; "
+        "soft targets");
     d.schema.real("mixup_alpha", 0.8, "Beta(alpha, alpha) of mixup's weight").above(0);
     d.schema.real("cutmix_alpha", 1.0, "Beta(alpha, alpha) of cutmix's kept area").above(0);
     d.schema.real("switch_prob", 0.5, "Probability of cutmix rather than mixup").at_least(0).at_most(1);

@@ -42,8 +42,6 @@ class LocalComm final : public vexp::Comm {
 }  // namespace
 
 VEXP_PLUGIN("comm_local", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "local";
-  d.doc = "Single process (rank 0 of 1): collectives leave tensors unchanged";
+  vexp::PluginDecl d("local", "Single process (rank 0 of 1): collectives leave tensors unchanged");
   registrar.add_comm(std::move(d), [](const vexp::Params&) { return std::make_shared<LocalComm>(); });
 }

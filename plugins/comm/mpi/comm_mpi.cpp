@@ -434,9 +434,8 @@ class MpiComm final : public vexp::Comm {
 }  // namespace
 
 VEXP_PLUGIN("comm_mpi", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "mpi";
-  d.doc = "MPI collectives (mpirun / srun --mpi=pmix / jsrun); CPU tensors, or GPU with a CUDA-aware MPI";
+  vexp::PluginDecl d("mpi",
+                     "MPI collectives (mpirun / srun --mpi=pmix / jsrun); CPU tensors, or GPU with a CUDA-aware MPI");
   d.schema.real("timeout_s", 600, "Watchdog: abort when a collective waits longer (dist.timeout_s overrides)").above(0);
   registrar.add_comm(std::move(d), [](const vexp::Params& p) { return std::make_shared<MpiComm>(p); });
 }

@@ -271,9 +271,7 @@ class NcclComm final : public vexp::Comm {
 }  // namespace
 
 VEXP_PLUGIN("comm_nccl", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "nccl";
-  d.doc = "NCCL collectives on CUDA tensors; bootstrapped over MPI or a rendezvous file";
+  vexp::PluginDecl d("nccl", "NCCL collectives on CUDA tensors; bootstrapped over MPI or a rendezvous file");
   d.schema.text("rendezvous", "", "File for rank 0's NCCL id when not launched by MPI (shared file system)");
   d.schema.real("timeout_s", 600, "How long ranks wait for the rendezvous file").above(0);
   registrar.add_comm(std::move(d), [](const vexp::Params& p) { return std::make_shared<NcclComm>(p); });

@@ -512,9 +512,8 @@ class Kinetics final : public vexp::Dataset {
 }  // namespace
 
 VEXP_PLUGIN("kinetics", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "kinetics";
-  d.doc = "Kinetics-style videos or frame folders from TSM, mmaction2 or Kinetics CSV lists (FFmpeg, libjpeg-turbo)";
+  vexp::PluginDecl d("kinetics",
+      "Kinetics-style videos or frame folders from TSM, mmaction2 or Kinetics CSV lists (FFmpeg, libjpeg-turbo)");
   auto& s = d.schema;
   s.text("root", "", "Data root; list files and the paths in them are relative to it").require();
   s.text("train_list", "train_list.txt", "Training list file (relative to root)");

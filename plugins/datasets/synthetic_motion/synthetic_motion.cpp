@@ -478,9 +478,8 @@ class SyntheticMotion final : public vexp::Dataset {
 }  // namespace
 
 VEXP_PLUGIN("synthetic_motion", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "synthetic_motion";
-  d.doc = "Procedural clips in pairs of classes that differ only in temporal order (TSN vs TSM test)";
+  vexp::PluginDecl d("synthetic_motion",
+                     "Procedural clips in pairs of classes that differ only in temporal order (TSN vs TSM test)");
   auto& s = d.schema;
   s.integer("classes", 8,
             "Number of classes, even: pairs of a motion and its reversal (square, hollow square, disc, bar, cross)")

@@ -167,10 +167,9 @@ Settings settings_of(const vexp::Params& p) {
 }  // namespace vexp_ema
 
 VEXP_PLUGIN("hook_ema", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "ema";
-  d.doc = "Exponential moving average of the weights (timm ModelEmaV3): evaluated as NAME_top1/top5/loss after every "
-          "evaluation, saved beside every checkpoint as epoch_NNNN.NAME.pt";
+  vexp::PluginDecl d("ema",
+      "Exponential moving average of the weights (timm ModelEmaV3): evaluated as NAME_top1/top5/loss after every "
+      "evaluation, saved beside every checkpoint as epoch_NNNN.NAME.pt");
   d.schema.real("decay", 0.9998, "Decay per update: e <- decay * e + (1 - decay) * w").at_least(0.0).below(1.0);
   d.schema.integer("every", 1, "Update after every N-th optimizer step (global step % N == 0), with the same decay")
       .at_least(1);

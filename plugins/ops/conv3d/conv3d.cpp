@@ -120,9 +120,8 @@ class Conv3d : public vexp::Layer {
 }  // namespace
 
 VEXP_PLUGIN("conv3d", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "conv3d";
-  d.doc = "3D convolution (torch.nn.Conv3d semantics and parameter names): [N, C, T, H, W] -> [N, out, T', H', W']";
+  vexp::PluginDecl d("conv3d",
+      "3D convolution (torch.nn.Conv3d semantics and parameter names): [N, C, T, H, W] -> [N, out, T', H', W']");
   d.schema.integer("out_channels", 64, "Output channels").at_least(1);
   d.schema.int_list("kernel", {3, 3, 3}, "Kernel size (t, h, w), or one value for all three");
   d.schema.int_list("stride", {1}, "Stride (t, h, w), or one value");

@@ -62,9 +62,8 @@ class Classifier3d : public vexp::Layer {
 }  // namespace
 
 VEXP_PLUGIN("head3d", "0.1.0") {
-  vexp::PluginDecl d;
-  d.name = "classifier3d";
-  d.doc = "Global average pool over (T, H, W), dropout, linear `fc`: [N, C, T, H, W] -> [N, classes] (I3D head)";
+  vexp::PluginDecl d("classifier3d",
+      "Global average pool over (T, H, W), dropout, linear `fc`: [N, C, T, H, W] -> [N, classes] (I3D head)");
   d.schema.integer("classes", 0, "0: the dataset's classes").at_least(0);
   d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").range(0, 1);
   d.schema.real("init_std", 0.01, "Standard deviation of the normal initialisation of fc.weight (bias 0)");

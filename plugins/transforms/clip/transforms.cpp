@@ -316,9 +316,8 @@ auto factory() {
 
 VEXP_PLUGIN("transforms", "0.1.0") {
   {
-    vexp::PluginDecl d;
-    d.name = "multiscale_crop";
-    d.doc = "Train: official TSM multi-scale crop (GroupMultiScaleCrop), resized to the output size";
+    vexp::PluginDecl d("multiscale_crop",
+                       "Train: official TSM multi-scale crop (GroupMultiScaleCrop), resized to the output size");
     d.schema.real_list("scales", {1.0, 0.875, 0.75, 0.66}, "Crop sides as fractions of the short side")
         .range(0.0, 1.0);
     d.schema.integer("max_distort", 1, "Most the width and height scale indices may differ").at_least(0);
@@ -329,35 +328,30 @@ VEXP_PLUGIN("transforms", "0.1.0") {
     registrar.add_transform(std::move(d), factory<MultiscaleCrop>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "random_resized_crop";
-    d.doc = "Train: torchvision RandomResizedCrop (area fraction and aspect ratio), resized to the output size";
+    vexp::PluginDecl d("random_resized_crop",
+        "Train: torchvision RandomResizedCrop (area fraction and aspect ratio), resized to the output size");
     d.schema.real_list("scale", {0.08, 1.0}, "[min, max] fraction of the frame's area").range(0.0, 1.0);
     d.schema.real_list("ratio", {3.0 / 4.0, 4.0 / 3.0}, "[min, max] aspect ratio (width / height), log-uniform")
         .above(0.0);
     registrar.add_transform(std::move(d), factory<RandomResizedCrop>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "flip";
-    d.doc = "Horizontal flip of the whole clip with probability p (in the decoder: free)";
+    vexp::PluginDecl d("flip", "Horizontal flip of the whole clip with probability p (in the decoder: free)");
     d.schema.real("p", 0.5, "Probability of mirroring a clip").range(0.0, 1.0);
     registrar.add_transform(std::move(d), factory<Flip>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "test_crops";
-    d.doc = "Test views, as the official TSM test: 1 centre, 3 left/right/centre, or 10 (corners + centre, and "
-            "mirrored) crops per clip";
+    vexp::PluginDecl d("test_crops",
+        "Test views, as the official TSM test: 1 centre, 3 left/right/centre, or 10 (corners + centre, and "
+        "mirrored) crops per clip");
     d.schema.integer("crops", 1, "Crops per clip (views)").one_of({1, 3, 10});
     d.schema.integer("scale_size", 256, "Short side resized to this before cropping")
         .range(8, 2048);
     registrar.add_transform(std::move(d), factory<TestCrops>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "color_jitter";
-    d.doc = "torchvision ColorJitter, one draw per clip: brightness, contrast, saturation, hue in a random order";
+    vexp::PluginDecl d("color_jitter",
+        "torchvision ColorJitter, one draw per clip: brightness, contrast, saturation, hue in a random order");
     d.schema.real("brightness", 0.0, "Factor uniform in [max(0, 1 - x), 1 + x]; 0: unchanged").at_least(0.0);
     d.schema.real("contrast", 0.0, "Factor uniform in [max(0, 1 - x), 1 + x]; 0: unchanged").at_least(0.0);
     d.schema.real("saturation", 0.0, "Factor uniform in [max(0, 1 - x), 1 + x]; 0: unchanged").at_least(0.0);
@@ -366,16 +360,13 @@ VEXP_PLUGIN("transforms", "0.1.0") {
     registrar.add_transform(std::move(d), factory<ColorJitter>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "grayscale";
-    d.doc = "torchvision RandomGrayscale: with probability p the clip's luma in every channel";
+    vexp::PluginDecl d("grayscale", "torchvision RandomGrayscale: with probability p the clip's luma in every channel");
     d.schema.real("p", 0.1, "Probability of a gray clip").range(0.0, 1.0);
     registrar.add_transform(std::move(d), factory<Grayscale>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "rand_augment";
-    d.doc = "torchvision RandAugment on 8-bit frames; the same ops and magnitudes for every frame of a clip";
+    vexp::PluginDecl d("rand_augment",
+        "torchvision RandAugment on 8-bit frames; the same ops and magnitudes for every frame of a clip");
     d.schema.integer("num_ops", 2, "Ops applied to each clip, in sequence").range(0, 16);
     d.schema.integer("magnitude", 9, "Magnitude bin of every op (below num_magnitude_bins)").at_least(0);
     d.schema.integer("num_magnitude_bins", 31, "Bins of the magnitude scale").range(2, 1000);
@@ -386,9 +377,7 @@ VEXP_PLUGIN("transforms", "0.1.0") {
     registrar.add_transform(std::move(d), factory<RandAugment>());
   }
   {
-    vexp::PluginDecl d;
-    d.name = "normalize";
-    d.doc = "(x - mean) / std per channel (x in [0, 1]); usually the last transform";
+    vexp::PluginDecl d("normalize", "(x - mean) / std per channel (x in [0, 1]); usually the last transform");
     d.schema.real_list("mean", {0.485, 0.456, 0.406}, "Per-channel mean (1 value: every channel)");
     d.schema.real_list("std", {0.229, 0.224, 0.225}, "Per-channel standard deviation (1 value: every channel)")
         .above(0.0);

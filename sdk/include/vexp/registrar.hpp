@@ -2,8 +2,7 @@
 // fixtures and kinds without tensors need no torch at all.
 //
 //   VEXP_PLUGIN("my_ops", "0.1.0") {
-//     vexp::schema::PluginDecl d;
-//     d.name = "my_op"; d.doc = "What it does, in one line.";
+//     vexp::PluginDecl d("my_op", "What it does, in one line.");
 //     d.schema.integer("k", 3, "Kernel size").range(1, 15);
 //     registrar.add_op(std::move(d), [](const vexp::Params& p) { return std::make_shared<MyOp>(p); });
 //   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vexp/schema/schema.hpp"
@@ -37,6 +38,12 @@ struct DatasetFacts {
 
 // A plugin's declaration. Optional hooks may be empty.
 struct PluginDecl {
+  PluginDecl() = default;
+  // The usual start of a declaration: `vexp::PluginDecl d("temporal_smooth", "Blends ...");`
+  // (kind is set by the Registrar's add_* that registers it). Constructors change no
+  // layout: ABI 6 as before (sdk/tests/test_abi_pin.cpp).
+  PluginDecl(std::string name_, std::string doc_) : name(std::move(name_)), doc(std::move(doc_)) {}
+
   std::string kind;      // "op", "backbone", "dataset", "comm" (vexp/kinds.hpp)
   std::string name;
   std::string doc;       // one line
