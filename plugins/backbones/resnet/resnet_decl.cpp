@@ -8,10 +8,9 @@
 namespace vexp_resnet {
 
 vexp::schema::PluginDecl declaration() {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d("resnet",
+      "ResNet backbone (torchvision topology and names, no pooling or fc): [M, C, H, W] -> last feature map");
   d.kind = "backbone";
-  d.name = "resnet";
-  d.doc = "ResNet backbone (torchvision topology and names, no pooling or fc): [M, C, H, W] -> last feature map";
   d.schema.integer("depth", 50, "Number of layers: BasicBlocks for 18/34, Bottlenecks for 50+")
       .one_of({18, 34, 50, 101, 152});
   d.schema.real("width", 1.0, "channel multiplier: stage widths 64,128,256,512 x width, at least 1").range(0.01, 4);

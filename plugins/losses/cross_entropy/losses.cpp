@@ -76,28 +76,25 @@ class SoftTargetCrossEntropy : public vexp::Loss {
 
 VEXP_PLUGIN("losses", "0.1.0") {
   {
-    vexp::PluginDecl d;
+    vexp::PluginDecl d("cross_entropy",
+        "Cross-entropy of the logits: class labels, or soft targets (mixup, cutmix) as torch's cross_entropy "
+        "takes them; the default loss");
     d.kind = "loss";
-    d.name = "cross_entropy";
-    d.doc = "Cross-entropy of the logits: class labels, or soft targets (mixup, cutmix) as torch's cross_entropy "
-            "takes them; the default loss";
     registrar.add_loss(std::move(d), [](const vexp::Params&) { return std::make_shared<CrossEntropy>(); });
   }
   {
-    vexp::PluginDecl d;
+    vexp::PluginDecl d("label_smoothing",
+                       "Cross-entropy against (1 - smoothing) x target + smoothing / classes: torch's "
+                       "cross_entropy(label_smoothing=); labels or soft targets");
     d.kind = "loss";
-    d.name = "label_smoothing";
-    d.doc = "Cross-entropy against (1 - smoothing) x target + smoothing / classes: torch's "
-            "cross_entropy(label_smoothing=); labels or soft targets";
     d.schema.real("smoothing", 0.1, "Probability mass spread evenly over all classes").at_least(0).below(1);
     registrar.add_loss(std::move(d),
                        [](const vexp::Params& p) { return std::make_shared<LabelSmoothing>(p.f64("smoothing")); });
   }
   {
-    vexp::PluginDecl d;
+    vexp::PluginDecl d("soft_target_cross_entropy",
+        "timm's SoftTargetCrossEntropy: mean over clips of -sum(target * log_softmax(logits)); labels one-hot");
     d.kind = "loss";
-    d.name = "soft_target_cross_entropy";
-    d.doc = "timm's SoftTargetCrossEntropy: mean over clips of -sum(target * log_softmax(logits)); labels one-hot";
     registrar.add_loss(std::move(d), [](const vexp::Params&) { return std::make_shared<SoftTargetCrossEntropy>(); });
   }
 }

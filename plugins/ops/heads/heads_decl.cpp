@@ -53,19 +53,16 @@ Shape consensus_shape(const vexp::schema::Params& p, const std::vector<Shape>& i
 }  // namespace
 
 vexp::schema::PluginDecl fold_time_declaration() {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d("fold_time", "Clips to frames: [N, T, C, H, W] -> [N*T, C, H, W] (a view when possible)");
   d.kind = "op";
-  d.name = "fold_time";
-  d.doc = "Clips to frames: [N, T, C, H, W] -> [N*T, C, H, W] (a view when possible)";
   d.infer_shape = fold_time_shape;
   return d;
 }
 
 vexp::schema::PluginDecl classifier_declaration() {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d("classifier",
+      "Global average pool (4-D input), dropout, linear `fc`: [M, C, H, W] or [M, C] -> [M, classes]");
   d.kind = "op";
-  d.name = "classifier";
-  d.doc = "Global average pool (4-D input), dropout, linear `fc`: [M, C, H, W] or [M, C] -> [M, classes]";
   d.schema.integer("classes", 0, "0: the dataset's classes").at_least(0);
   d.schema.real("dropout", 0.5, "Dropout probability before the linear layer (training only)").at_least(0).below(1);
   d.schema.real("init_std", 0.001, "Standard deviation of the normal initialisation of fc.weight (bias 0)").above(0);
@@ -75,10 +72,9 @@ vexp::schema::PluginDecl classifier_declaration() {
 }
 
 vexp::schema::PluginDecl segment_consensus_declaration() {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d("segment_consensus",
+                             "Per-clip consensus of frame scores (TSN): [N*T, K] -> [N, K], average or max over T");
   d.kind = "op";
-  d.name = "segment_consensus";
-  d.doc = "Per-clip consensus of frame scores (TSN): [N*T, K] -> [N, K], average or max over T";
   d.schema.text("mode", "avg", "avg: mean over the clip's frames (before softmax); max: maximum").one_of({"avg", "max"});
   d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
   d.infer_shape = consensus_shape;

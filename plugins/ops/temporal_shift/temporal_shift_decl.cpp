@@ -33,10 +33,9 @@ Shape infer_shift_shape(const vexp::schema::Params& p, const std::vector<Shape>&
 }  // namespace
 
 vexp::schema::PluginDecl declaration() {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d("temporal_shift",
+      "Temporal shift (TSM): 1/fold_div of the channels take the next frame, 1/fold_div the previous one");
   d.kind = "op";
-  d.name = "temporal_shift";
-  d.doc = "Temporal shift (TSM): 1/fold_div of the channels take the next frame, 1/fold_div the previous one";
   d.schema.integer("segments", 0, "Frames per clip; 0: the clip's frames").at_least(0);
   d.schema.integer("fold_div", 8, "1/fold_div of the channels shift each way").at_least(1);
   d.schema.text("mode", "bidirectional", "bidirectional: fold channels from t+1 and fold from t-1; "

@@ -5,10 +5,8 @@ namespace vexp_optimizers {
 namespace {
 
 vexp::schema::PluginDecl optimizer(const char* name, const char* doc) {
-  vexp::schema::PluginDecl d;
+  vexp::schema::PluginDecl d(name, doc);
   d.kind = "optimizer";
-  d.name = name;
-  d.doc = doc;
   return d;
 }
 
