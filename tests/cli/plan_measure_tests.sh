@@ -118,6 +118,19 @@ PYEOF
     { cat "$tmp/err" >&2; fail "vexp plan on clusters/local.toml failed"; }
   $PY -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"][0]; assert p["profile"] == "measured", p["profile"]' \
     "$tmp/local.json" || fail "the quickstart on clusters/local.toml is not planned from its measured profile"
+  # Its profiles were measured in 3 rounds: the range reaches from the fastest round to
+  # the slowest (over the pooled median), and says so when they are over 10 % apart.
+  $PY - "$tmp/local.json" <<'PYEOF' || fail "the plan's range does not follow its profile's rounds"
+import json, sys
+for r in json.load(open(sys.argv[1]))["plans"][0]["rows"]:
+    prof = json.load(open(r["profile_source"].split(" [")[0]))
+    m, pooled = prof["round_step_medians_ms"], prof["phases"]["step"]["median_ms"]
+    said = [u for u in r["unsure"] if "speed moved while it measured" in u]
+    assert len(m) == 3 and bool(said) == (max(m) / min(m) > 1.1), (m, r["unsure"])
+    if said: assert "%.1f to %.1f ms per step" % (min(m), max(m)) in said[0], (said, m)
+    if r["exposed_comm_ms"] == 0 and r["exposed_data_ms"] == 0:  # the step is its compute: it scales alike
+        assert r["step_ms_high"] >= 1.1 * r["step_ms"] * max(1.0, max(m) / pooled) * (1 - 1e-9), (r, m, pooled)
+PYEOF
   ;;
 *) fail "no such test: $name" ;;
 esac

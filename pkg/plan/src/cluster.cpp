@@ -1,6 +1,8 @@
 #include "vexp/plan/cluster.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -264,6 +266,26 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.forward_ms = median("forward")->get<double>();
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
+  // Rounds of --measure-local: how far the machine's speed moved while it measured.
+  const nlohmann::json& rounds = (*j)["round_step_medians_ms"];
+  if (median("step") && rounds.is_array() && rounds.size() >= 2) {
+    const double pooled = median("step")->get<double>();
+    double lo = 0, hi = 0;
+    bool all = pooled > 0 && std::isfinite(pooled);
+    for (const auto& v : rounds) {
+      if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) all = false;
+      if (!all) break;
+      const double x = v.get<double>();
+      lo = lo == 0 ? x : std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    if (all) {
+      p.round_low = std::min(1.0, lo / pooled);
+      p.round_high = std::max(1.0, hi / pooled);
+      p.round_low_ms = lo;
+      p.round_high_ms = hi;
+    }
+  }
   // The file's figures are held to the ranges of typed-in ones.
   bool in_range = true;
   for (const auto& [key, field, v] : std::vector<std::tuple<const char*, const char*, Value>>{

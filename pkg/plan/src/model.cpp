@@ -143,6 +143,17 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
                          " planned: anywhere from no speed-up to a linear one");
     }
     r.source = (p.from.empty() ? p.source : p.from) + " [" + r.selection + "]";
+    // The measuring machine's own drift, as its rounds show it: the range is as wide.
+    r.low *= p.round_low;
+    r.high *= p.round_high;
+    if (p.round_high / p.round_low > 1 + kValidatedTolerance) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "its profile's rounds gave %.1f to %.1f ms per step (%.0f %% apart): the measuring machine's "
+                    "speed moved while it measured",
+                    p.round_low_ms, p.round_high_ms, 100 * (p.round_high_ms / p.round_low_ms - 1));
+      r.unsure.push_back(b);
+    }
     // (a GPU profile, without threads, is not slowed by the other GPUs of its node or by
     // programs on its cores)
     if (p.threads > 0 && p.busy_ranks != busy_ranks) {

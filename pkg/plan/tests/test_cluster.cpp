@@ -168,6 +168,25 @@ TEST(Cluster, ProfileNeedsFiguresOrFrom) {
       << e;
 }
 
+TEST(Cluster, FromRoundsKeepsTheMachinesDrift) {
+  // --measure-local --measure-rounds 3: the pooled step median 400 ms, the rounds' 360 to 480.
+  TempDir t;
+  t.write("bench.json", R"({"precision": "fp32", "threads": 1, "clips_per_step": 4, "clip": [8, 3, 112, 112],
+    "phases": {"step": {"median_ms": 400}, "forward": {"median_ms": 100}, "backward": {"median_ms": 250},
+               "optimizer": {"median_ms": 5}}, "rounds": 3, "round_step_medians_ms": [410, 360, 480]})");
+  const std::string text = replace(kValid, "frames = 8\nsize = 224\nprecision = \"fp16\"\nbatch = 8\nforward_ms = 40.0\n"
+                                           "backward_ms = 80.0\noptimizer_ms = 2\nsource = \"typed in\"\n",
+                                   "from = \"bench.json\"\n");
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster(t.write("c.toml", text), d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  const auto& p = c->profiles.at(0);
+  EXPECT_DOUBLE_EQ(p.round_low, 0.9);
+  EXPECT_DOUBLE_EQ(p.round_high, 1.2);
+  EXPECT_DOUBLE_EQ(p.round_low_ms, 360);
+  EXPECT_DOUBLE_EQ(p.round_high_ms, 480);
+}
+
 TEST(Cluster, FromBenchJson) {
   TempDir t;
   const std::string bench = R"({"recipe": "r.toml", "device": "cpu", "precision": "fp32", "threads": 2, "ranks": 1,
@@ -196,6 +215,8 @@ TEST(Cluster, FromBenchJson) {
   EXPECT_DOUBLE_EQ(p.optimizer_ms, 5);
   EXPECT_EQ(p.from, (t.dir / "bench.json").string());
   EXPECT_DOUBLE_EQ(c->cpu.frames_clips_per_s_per_core, 7.5);  // at the most threads
+  EXPECT_DOUBLE_EQ(p.round_low, 1);  // one round: no drift known
+  EXPECT_DOUBLE_EQ(p.round_high, 1);
 
   // Missing, not JSON, not a bench-train JSON: at the `from` value.
   for (const auto& [content, expect] : std::vector<std::pair<std::string, std::string>>{

@@ -338,6 +338,38 @@ TEST(PlanModel, StepRangeIsTheValidatedToleranceOnAnExactProfile) {
   EXPECT_TRUE(r.unsure.empty());
 }
 
+TEST(PlanModel, StepRangeWidensByTheMeasuringMachinesDrift) {
+  Cluster c = pair();
+  vexp::plan::ClusterProfile p = cpu_profile(1, 1, 100);
+  Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 1};
+  // Rounds 3 % apart: noise, the range follows them but nothing is said.
+  p.round_low = 0.99;
+  p.round_high = 1.02;
+  p.round_low_ms = 297;
+  p.round_high_ms = 306;
+  c.profiles = {p};
+  Compute k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 0.99);
+  EXPECT_DOUBLE_EQ(k.high, 1.02);
+  EXPECT_TRUE(k.unsure.empty());
+  // Rounds 33 % apart: the machine moved; the step's range is as wide, and says why.
+  p.round_low = 0.9;
+  p.round_high = 1.2;
+  p.round_low_ms = 270;
+  p.round_high_ms = 360;
+  c.profiles = {p};
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 0.9);
+  EXPECT_DOUBLE_EQ(k.high, 1.2);
+  ASSERT_EQ(k.unsure.size(), 1u);
+  EXPECT_EQ(k.unsure[0], "its profile's rounds gave 270.0 to 360.0 ms per step (33 % apart): the measuring "
+                         "machine's speed moved while it measured");
+  const Row r = predict(c, k, {}, DataOptions{}, shape(1, 1, 32, 1));
+  EXPECT_DOUBLE_EQ(r.step_ms, 301);
+  EXPECT_DOUBLE_EQ(r.step_low_ms, 301 * 0.9 * 0.9);
+  EXPECT_DOUBLE_EQ(r.step_high_ms, 301 * 1.2 * 1.1);
+}
+
 TEST(PlanModel, StepRangeWidensWithWhatTheProfileCannotKnow) {
   Cluster c = pair();  // 2 cores
   c.profiles = {cpu_profile(2, 1, 100)};

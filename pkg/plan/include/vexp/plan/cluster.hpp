@@ -30,6 +30,12 @@ struct ClusterProfile {
   double forward_ms = 0;      // per micro-step of `batch` clips
   double backward_ms = 0;
   double optimizer_ms = 0;    // per optimizer step
+  // From a `from` file measured in rounds (`vexp plan --measure-local --measure-rounds`):
+  // the slowest and fastest round's step median over the pooled one (<= 1 <= high).
+  // Rounds apart by more than noise mean the measuring machine's speed moved while it
+  // measured, and the plan's range widens by as much (model.hpp, Compute::low / high).
+  double round_low = 1, round_high = 1;
+  double round_low_ms = 0, round_high_ms = 0;  // those rounds' step medians (0: one round)
   std::string source;         // where typed-in numbers come from
   std::string from;           // the bench JSON (resolved against the cluster file's folder), "" when typed in
   dsl::Loc loc;                    // where the [[gpu.profile]] table was written

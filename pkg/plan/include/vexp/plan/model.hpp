@@ -46,6 +46,8 @@ struct Compute {
   //  - measured under background load L on C cores with D threads of its own: idle, up
   //    to C / (D + L) of the time (its share of the cores), when D + L > C;
   //    (these two for a CPU profile, one with threads: a GPU's are not shared)
+  //  - measured in rounds (ClusterProfile::round_low / round_high): from its fastest
+  //    round to its slowest, the measuring machine's drift (said when over 10 % apart);
   //  - derived from MACs ([gpu.derive]): a factor of 2 either way.
   double low = 1, high = 1;
   std::vector<std::string> unsure;
