@@ -76,7 +76,8 @@ std::vector<ListEntry> parse_video_list(std::string_view text, const std::string
 }
 
 std::vector<ListEntry> read_video_list(const std::string& path, ListFormat format, bool labels_optional) {
-  return parse_video_list(base::read_file_bounded(path, base::kMaxTextFileBytes, "the video list"), path, format, labels_optional);
+  return parse_video_list(base::read_file_bounded(path, base::kMaxTextFileBytes, "the video list"), path, format,
+                          labels_optional);
 }
 
 std::string tsm_line(std::string_view path, int64_t frames, int64_t label) {

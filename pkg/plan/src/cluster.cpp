@@ -22,6 +22,21 @@ namespace vexp::plan {
 using namespace vexp::dsl;  // the recipe language reads and checks the file
 namespace fs = std::filesystem;
 
+std::optional<RoundRange> round_range(const nlohmann::json& bench) {
+  if (!bench.is_object() || !bench.contains("round_step_medians_ms")) return std::nullopt;
+  const nlohmann::json& rounds = bench["round_step_medians_ms"];
+  if (!rounds.is_array() || rounds.size() < 2) return std::nullopt;
+  std::optional<RoundRange> r;
+  for (const auto& v : rounds) {
+    const double x = v.is_number() ? v.get<double>() : 0;
+    if (!(x > 0) || !std::isfinite(x)) return std::nullopt;
+    if (!r) r = RoundRange{x, x};
+    r->low_ms = std::min(r->low_ms, x);
+    r->high_ms = std::max(r->high_ms, x);
+  }
+  return r;
+}
+
 namespace {
 
 ParamSpec& sub_table(Schema& s, const std::string& name, const std::string& doc) {
@@ -267,24 +282,13 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
   // Rounds of --measure-local: how far the machine's speed moved while it measured.
-  const nlohmann::json& rounds = (*j)["round_step_medians_ms"];
-  if (median("step") && rounds.is_array() && rounds.size() >= 2) {
-    const double pooled = median("step")->get<double>();
-    double lo = 0, hi = 0;
-    bool all = pooled > 0 && std::isfinite(pooled);
-    for (const auto& v : rounds) {
-      if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) all = false;
-      if (!all) break;
-      const double x = v.get<double>();
-      lo = lo == 0 ? x : std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-    if (all) {
-      p.round_low = std::min(1.0, lo / pooled);
-      p.round_high = std::max(1.0, hi / pooled);
-      p.round_low_ms = lo;
-      p.round_high_ms = hi;
-    }
+  const std::optional<RoundRange> rounds = round_range(*j);
+  const double pooled = median("step") ? median("step")->get<double>() : 0;
+  if (rounds && pooled > 0 && std::isfinite(pooled)) {
+    p.round_low = std::min(1.0, rounds->low_ms / pooled);
+    p.round_high = std::max(1.0, rounds->high_ms / pooled);
+    p.round_low_ms = rounds->low_ms;
+    p.round_high_ms = rounds->high_ms;
   }
   // The file's figures are held to the ranges of typed-in ones.
   bool in_range = true;

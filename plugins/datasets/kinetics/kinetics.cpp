@@ -160,8 +160,10 @@ std::vector<Entry> read_list(const Config& c, const std::string& list, const std
   auto media_path = [&](const std::string& rel) {
     return (prefix.empty() || fs::path(rel).is_absolute() ? under_root(c, rel) : under_root(c, prefix) / rel).string();
   };
-  const std::string text = vexp::base::attempt([&] { return vexp::base::read_file_bounded(path.string(), vexp::base::kMaxTextFileBytes, "the list file"); })
-                               .value_or_throw("", "; " + std::string(kDocs));
+  namespace base = vexp::base;
+  const std::string text =
+      base::attempt([&] { return base::read_file_bounded(path.string(), base::kMaxTextFileBytes, "the list file"); })
+          .value_or_throw("", "; " + std::string(kDocs));
   auto bad = [&](int64_t line, const std::string& why) {
     throw std::runtime_error(path.string() + ":" + std::to_string(line) + ": " + why);
   };

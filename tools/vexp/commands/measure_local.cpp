@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/common.hpp"
+#include "vexp/plan/cluster.hpp"
 #include "vexp/plan/link_fit.hpp"
 #include "vexp/plan/planner.hpp"
 #include "vexp/base/files.hpp"
@@ -366,17 +367,10 @@ struct Measuring {
   }
 };
 
-// "a to b" over a profile's rounds' step medians.
-std::string round_range(const json& j) {
-  double lo = 0, hi = 0;
-  bool first = true;
-  for (const auto& v : j.value("round_step_medians_ms", json::array())) {
-    const double x = v.get<double>();
-    lo = first ? x : std::min(lo, x);
-    hi = first ? x : std::max(hi, x);
-    first = false;
-  }
-  return fmt(lo, "%.1f") + " to " + fmt(hi, "%.1f");
+// "a to b" over a profile's rounds' step medians (plan::round_range, as the plan reads them).
+std::string round_range_text(const json& j) {
+  const std::optional<plan::RoundRange> r = plan::round_range(j);
+  return r ? fmt(r->low_ms, "%.1f") + " to " + fmt(r->high_ms, "%.1f") : std::string("unknown");
 }
 
 struct Profile {
@@ -624,7 +618,7 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                   (p.busy == 1 ? std::string()
                                : " of each of " + std::to_string(p.busy) + " copies run at once by mpirun") +
                   (a.rounds > 1 ? " in each of " + std::to_string(a.rounds) + " interleaved rounds (step medians " +
-                                      round_range(p.j) + " ms)"
+                                      round_range_text(p.j) + " ms)"
                                 : std::string()) +
                   " (" + where + ")")
       << "\n\n";

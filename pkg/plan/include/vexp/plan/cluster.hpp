@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "vexp/dsl/diagnostics.hpp"
 #include "vexp/plan/error.hpp"
 #include "vexp/slurm/settings.hpp"
@@ -40,6 +42,15 @@ struct ClusterProfile {
   std::string from;           // the bench JSON (resolved against the cluster file's folder), "" when typed in
   dsl::Loc loc;                    // where the [[gpu.profile]] table was written
 };
+
+// The fastest and slowest round of a `vexp bench train` JSON measured in rounds
+// (`round_step_medians_ms`, written by `vexp plan --measure-local`): their step
+// medians in ms; nullopt unless it has two or more, each a positive finite number.
+// What `--measure-local` writes in a profile's source and what the plan widens by.
+struct RoundRange {
+  double low_ms = 0, high_ms = 0;
+};
+std::optional<RoundRange> round_range(const nlohmann::json& bench);
 
 // [gpu.derive]: compute of a model with no profile, from its MACs.
 struct ClusterDerive {
