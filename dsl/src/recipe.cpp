@@ -257,23 +257,26 @@ class Loader {
     std::string display;
   };
 
-  void load_bases(const Value& ext, const std::string& display, Value& base) {
-    std::vector<const Value*> names;
-    if (ext.is_string()) {
-      names.push_back(&ext);
-    } else if (ext.is_array()) {
-      for (const auto& e : ext.as_array()) {
-        if (e.is_string()) {
-          names.push_back(&e);
-        } else {
-          diags_.error(e.loc(), "extends: expected a file name (string), got " + std::string(e.kind_name()));
-        }
+  // The strings of `v`, a string or an array of strings; each other value is an error
+  // (`element`: what a string there means, `whole`: what `v` must be).
+  std::vector<const Value*> strings_of(const Value& v, const std::string& key, const std::string& element,
+                                       const std::string& whole) {
+    std::vector<const Value*> out;
+    if (v.is_string()) {
+      out.push_back(&v);
+    } else if (v.is_array()) {
+      for (const auto& e : v.as_array()) {
+        if (e.is_string()) out.push_back(&e);
+        else diags_.error(e.loc(), key + ": expected " + element + " (string), got " + std::string(e.kind_name()));
       }
     } else {
-      diags_.error(ext.loc(), "extends must be a file name or an array of file names, got " +
-                                  std::string(ext.kind_name()));
+      diags_.error(v.loc(), key + " must be " + whole + ", got " + std::string(v.kind_name()));
     }
-    for (const Value* name : names) {
+    return out;
+  }
+
+  void load_bases(const Value& ext, const std::string& display, Value& base) {
+    for (const Value* name : strings_of(ext, "extends", "a file name", "a file name or an array of file names")) {
       const std::string& written = name->as_string();
       fs::path p(written);
       if (p.is_relative()) p = fs::path(display).parent_path() / p;
@@ -297,21 +300,7 @@ class Loader {
   }
 
   void apply_unset(const Value& un, Value& base) {
-    std::vector<const Value*> paths;
-    if (un.is_string()) {
-      paths.push_back(&un);
-    } else if (un.is_array()) {
-      for (const auto& e : un.as_array()) {
-        if (e.is_string()) {
-          paths.push_back(&e);
-        } else {
-          diags_.error(e.loc(), "unset: expected a dotted key path (string), got " + std::string(e.kind_name()));
-        }
-      }
-    } else {
-      diags_.error(un.loc(), "unset must be an array of dotted key paths, got " + std::string(un.kind_name()));
-    }
-    for (const Value* path : paths) {
+    for (const Value* path : strings_of(un, "unset", "a dotted key path", "an array of dotted key paths")) {
       if (!erase_path(base, path->as_string())) {
         diags_.warning(path->loc(), "unset '" + path->as_string() +
                                         "' does nothing: no base recipe sets it");

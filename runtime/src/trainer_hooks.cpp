@@ -134,6 +134,26 @@ struct Added {
   }
 };
 
+// Calls `point` (a Hook member) of every hook with an add_metric that `added`
+// checks; the metrics the hooks added.
+template <class Entries>
+std::map<std::string, double> collect_each(Entries& hooks, const char* when, HookContext& c, Added added,
+                                           void (Hook::*point)(const HookContext&)) {
+  call_each(hooks, when, c, [&](auto& e) {
+    c.add_metric = added.adder(e.label());
+    ((*e.hook).*point)(c);
+  });
+  return std::move(added.values);
+}
+
+// HookContext::evaluate: the run's validation with other weights in place.
+void let_evaluate(HookContext& c, Run& r) {
+  c.evaluate = [&r](const std::map<std::string, at::Tensor>& w) {
+    const EvalResult e = evaluate_weights(r, w);
+    return std::map<std::string, double>{{"top1", e.top1}, {"top5", e.top5}, {"val_loss", e.loss}};
+  };
+}
+
 }  // namespace
 
 void RunHooks::start(Run& r) {
@@ -149,26 +169,14 @@ std::map<std::string, double> RunHooks::after_step(Run& r, int64_t epoch, int64_
   c.metrics = {{"loss", loss}, {"lr", lr}};
   Added added;
   added.keep = logged;
-  call_each(hooks_, "after", c, [&](Entry& e) {
-    c.add_metric = added.adder(e.label());
-    e.hook->after_step(c);
-  });
-  return std::move(added.values);
+  return collect_each(hooks_, "after", c, std::move(added), &Hook::after_step);
 }
 
 void RunHooks::after_eval(Run& r, int64_t done_epochs, EvalResult& ev) {
   HookContext c = base_context(r, done_epochs, r.dp.stream.steps_in(done_epochs - 1));
   c.metrics = {{"top1", ev.top1}, {"top5", ev.top5}, {"val_loss", ev.loss}};
-  c.evaluate = [&r](const std::map<std::string, at::Tensor>& w) {
-    const EvalResult e = evaluate_weights(r, w);
-    return std::map<std::string, double>{{"top1", e.top1}, {"top5", e.top5}, {"val_loss", e.loss}};
-  };
-  Added added;
-  call_each(hooks_, "after the evaluation after", c, [&](Entry& e) {
-    c.add_metric = added.adder(e.label());
-    e.hook->after_eval(c);
-  });
-  for (auto& [k, v] : added.values) ev.extra[k] = v;
+  let_evaluate(c, r);
+  for (auto& [k, v] : collect_each(hooks_, "after the evaluation after", c, Added{}, &Hook::after_eval)) ev.extra[k] = v;
 }
 
 void RunHooks::at_checkpoint(Run& r, int64_t done_epochs, int64_t epoch_step, const std::string& path) {
@@ -214,17 +222,10 @@ void RunHooks::at_checkpoint(Run& r, int64_t done_epochs, int64_t epoch_step, co
 
 std::map<std::string, double> RunHooks::at_end(Run& r, const std::set<std::string>& taken) {
   HookContext c = base_context(r, r.dp.epochs, r.dp.stream.steps_in(r.dp.epochs - 1));
-  c.evaluate = [&r](const std::map<std::string, at::Tensor>& w) {
-    const EvalResult e = evaluate_weights(r, w);
-    return std::map<std::string, double>{{"top1", e.top1}, {"top5", e.top5}, {"val_loss", e.loss}};
-  };
+  let_evaluate(c, r);
   Added added;
   added.reserved = taken;
-  call_each(hooks_, "at the end, after", c, [&](Entry& e) {
-    c.add_metric = added.adder(e.label());
-    e.hook->at_end(c);
-  });
-  return std::move(added.values);
+  return collect_each(hooks_, "at the end, after", c, std::move(added), &Hook::at_end);
 }
 
 std::map<std::string, at::Tensor> RunHooks::state() const {

@@ -128,4 +128,15 @@ std::string count_text(double v) {
   return b;
 }
 
+std::vector<std::string> split(const std::string& s, char separator) {
+  std::vector<std::string> pieces;
+  size_t at = 0;
+  for (size_t end = s.find(separator); end != std::string::npos; end = s.find(separator, at)) {
+    pieces.push_back(s.substr(at, end - at));
+    at = end + 1;
+  }
+  pieces.push_back(s.substr(at));
+  return pieces;
+}
+
 }  // namespace vexp::base

@@ -56,3 +56,12 @@ TEST(Text, CountsReadAsCounts) {
     EXPECT_EQ(t.find('e'), std::string::npos) << t;
   }
 }
+
+TEST(Text, SplitKeepsEveryPiece) {
+  using vexp::base::split;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split("8,64,512", ','), (V{"8", "64", "512"}));
+  EXPECT_EQ(split("8,,64,", ','), (V{"8", "", "64", ""}));  // empty pieces are the caller's to refuse
+  EXPECT_EQ(split("", ','), (V{""}));
+  EXPECT_EQ(split("1x3x224x224", 'x'), (V{"1", "3", "224", "224"}));
+}

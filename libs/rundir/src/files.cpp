@@ -363,59 +363,62 @@ std::string SkippedLines::text(const fs::path& file) const {
          (count > 5 ? "; ..." : "") + ")";
 }
 
+void for_each_record(const fs::path& file, SkippedLines& skipped,
+                     const std::function<void(const std::string&, std::int64_t)>& fn) {
+  for_each_line(
+      file, [&](const std::string& line, std::int64_t number) { if (!line.empty()) fn(line, number); },
+      [&](std::int64_t number, std::uint64_t bytes) { skipped.add(file, number, long_line_problem(bytes)); });
+}
+
 Metrics read_metrics(const fs::path& dir) {
   Metrics m;
   const fs::path file = RunDir(dir).metrics();
-  for_each_line(
-      file,
-      [&](const std::string& line, int64_t number) {
-        if (line.empty()) return;
-        json j;
-        try {
-          j = json::parse(line);
-        } catch (const std::exception&) {
-          m.skipped.add(file, number, "not JSON");
-          return;
-        }
-        const std::string why = metrics_record_problem(j);
-        if (!why.empty()) {
-          m.skipped.add(file, number, why);
-          return;
-        }
-        const std::string type = j.value("type", "");
-        if (type == "step") {
-          StepRecord s;
-          s.global_step = static_cast<int64_t>(num(j, "global_step"));
-          s.epoch = static_cast<int64_t>(num(j, "epoch"));
-          s.step = static_cast<int64_t>(num(j, "step"));
-          s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
-          s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
-          s.lr = num(j, "lr");
-          s.clips_per_s = num(j, "clips_per_s");
-          s.step_s = num(j, "step_s");
-          s.data_s = num(j, "data_s");
-          s.compute_s = num(j, "compute_s");
-          s.comm_s = num(j, "comm_s");
-          if (auto e = opt_num(j, "epochs_trained")) s.epochs_trained = *e;
-          m.steps.push_back(s);
-        } else if (type == "eval") {
-          EvalRecord e;
-          e.epoch = static_cast<int64_t>(num(j, "epoch"));
-          e.global_step = static_cast<int64_t>(num(j, "global_step"));
-          e.top1 = opt_num(j, "top1");
-          e.top5 = opt_num(j, "top5");
-          e.val_loss = opt_num(j, "val_loss");
-          if (auto c = opt_num(j, "clips_trained")) e.clips_trained = static_cast<int64_t>(*c);
-          e.train_s = opt_num(j, "train_s");
-          e.wall_s = opt_num(j, "wall_s");
-          static const std::set<std::string> own{"epoch", "global_step", "top1",          "top5",
-                                                 "val_loss", "clips_trained", "train_s", "wall_s"};
-          for (auto it = j.begin(); it != j.end(); ++it)
-            if (it->is_number() && !own.count(it.key())) e.hooks[it.key()] = it->get<double>();
-          m.evals.push_back(e);
-        }
-      },
-      [&](int64_t number, std::uint64_t bytes) { m.skipped.add(file, number, long_line_problem(bytes)); });
+  for_each_record(file, m.skipped, [&](const std::string& line, int64_t number) {
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const std::exception&) {
+      m.skipped.add(file, number, "not JSON");
+      return;
+    }
+    const std::string why = metrics_record_problem(j);
+    if (!why.empty()) {
+      m.skipped.add(file, number, why);
+      return;
+    }
+    const std::string type = j.value("type", "");
+    if (type == "step") {
+      StepRecord s;
+      s.global_step = static_cast<int64_t>(num(j, "global_step"));
+      s.epoch = static_cast<int64_t>(num(j, "epoch"));
+      s.step = static_cast<int64_t>(num(j, "step"));
+      s.ranks = j.contains("ranks") ? static_cast<int64_t>(num(j, "ranks")) : 1;
+      s.loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : std::nan("");
+      s.lr = num(j, "lr");
+      s.clips_per_s = num(j, "clips_per_s");
+      s.step_s = num(j, "step_s");
+      s.data_s = num(j, "data_s");
+      s.compute_s = num(j, "compute_s");
+      s.comm_s = num(j, "comm_s");
+      if (auto e = opt_num(j, "epochs_trained")) s.epochs_trained = *e;
+      m.steps.push_back(s);
+    } else if (type == "eval") {
+      EvalRecord e;
+      e.epoch = static_cast<int64_t>(num(j, "epoch"));
+      e.global_step = static_cast<int64_t>(num(j, "global_step"));
+      e.top1 = opt_num(j, "top1");
+      e.top5 = opt_num(j, "top5");
+      e.val_loss = opt_num(j, "val_loss");
+      if (auto c = opt_num(j, "clips_trained")) e.clips_trained = static_cast<int64_t>(*c);
+      e.train_s = opt_num(j, "train_s");
+      e.wall_s = opt_num(j, "wall_s");
+      static const std::set<std::string> own{"epoch", "global_step", "top1",          "top5",
+                                             "val_loss", "clips_trained", "train_s", "wall_s"};
+      for (auto it = j.begin(); it != j.end(); ++it)
+        if (it->is_number() && !own.count(it.key())) e.hooks[it.key()] = it->get<double>();
+      m.evals.push_back(e);
+    }
+  });
   return m;
 }
 

@@ -92,24 +92,25 @@ std::optional<json> record_of(const std::string& line) {
   return std::nullopt;
 }
 
+// A hashed file as records write it: path, sha256 and the reason it was not hashed.
+json file_json(const HashedFile& f) {
+  json e{{"path", f.path}, {"sha256", f.sha256}};
+  if (!f.error.empty()) e["error"] = f.error;
+  return e;
+}
+
+json files_json(const std::vector<HashedFile>& hashed) {
+  json files = json::array();
+  for (const auto& f : hashed) files.push_back(file_json(f));
+  return files;
+}
+
 }  // namespace
 
 json Invocation::to_json() const {
-  json files = json::array();
-  for (const auto& f : recipe_files) {
-    json e{{"path", f.path}, {"sha256", f.sha256}};
-    if (!f.error.empty()) e["error"] = f.error;
-    files.push_back(e);
-  }
   json vars = json::array();
   for (const auto& v : variables)
     vars.push_back({{"name", v.name}, {"value", v.value}, {"environment", v.environment ? json(*v.environment) : json()}});
-  json data_hashed = json::array();
-  for (const auto& f : data_files) {
-    json e{{"path", f.path}, {"sha256", f.sha256}};
-    if (!f.error.empty()) e["error"] = f.error;
-    data_hashed.push_back(e);
-  }
   json plugs = json::array();
   for (const auto& p : plugins)
     plugs.push_back({{"name", p.name}, {"version", p.version}, {"file", p.file}, {"sha256", p.sha256},
@@ -122,10 +123,10 @@ json Invocation::to_json() const {
               {"vexp", {{"version", vexp_version}, {"commit", vexp_commit}, {"tree", vexp_tree}, {"build_tag", build_tag}}},
               {"argv", argv},
               {"cwd", cwd},
-              {"recipe", {{"path", recipe}, {"hash", recipe_hash}, {"files", files}}},
+              {"recipe", {{"path", recipe}, {"hash", recipe_hash}, {"files", files_json(recipe_files)}}},
               {"overrides", overrides},
               {"variables", vars},
-              {"data", {{"dataset", dataset}, {"roots", data_roots}, {"files", data_hashed}}},
+              {"data", {{"dataset", dataset}, {"roots", data_roots}, {"files", files_json(data_files)}}},
               {"environment", environment},
               {"hosts", hosts},
               {"ranks", ranks},
@@ -164,11 +165,7 @@ void finish_invocation(const fs::path& dir, int64_t number, const std::string& o
     (*r)["outcome"] = outcome;
     if (!weights.empty()) {
       json w = json::object();
-      for (const auto& [tag, f] : weights) {
-        json e{{"path", f.path}, {"sha256", f.sha256}};
-        if (!f.error.empty()) e["error"] = f.error;
-        w[tag] = std::move(e);
-      }
+      for (const auto& [tag, f] : weights) w[tag] = file_json(f);
       (*r)["weights"] = std::move(w);
     }
     *it = r->dump();
@@ -181,16 +178,12 @@ void finish_invocation(const fs::path& dir, int64_t number, const std::string& o
 Provenance read_provenance(const fs::path& dir) {
   Provenance p;
   const fs::path file = RunDir(dir).provenance();
-  for_each_line(
-      file,
-      [&](const std::string& line, int64_t number) {
-        if (line.empty()) return;
-        if (auto r = record_of(line))
-          p.records.push_back(std::move(*r));
-        else
-          p.skipped.add(file, number, "not a JSON object with a \"format\"");
-      },
-      [&](int64_t number, std::uint64_t bytes) { p.skipped.add(file, number, long_line_problem(bytes)); });
+  for_each_record(file, p.skipped, [&](const std::string& line, int64_t number) {
+    if (auto r = record_of(line))
+      p.records.push_back(std::move(*r));
+    else
+      p.skipped.add(file, number, "not a JSON object with a \"format\"");
+  });
   return p;
 }
 

@@ -405,6 +405,17 @@ void load_link(const Value* t, const Schema& schema, const std::string& where, C
   if (ct.params.has("rails")) l.rails = ct.params.i64("rails");
 }
 
+// The parameters of the table `key` of `parent`, checked against `schema`: none when
+// it is absent or not valid (reported to `d`).
+std::optional<Params> checked_table(const Value& parent, const char* key, const Schema& schema,
+                                    const std::string& where, Diagnostics& d) {
+  const Value* t = table_of(parent, key);
+  if (!t) return std::nullopt;
+  CheckedTable ct = check_table(schema, t, t->loc(), where, {}, d);
+  if (!ct.ok) return std::nullopt;
+  return std::move(ct.params);
+}
+
 std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Diagnostics& d, ClusterUse use) {
   // A table vexp plan needs: an error when read for planning, else noted (plan_missing).
   const bool plan = use == ClusterUse::plan;
@@ -442,14 +453,11 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
         }
       }
     }
-    if (const Value* dv = table_of(*gpu, "derive")) {
-      const CheckedTable ct = check_table(S.derive, dv, dv->loc(), "[gpu.derive]", {}, d);
-      if (ct.ok) {
-        c.derive.given = true;
-        c.derive.train_macs_per_s = ct.params.f64("train_macs_per_s");
-        c.derive.optimizer_ms_per_mparam = ct.params.f64("optimizer_ms_per_mparam");
-        c.derive.source = ct.params.str("source");
-      }
+    if (const auto p = checked_table(*gpu, "derive", S.derive, "[gpu.derive]", d)) {
+      c.derive.given = true;
+      c.derive.train_macs_per_s = p->f64("train_macs_per_s");
+      c.derive.optimizer_ms_per_mparam = p->f64("optimizer_ms_per_mparam");
+      c.derive.source = p->str("source");
     }
   } else if (!root.find("gpu")) {
     if (plan) d.error(file_loc, "a cluster file needs a [gpu] table (name, [[gpu.profile]] and/or [gpu.derive])");
@@ -509,24 +517,18 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
   if (no_inter && !plan) c.plan_missing.push_back("[links.inter]");
   if (no_intra && !plan) c.plan_missing.push_back("[links.intra]");
 
-  if (const Value* rd = table_of(root, "reducer")) {
-    const CheckedTable ct = check_table(S.reducer, rd, rd->loc(), "[reducer]", {}, d);
-    if (ct.ok) {
-      c.reducer.given = true;
-      c.reducer.per_bucket_ms = ct.params.f64("per_bucket_ms");
-      c.reducer.source = ct.params.str("source");
-    }
+  if (const auto p = checked_table(root, "reducer", S.reducer, "[reducer]", d)) {
+    c.reducer.given = true;
+    c.reducer.per_bucket_ms = p->f64("per_bucket_ms");
+    c.reducer.source = p->str("source");
   }
-  if (const Value* st = table_of(root, "storage")) {
-    const CheckedTable ct = check_table(S.storage, st, st->loc(), "[storage]", {}, d);
-    if (ct.ok) {
-      c.storage.given = true;
-      c.storage.read_GBps = ct.params.f64("read_GBps");
-      c.storage.node_read_GBps = ct.params.f64("node_read_GBps");
-      c.storage.frames_clip_bytes = ct.params.f64("frames_clip_bytes");
-      c.storage.videos_clip_bytes = ct.params.f64("videos_clip_bytes");
-      c.storage.source = ct.params.str("source");
-    }
+  if (const auto p = checked_table(root, "storage", S.storage, "[storage]", d)) {
+    c.storage.given = true;
+    c.storage.read_GBps = p->f64("read_GBps");
+    c.storage.node_read_GBps = p->f64("node_read_GBps");
+    c.storage.frames_clip_bytes = p->f64("frames_clip_bytes");
+    c.storage.videos_clip_bytes = p->f64("videos_clip_bytes");
+    c.storage.source = p->str("source");
   }
   load_scheduler(root, c, d);
   if (d.error_count() > errors_before) return std::nullopt;

@@ -332,23 +332,24 @@ Compute scaled(const Compute& k, double f) {
 }  // namespace
 
 Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& buckets, const DataOptions& data,
-            const StepShape& s) {
+            const DistPlan& s) {
   const int64_t max_gpus = c.nodes * c.gpus_per_node;
   // (the planner refuses such a count before it predicts, with the recipe's world: GpuAsk)
-  if (s.gpus > max_gpus)
-    throw PlanError(too_many_gpus(c, {s.gpus, s.world, s.global_batch, s.world != s.gpus, true}));
+  if (s.ranks > max_gpus)
+    throw PlanError(too_many_gpus(c, {s.ranks, s.world, s.global_batch, s.world != s.ranks, true}));
+  const double steps_per_epoch = static_cast<double>(s.train_size) / static_cast<double>(s.global_batch);
   Row r;
-  r.gpus = s.gpus;
-  r.ranks = s.gpus;
-  r.nodes = nodes_for(c, s.gpus);
+  r.gpus = s.ranks;
+  r.ranks = s.ranks;
+  r.nodes = nodes_for(c, s.ranks);
   r.global_batch = s.global_batch;
   r.micro_steps = s.micro;
-  r.steps_per_epoch = s.steps_per_epoch;
+  r.steps_per_epoch = steps_per_epoch;
   const double micro = static_cast<double>(s.micro);
   // On more than one rank each bucket costs the last micro-batch's backward its own
   // time ([reducer] per_bucket_ms): the reducer works only in that backward.
   const double last_backward =
-      k.backward_ms + (s.gpus > 1 && c.reducer.given ? static_cast<double>(buckets.size()) * c.reducer.per_bucket_ms : 0);
+      k.backward_ms + (s.ranks > 1 && c.reducer.given ? static_cast<double>(buckets.size()) * c.reducer.per_bucket_ms : 0);
   r.bucket_overhead_ms = last_backward - k.backward_ms;
   r.forward_ms = micro * k.forward_ms;
   r.backward_ms = (micro - 1) * k.backward_ms + last_backward;
@@ -358,13 +359,13 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
 
   // The reducer exists on more than one rank and communicates during the last
   // micro-batch's backward only (prepare(sync) before it).
-  if (s.gpus > 1) {
+  if (s.ranks > 1) {
     const double bw_start = (micro - 1) * (k.forward_ms + k.backward_ms) + k.forward_ms;
     const double bw_end = bw_start + last_backward;
     double end = 0, largest = -1;
     for (const Bucket& b : buckets) {
       std::string algo;
-      const double t = allreduce_ms(c, s.gpus, b.bytes, &algo);
+      const double t = allreduce_ms(c, s.ranks, b.bytes, &algo);
       const double start = std::max(bw_start + b.ready * last_backward, end);
       end = start + t;
       r.comm_ms += t;
@@ -377,11 +378,11 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   }
 
   const double clips = micro * static_cast<double>(s.per_gpu);
-  r.data_ms = clips / data_clips_per_s(c, data, s.gpus) * 1e3;
+  r.data_ms = clips / data_clips_per_s(c, data, s.ranks) * 1e3;
   r.exposed_data_ms = std::max(0.0, r.data_ms - (r.compute_ms + r.exposed_comm_ms));
   r.step_ms = r.compute_ms + r.exposed_comm_ms + r.exposed_data_ms;
   r.clips_per_s = static_cast<double>(s.global_batch) / r.step_ms * 1e3;
-  r.epoch_s = s.steps_per_epoch * r.step_ms / 1e3;
+  r.epoch_s = steps_per_epoch * r.step_ms / 1e3;
   r.total_s = static_cast<double>(s.total_steps) * r.step_ms / 1e3;
   r.bottleneck = "compute";
   if (r.exposed_comm_ms > r.compute_ms && r.exposed_comm_ms >= r.exposed_data_ms) r.bottleneck = "communication";

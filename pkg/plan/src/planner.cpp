@@ -32,22 +32,6 @@ std::string model_key(const dsl::RecipePlan& plan) {
   return prefix + key;
 }
 
-namespace {
-
-StepShape shape_of(const DistPlan& p) {
-  StepShape s;
-  s.gpus = p.ranks;
-  s.world = p.world;
-  s.per_gpu = p.per_gpu;
-  s.micro = p.micro;
-  s.global_batch = p.global_batch;
-  s.steps_per_epoch = static_cast<double>(p.train_size) / static_cast<double>(p.global_batch);
-  s.total_steps = p.total_steps;
-  return s;
-}
-
-}  // namespace
-
 RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, const PlanOptions& o,
                          const RecipeOpener& open) {
   std::vector<dsl::Override> base = o.overrides;
@@ -126,7 +110,7 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
   };
   auto row_at = [&](const DistPlan& dp, const std::vector<Bucket>& bk, const DataOptions& d) {
     const Compute c = compute_at(dp.ranks);  // its PlanError already names the recipe
-    return base::attempt<PlanError>([&] { return predict(cluster, c, bk, d, shape_of(dp)); }).value_or_throw(recipe + ": ");
+    return base::attempt<PlanError>([&] { return predict(cluster, c, bk, d, dp); }).value_or_throw(recipe + ": ");
   };
   std::vector<int64_t> gpus = o.gpus.empty() ? std::vector<int64_t>{r.world} : o.gpus;
   for (int64_t g : gpus)  // refused before anything is planned, naming the ways out

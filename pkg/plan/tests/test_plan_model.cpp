@@ -6,6 +6,7 @@
 
 using namespace vexp::plan;
 using vexp::plan::Cluster;
+using vexp::DistPlan;
 
 namespace {
 
@@ -42,14 +43,15 @@ Compute compute(double f, double b, double o) {
   return k;
 }
 
-StepShape shape(int64_t gpus, int64_t world, int64_t per_gpu, int64_t accum) {
-  StepShape s;
-  s.gpus = gpus;
+DistPlan shape(int64_t gpus, int64_t world, int64_t per_gpu, int64_t accum) {
+  DistPlan s;
+  s.ranks = gpus;
   s.world = world;
   s.per_gpu = per_gpu;
+  s.accum = accum;
   s.micro = (world / gpus) * accum;
   s.global_batch = world * per_gpu * accum;
-  s.steps_per_epoch = 1000.0 / static_cast<double>(s.global_batch);
+  s.train_size = 1000;
   s.total_steps = 100;
   return s;
 }

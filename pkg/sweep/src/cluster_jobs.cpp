@@ -33,13 +33,7 @@ SweepJobs jobs_of(const Store& store) {
     s.cluster_file = how->cluster_file;
   }
   for (const Row& r : store.rows()) {
-    SweepTrialJob t;
-    t.id = r.id;
-    t.status = r.status;
-    t.job = r.job;
-    t.job_state = r.job_state;
-    t.run_dir = r.run_dir;
-    t.message = r.message;
+    SweepTrialJob t{r.id, r.status, r.job, r.job_state, r.run_dir, r.message, std::nullopt};  // the store's word
     try {
       const slurm::JobRecord rec = slurm::read_jobs(r.run_dir);
       for (const auto& j : rec.jobs)

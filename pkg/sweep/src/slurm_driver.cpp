@@ -114,6 +114,9 @@ TrialJob trial_job(Session& s, const Definition& def, const fs::path& dir, int64
 
 // A trial a driver watches.
 struct Active {
+  Active() = default;
+  Active(int64_t id_, std::string job_, std::string dir_, std::string state_ = {}, double started_ = 0)
+      : id(id_), job(std::move(job_)), dir(std::move(dir_)), state(std::move(state_)), started(started_) {}
   int64_t id = 0;
   std::string job, dir, state;  // state: Slurm's, as last seen
   double started = 0;           // when it was first seen running (0: not yet)
@@ -275,13 +278,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
                     base::printable(r.stored_run_dir, 200) + "', not for '" + base::printable(r.run_dir, 200) +
                     "': this sweep folder is a copy of another (or was moved) whose jobs may still be queued or "
                     "running; follow them from the folder they were submitted from; nothing submitted");
-      Active a;
-      a.id = r.id;
-      a.job = r.job;
-      a.dir = r.run_dir;
-      a.state = r.job_state;
-      a.started = r.started_at;
-      active[r.id] = a;
+      active[r.id] = Active(r.id, r.job, r.run_dir, r.job_state, r.started_at);
     } else if (r.status == "running" && r.job_state == "submitting") {
       unsure.push_back(r.id);
     } else if (r.status == "running") {  // a trial a local sweep was running when it stopped
@@ -318,11 +315,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
       }
       std::cout << "trial " << trial_name(id) << ": found its job " << job << " (submitted before the driver stopped)\n";
       store.mark_queued(id, fs::absolute(tdir).string(), job);
-      Active a;
-      a.id = id;
-      a.job = job;
-      a.dir = fs::absolute(tdir).string();
-      active[id] = a;
+      active[id] = Active(id, job, fs::absolute(tdir).string());
     }
   }
   std::sort(pending.begin(), pending.end());
@@ -367,12 +360,7 @@ void run_trials_on_slurm(Store& store, Session& s, const Definition& def, const 
     if (!sub.record_problem.empty())
       std::cerr << "vexp: warning: trial " << trial_name(id) << ": " << sub.record_problem << "; its job " << job
                 << " is submitted all the same\n";
-    Active a;
-    a.id = id;
-    a.job = job;
-    a.dir = tdir.string();
-    a.state = "PENDING";
-    active[id] = a;
+    active[id] = Active(id, job, tdir.string(), "PENDING");
     std::cout << "trial " << trial_name(id) << " submitted: job " << job << " (" << t.shape.text << t.shape.emulation
               << "; " << row.params.dump() << ")\n";
   };

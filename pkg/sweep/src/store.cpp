@@ -317,13 +317,24 @@ std::vector<Row> Store::rows() const {
   return out;
 }
 
-void Store::mark_running(int64_t id, const std::string& run_dir) {
+namespace {
+
+// A new attempt of trial `id` in `run_dir`: running, its last outcome cleared, started
+// at `started` (NULL: not yet), and the columns `also` sets ("job='', ").
+void begin_attempt(sqlite3* db, int64_t id, const std::string& run_dir, std::optional<double> started,
+                   const std::string& also) {
   const std::string sql =
       "UPDATE trials SET status='running', attempts=attempts+1, started_at=?, finished_at=NULL, run_dir=?,"
-      " exit_code=NULL, message=NULL, " + std::string(kTargetClear) + " WHERE id=?";
-  Stmt q(DB(db_), sql.c_str());
-  q.f64(1, now_s()).text(2, run_dir).i64(3, id).step();  // a single statement is its own transaction
+      " exit_code=NULL, message=NULL, " + also + std::string(kTargetClear) + " WHERE id=?";
+  Stmt q(db, sql.c_str());
+  if (started) q.f64(1, *started);
+  else q.null(1);
+  q.text(2, run_dir).i64(3, id).step();  // a single statement is its own transaction
 }
+
+}  // namespace
+
+void Store::mark_running(int64_t id, const std::string& run_dir) { begin_attempt(DB(db_), id, run_dir, now_s(), ""); }
 
 void Store::finish(int64_t id, const std::string& status, int exit_code, std::optional<double> metric,
                    const json& metrics, double attempt_s, const std::string& message) {
@@ -390,11 +401,7 @@ std::string move_aside(const std::string& db_path) {
 }
 
 void Store::mark_submitting(int64_t id, const std::string& run_dir) {
-  const std::string sql =
-      "UPDATE trials SET status='running', attempts=attempts+1, started_at=NULL, finished_at=NULL, run_dir=?,"
-      " exit_code=NULL, message=NULL, job='', job_state='submitting', " + std::string(kTargetClear) + " WHERE id=?";
-  Stmt q(DB(db_), sql.c_str());
-  q.text(1, run_dir).i64(2, id).step();
+  begin_attempt(DB(db_), id, run_dir, std::nullopt, "job='', job_state='submitting', ");
 }
 
 void Store::mark_queued(int64_t id, const std::string& run_dir, const std::string& job) {

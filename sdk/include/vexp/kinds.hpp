@@ -39,38 +39,17 @@ enum class Interface : uint32_t {
 // type, so asking the host for a type that no kind makes does not compile.
 template <class T>
 struct InterfaceOf;
-template <>
-struct InterfaceOf<Layer> {
-  static constexpr Interface value = Interface::Layer;
-};
-template <>
-struct InterfaceOf<Dataset> {
-  static constexpr Interface value = Interface::Dataset;
-};
-template <>
-struct InterfaceOf<Comm> {
-  static constexpr Interface value = Interface::Comm;
-};
-template <>
-struct InterfaceOf<Optimizer> {
-  static constexpr Interface value = Interface::Optimizer;
-};
-template <>
-struct InterfaceOf<Loss> {
-  static constexpr Interface value = Interface::Loss;
-};
-template <>
-struct InterfaceOf<ClipTransform> {
-  static constexpr Interface value = Interface::ClipTransform;
-};
-template <>
-struct InterfaceOf<BatchTransform> {
-  static constexpr Interface value = Interface::BatchTransform;
-};
-template <>
-struct InterfaceOf<Hook> {
-  static constexpr Interface value = Interface::Hook;
-};
+// Each interface, named once: its type and its Interface id have the same name
+// (VEXP_EACH_INTERFACE(X) calls X(Name) for every one).
+#define VEXP_EACH_INTERFACE(X) \
+  X(Layer) X(Dataset) X(Comm) X(Optimizer) X(Loss) X(ClipTransform) X(BatchTransform) X(Hook)
+#define VEXP_INTERFACE_OF(T)                           \
+  template <>                                          \
+  struct InterfaceOf<T> {                              \
+    static constexpr Interface value = Interface::T;   \
+  };
+VEXP_EACH_INTERFACE(VEXP_INTERFACE_OF)
+#undef VEXP_INTERFACE_OF
 
 struct PluginKind {
   const char* kind;
@@ -94,14 +73,11 @@ inline constexpr PluginKind kPluginKinds[] = {
 // "vexp::Layer", ...; an id this vexp does not know reads "interface #N".
 inline std::string interface_name(Interface i) {
   switch (i) {
-    case Interface::Layer: return "vexp::Layer";
-    case Interface::Dataset: return "vexp::Dataset";
-    case Interface::Comm: return "vexp::Comm";
-    case Interface::Optimizer: return "vexp::Optimizer";
-    case Interface::Loss: return "vexp::Loss";
-    case Interface::ClipTransform: return "vexp::ClipTransform";
-    case Interface::BatchTransform: return "vexp::BatchTransform";
-    case Interface::Hook: return "vexp::Hook";
+#define VEXP_INTERFACE_CASE(T) \
+  case Interface::T:           \
+    return "vexp::" #T;
+    VEXP_EACH_INTERFACE(VEXP_INTERFACE_CASE)
+#undef VEXP_INTERFACE_CASE
   }
   return "interface #" + std::to_string(static_cast<uint32_t>(i));
 }

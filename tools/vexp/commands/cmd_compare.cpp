@@ -26,6 +26,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The rows that differ, a key and then each run's value under its label.
+std::string differences_text(const rundir::RunsDifferences& d, const std::vector<std::string>& labels,
+                             size_t value_bytes) {
+  std::string out;
+  for (const auto& row : d.rows) {
+    out += "  " + base::printable(row.key, 200) + "\n";
+    for (size_t i = 0; i < row.values.size(); ++i)
+      out += "    " + labels[i] + ": " + base::printable(row.values[i], value_bytes) + "\n";
+  }
+  return out;
+}
+
 // The recipe keys whose values are not the same in every run's resolved.toml (what
 // was trained, after `extends` and --set), before the provenance: what a reader of
 // the table wants to know first. The rows of the comparison report's "Recipe keys that
@@ -43,14 +55,8 @@ void print_recipe_differences(const std::vector<std::string>& dirs, const std::v
     std::printf("\nrecipe: the same in every run (%zu keys of resolved.toml)\n", d.keys);
     return;
   }
-  std::string out;
-  for (const auto& row : d.rows) {
-    out += "  " + base::printable(row.key, 200) + "\n";
-    for (size_t i = 0; i < row.values.size(); ++i)
-      out += "    " + labels[i] + ": " + base::printable(row.values[i], 300) + "\n";
-  }
   std::printf("\nrecipe keys that differ (%zu of %zu, each run's resolved.toml):\n%s", d.rows.size(), d.keys,
-              out.c_str());
+              differences_text(d, labels, 300).c_str());
 }
 
 // The rows of the runs' last provenance records that are not the same in all
@@ -65,14 +71,8 @@ void print_provenance_differences(const std::vector<nlohmann::json>& records, co
     std::printf("\nprovenance: the same in every run (%zu rows of the last invocation's record)\n", d.keys);
     return;
   }
-  std::string out;
-  for (const auto& row : d.rows) {
-    out += "  " + base::printable(row.key, 200) + "\n";
-    for (size_t i = 0; i < row.values.size(); ++i)
-      out += "    " + labels[i] + ": " + base::printable(row.values[i], 2000) + "\n";
-  }
   std::printf("\nprovenance that differs (%zu of %zu rows of each run's last invocation, provenance.jsonl):\n%s",
-              d.rows.size(), d.keys, out.c_str());
+              d.rows.size(), d.keys, differences_text(d, labels, 2000).c_str());
 }
 
 }  // namespace

@@ -44,11 +44,7 @@ constexpr long long kMaxGpus = 100000000;
 
 std::vector<int64_t> parse_gpus(const std::string& text) {
   std::vector<int64_t> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(at, end - at);
+  for (const std::string& item : base::split(text, ',')) {
     char* stop = nullptr;
     const long long v = std::strtoll(item.c_str(), &stop, 10);
     if (item.empty() || *stop != '\0')
@@ -59,7 +55,6 @@ std::vector<int64_t> parse_gpus(const std::string& text) {
       throw base::invalid("--gpus '" + base::printable(text, 80) + "': '" + item + "' is out of range: a GPU count is 1 to " +
                                    std::to_string(kMaxGpus));
     out.push_back(v);
-    at = end + 1;
   }
   return out;
 }

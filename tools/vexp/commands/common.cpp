@@ -129,15 +129,10 @@ std::vector<int64_t> parse_four_sizes(const std::string& text, const std::string
                                       const std::string& example) {
   const std::string where = option + " '" + text + "': ";
   std::vector<int64_t> s;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t x = text.find('x', pos);
-    if (x == std::string::npos) x = text.size();
-    const std::string part = text.substr(pos, x - pos);
+  for (const std::string& part : base::split(text, 'x')) {
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
       throw base::invalid(where + "expected " + layout + ", for example " + example);
     s.push_back(std::stoll(part));
-    pos = x + 1;
   }
   if (s.size() != 4) throw base::invalid(where + "expected four sizes " + layout);
   for (int64_t v : s)

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vexp::base {
 
@@ -36,5 +37,9 @@ std::string utc_now(const char* format = "%Y-%m-%dT%H:%M:%SZ");
 // "inf" when not finite. Every report and table of vexp writes MACs and parameter counts
 // with it (the exact number stays in summary.json and --json).
 std::string count_text(double v);
+
+// The pieces of `s` between the separators: "8,,64" split at ',' is {"8", "", "64"},
+// "" is {""} (the caller refuses the empty pieces it does not allow).
+std::vector<std::string> split(const std::string& s, char separator);
 
 }  // namespace vexp::base

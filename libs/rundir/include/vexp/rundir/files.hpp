@@ -198,6 +198,10 @@ struct SkippedLines {
   void add(const fs::path& file, std::int64_t line, const std::string& why);
   std::string text(const fs::path& file) const;
 };
+// for_each_line for a file of JSON records: `fn` gets each line that is not empty,
+// and a line too long to read is counted in `skipped` (long_line_problem).
+void for_each_record(const fs::path& file, SkippedLines& skipped,
+                     const std::function<void(const std::string& line, std::int64_t number)>& fn);
 struct Metrics {
   std::vector<StepRecord> steps;
   std::vector<EvalRecord> evals;

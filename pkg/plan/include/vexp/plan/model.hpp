@@ -11,6 +11,7 @@
 
 #include "vexp/plan/cluster.hpp"
 #include "vexp/plan/error.hpp"
+#include "vexp/runtime/dist_plan.hpp"
 
 namespace vexp::plan {
 
@@ -105,17 +106,6 @@ struct GpuAsk {
 // --fixed-batch, the counts up to the cluster's that divide the recipe's world.
 std::string too_many_gpus(const Cluster& c, const GpuAsk& ask);
 
-// The geometry of one planned step (from the dry-run planner's DistPlan).
-struct StepShape {
-  int64_t gpus = 1;           // ranks launched (GPUs used)
-  int64_t world = 1;          // dist.world_size (> gpus: emulated)
-  int64_t per_gpu = 1;
-  int64_t micro = 1;          // micro-batches per rank per step ((world / gpus) x accum)
-  int64_t global_batch = 1;
-  double steps_per_epoch = 0; // N / global batch
-  int64_t total_steps = 0;
-};
-
 struct DataOptions {
   std::string layout = "frames";  // frames | videos
   double threads_per_gpu = 0;     // decode threads per rank (0: cores_per_node / gpus_per_node)
@@ -150,9 +140,11 @@ struct Row {
 // only then), bucket k starting at max(its ready time, the previous bucket's end);
 // exposed comm = the last end - the backward's end; data (prefetched) is exposed
 // where it takes longer than compute + exposed comm. efficiency is left 0 (it
-// needs the 1-GPU row: set_efficiency).
+// needs the 1-GPU row: set_efficiency). The step's geometry is the dry-run planner's
+// (its GPUs are s.ranks, > 1 only with more than one rank; s.world > s.ranks: emulated),
+// and an epoch is s.train_size / s.global_batch steps.
 Row predict(const Cluster& c, const Compute& compute, const std::vector<Bucket>& buckets,
-            const DataOptions& data, const StepShape& s);
+            const DataOptions& data, const DistPlan& s);
 
 // efficiency = clips/s / (gpus x the 1-GPU clips/s).
 void set_efficiency(Row& r, const Row& one_gpu);
