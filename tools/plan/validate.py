@@ -8,7 +8,8 @@ recipes with few clips), this
      the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
      (log_every = 1, so every step is logged), with the recipe's own loader settings
      (data.workers), which are what --measure-local's profiles were measured with;
-     (each case --repeat times, default 3: the median is compared, the range printed);
+     (each case --repeat times, default 3, in rounds of every case once, as --measure-local
+     interleaves its profiles: the median is compared, the range printed);
   2. predicts: `vexp plan RECIPE --cluster CLUSTER --gpus RANKS --bucket-mb B --json` with
      the same --set values (and --fixed-batch when RANKS < world_size: RANKS ranks each
      emulating world_size / RANKS GPUs, as the run does), and takes `step_ms` (the plan
@@ -154,15 +155,25 @@ def main():
     print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
           f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
+    # The repeats run in rounds, every case once a round (as --measure-local measures its
+    # profiles in interleaved rounds): a drift of the machine's speed during the
+    # validation reaches every case's median alike instead of the cases measured in
+    # its slow minutes.
+    runs = {c[0]: [] for c in cases}
+    secs = {c[0]: 0.0 for c in cases}
+    timed_steps = {}
+    for r in range(a.repeat):
+        for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
+            t0 = time.time()
+            with tempfile.TemporaryDirectory() as work:
+                ph, timed_steps[name] = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, accum,
+                                                work)
+            runs[name].append(ph)
+            secs[name] += time.time() - t0
+        print(f"round {r + 1} of {a.repeat} measured (load {loadavg()})", flush=True)
     results, worst, detail = [], 0.0, []
     for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
-        t0 = time.time()
-        each, n = [], 0
-        for _ in range(a.repeat):
-            with tempfile.TemporaryDirectory() as work:
-                ph, n = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, accum, work)
-                each.append(ph)
-        secs = time.time() - t0
+        each, n = runs[name], timed_steps[name]
         measured = {k: statistics.median(e[k] for e in each) for k in PHASES}
         ms = [e["step_s"] for e in each]
         m = measured["step_s"]
@@ -174,7 +185,7 @@ def main():
         print(f"{name:<18} {ranks:>5} {threads:>3} {world:>5} {bucket:>6g} {batch:>5} {accum:>3} {m:>11.1f} "
               f"{min(ms):>6.0f}-{max(ms):<6.0f} {p:>12.1f} {err * 100:>+6.1f}% {lo:>7.0f}-{hi:<6.0f}{inside:>3}  "
               f"{row.get('bottleneck', '')}  "
-              f"({len(ms)} x {n} steps, {secs:.0f} s, load {loadavg()})", flush=True)
+              f"({len(ms)} x {n} steps, {secs[name]:.0f} s)", flush=True)
         detail.append((name, measured, row))
         results.append({"case": name, "recipe": recipe, "ranks": ranks, "threads": threads, "world_size": world,
                         "bucket_mb": bucket, "batch_per_gpu": batch, "accum_steps": accum, "measured_ms": m, "measured_each": each,
