@@ -146,12 +146,15 @@ std::map<std::string, double> collect_each(Entries& hooks, const char* when, Hoo
   return std::move(added.values);
 }
 
+// An evaluation as hooks see it (HookContext::metrics after an evaluation, and what
+// HookContext::evaluate returns).
+std::map<std::string, double> eval_metrics(const EvalResult& e) {
+  return {{"top1", e.top1}, {"top5", e.top5}, {"val_loss", e.loss}};
+}
+
 // HookContext::evaluate: the run's validation with other weights in place.
 void let_evaluate(HookContext& c, Run& r) {
-  c.evaluate = [&r](const std::map<std::string, at::Tensor>& w) {
-    const EvalResult e = evaluate_weights(r, w);
-    return std::map<std::string, double>{{"top1", e.top1}, {"top5", e.top5}, {"val_loss", e.loss}};
-  };
+  c.evaluate = [&r](const std::map<std::string, at::Tensor>& w) { return eval_metrics(evaluate_weights(r, w)); };
 }
 
 }  // namespace
@@ -174,7 +177,7 @@ std::map<std::string, double> RunHooks::after_step(Run& r, int64_t epoch, int64_
 
 void RunHooks::after_eval(Run& r, int64_t done_epochs, EvalResult& ev) {
   HookContext c = base_context(r, done_epochs, r.dp.stream.steps_in(done_epochs - 1));
-  c.metrics = {{"top1", ev.top1}, {"top5", ev.top5}, {"val_loss", ev.loss}};
+  c.metrics = eval_metrics(ev);
   let_evaluate(c, r);
   for (auto& [k, v] : collect_each(hooks_, "after the evaluation after", c, Added{}, &Hook::after_eval)) ev.extra[k] = v;
 }
