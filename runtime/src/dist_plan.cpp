@@ -115,6 +115,17 @@ DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t trai
   return p;
 }
 
+DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size,
+                        const std::vector<int64_t>& grad_numels) {
+  int64_t params = 0;
+  for (int64_t n : grad_numels) params += n;
+  DistPlan p = make_dist_plan(plan, ranks, train_size, params);
+  if (params > 0)
+    p.buckets = static_cast<int64_t>(
+        bucket_layout(grad_numels, wire_bytes_per_element(p.compression), plan.dist.bucket_mb).size());
+  return p;
+}
+
 namespace {
 
 // "epoch 1 = 0-19, 2 = 20-39, 3 = 40-58, ..., 50 = 959-978": each epoch's steps.

@@ -9,7 +9,6 @@
 
 #include <ATen/ATen.h>
 
-#include "vexp/runtime/buckets.hpp"
 #include "vexp/log.hpp"
 #include "vexp/runtime/graph.hpp"
 #include "vexp/runtime/optimizer.hpp"
@@ -76,13 +75,7 @@ DistPlan plan_run(Session& s, int64_t ranks, GradientProfile* profile, std::stri
       *param_groups = param_groups_table(g);
     }
   }
-  int64_t params = 0;
-  for (int64_t n : numels) params += n;
-  DistPlan p = make_dist_plan(plan, ranks, train_size, params);
-  // The reducer's own layout (make_dist_plan only knows the total).
-  p.buckets = static_cast<int64_t>(
-      bucket_layout(numels, wire_bytes_per_element(p.compression), plan.dist.bucket_mb).size());
-  return p;
+  return make_dist_plan(plan, ranks, train_size, numels);
 }
 
 int64_t launched_ranks_from_env() {

@@ -80,6 +80,12 @@ int64_t Rig::grad_numel() const {
   return n;
 }
 
+std::vector<int64_t> Rig::grad_numels() const {
+  std::vector<int64_t> n;
+  for (const auto& p : params_) n.push_back(p.numel());
+  return n;
+}
+
 TrainStep& Rig::step() const {
   if (!step_) throw std::logic_error("Rig::step: start() was not called");
   return *step_;

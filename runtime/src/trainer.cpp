@@ -135,7 +135,7 @@ void build(Run& r, Session& s) {
   r.rig = std::make_unique<Rig>(plan, s.host, r.model, r.comm, ro);
   r.exec.memory_format = r.rig->memory_format();
 
-  r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numel());
+  r.dp = make_dist_plan(plan, r.ranks, r.data->size(Split::Train), r.rig->grad_numels());
   if (r.dp.world > r.ranks && r.rank == 0) {  // one line for the run, not one per rank
     log_info("emulating " + std::to_string(r.dp.world) + " GPUs on " + std::to_string(r.ranks) + " rank(s): " +
              std::to_string(r.dp.micro) + " micro-batches of " + std::to_string(r.dp.per_gpu) + " clips per step");

@@ -44,14 +44,34 @@ assert t["rounds"] == 2 and len(t["round_step_medians_ms"]) == 2 and len(t["phas
 assert "in each of 2 interleaved rounds (step medians " in p["source"], p["source"]
 tb = json.load(open(os.path.join(d, b["from"])))
 assert tb["busy_ranks"] == 2 and tb["rounds"] == 2 and len(tb["per_rank"]) == 4 and tb["threads"] == 1, tb["command"]
+# Lockstep: at each step of each round, the phases of the rank whose compute took longest
+# (a synchronous step waits for it); per_rank holds round 1's two ranks, then round 2's.
 n = len(tb["per_rank"][0]["phases"]["forward"]["samples_ms"])
-assert len(tb["phases"]["forward"]["samples_ms"]) == 4 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
-# the cost of a bucket: the first recipe trained by both ranks together at 25 and 0.05 MiB
+assert len(tb["phases"]["forward"]["samples_ms"]) == 2 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
+want = {ph: [] for ph in tb["phases"]}
+for rnd in range(2):
+    ranks = tb["per_rank"][2 * rnd:2 * rnd + 2]
+    for i in range(n):
+        cost = [sum(r["phases"][ph]["samples_ms"][i] for ph in ("forward", "backward", "optimizer")) for r in ranks]
+        slow = ranks[cost.index(max(cost))]
+        for ph in want:
+            want[ph].append(slow["phases"][ph]["samples_ms"][i])
+for ph in want:
+    assert sorted(want[ph]) == tb["phases"][ph]["samples_ms"], (ph, want[ph], tb["phases"][ph])
+assert [sum(c) for c in tb["slowest_rank_steps"]] == [n, n], tb["slowest_rank_steps"]
+# the cost of a bucket: each recipe trained by both ranks together at 25 and 0.05 MiB, in
+# the rounds (its own per_bucket_ms in its profiles; [reducer]: the first recipe's)
 rd = c["reducer"]
-assert rd["per_bucket_ms"] >= 0 and "25 and 0.05 MiB buckets (here/buckets.json)" in rd["source"] and load in rd["source"], rd
-bk = json.load(open(os.path.join(d, "here", "buckets.json")))
-assert [r["bucket_mb"] for r in bk["runs"]] == [25, 0.05] and bk["runs"][0]["buckets"] == 1, bk
+assert rd["per_bucket_ms"] >= 0 and "25 and 0.05 MiB buckets (here/buckets_tsm_motion.json)" in rd["source"] and load in rd["source"], rd
+bk = json.load(open(os.path.join(d, "here", "buckets_tsm_motion.json")))
+assert [r["bucket_mb"] for r in bk["runs"]] == [25, 0.05] and bk["runs"][0]["buckets"] == 1 and bk["rounds"] == 2, bk
 assert bk["runs"][1]["buckets"] > 1 and bk["runs"][1]["ranks"] == 2 and bk["runs"][1]["busy_ranks"] == 2, bk["runs"][1]
+# (the reducer's own layout: TSM's 0.70 MB of gradients make 7 buckets of 0.05 MiB, not 14)
+assert bk["runs"][1]["buckets"] == 7, bk["runs"][1]["buckets"]
+# lockstep over the ranks (the slowest one's each step), pooled over both rounds: 2 samples of one step
+assert len(bk["runs"][1]["phases"]["backward"]["samples_ms"]) == 2, bk["runs"][1]["phases"]["backward"]
+for q in (p, b):
+    assert q["per_bucket_ms"] == rd["per_bucket_ms"] and "here/buckets_tsm_motion.json" in q["per_bucket_source"], q
 n1, n2 = bk["runs"][0]["buckets"], bk["runs"][1]["buckets"]
 b1, b2 = (r["phases"]["backward"]["median_ms"] for r in bk["runs"])
 assert abs(bk["per_bucket_ms"] - max(0, (b2 - b1) / (n2 - n1))) < 1e-9 and rd["per_bucket_ms"] == float("%.4g" % bk["per_bucket_ms"]), bk

@@ -65,9 +65,23 @@ p = json.load(open(sys.argv[1]))["plans"][0]
 one, two = p["rows"]
 assert p["buckets"] > 1 and one["bucket_overhead_ms"] == 0 and one["backward_ms"] == 200, (p["buckets"], one)
 assert abs(two["bucket_overhead_ms"] - 0.5 * p["buckets"]) < 1e-9 and abs(two["backward_ms"] - 200 - 0.5 * p["buckets"]) < 1e-9, two
+assert (one["per_bucket_ms"], one["per_bucket_source"]) == (0, "") and two["per_bucket_ms"] == 0.5, (one, two)
+assert two["per_bucket_source"] == "[reducer]: made up", two
 PYEOF
   expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/reducer.toml" --gpus 1,2
-  expect_out "; each bucket adds 0.5 ms to the backward on more than one rank ([reducer])"
+  expect_out "; each bucket adds 0.5 ms to the backward on more than one rank ([reducer]: made up)"
+  # A profile's own per_bucket_ms (--measure-local measures each recipe's) comes first.
+  sed 's|^optimizer_ms = 5.0$|&\nper_bucket_ms = 2\nper_bucket_source = "its own"|' "$tmp/reducer.toml" >"$tmp/own.toml"
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/own.toml" --gpus 1,2 --bucket-mb 0.05 --json
+  $PY - "$tmp/out" <<'PYEOF' || fail "a profile's per_bucket_ms"
+import json, sys
+p = json.load(open(sys.argv[1]))["plans"][0]
+one, two = p["rows"]
+assert one["bucket_overhead_ms"] == 0 and abs(two["bucket_overhead_ms"] - 2 * p["buckets"]) < 1e-9, two
+assert (two["per_bucket_ms"], two["per_bucket_source"]) == (2, "its own"), two
+PYEOF
+  expect_rc 0 -- "$vexp" plan "$quick" --cluster "$tmp/own.toml" --gpus 1,2
+  expect_out "; each bucket adds 2 ms to the backward on more than one rank (its own)"
   ;;
 several)
   expect_rc 0 -- "$vexp" plan "$quick" "$tsn" --cluster "$cluster" --gpus 1,8 --json

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "vexp/runtime/buckets.hpp"
 #include "vexp/runtime/dist_plan.hpp"
 #include "vexp/runtime/dry_run.hpp"
 #include "vexp/runtime/session.hpp"
@@ -13,7 +14,10 @@
 namespace vexp {
 namespace {
 
-DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<dsl::Override> sets = {}) {
+// The recipe's plan on `ranks` ranks; with `numels`, for trainable parameters of
+// those sizes (else of unknown sizes).
+DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<dsl::Override> sets = {},
+                    const std::vector<int64_t>* numels = nullptr) {
   Session s;
   std::vector<std::string> problems;
   s.host.load_directory(VEXP_TEST_PLUGIN_DIR, problems);
@@ -24,6 +28,7 @@ DistPlan paper_plan(const std::string& recipe, int64_t ranks = 1, std::vector<ds
   for (const auto& d : s.diags.sorted())
     if (d.severity == dsl::Severity::Error) ADD_FAILURE() << d.str();
   EXPECT_TRUE(ok) << path;
+  if (numels) return make_dist_plan(*s.plan, ranks, s.plan->data.train_size, *numels);
   return make_dist_plan(*s.plan, ranks, s.plan->data.train_size, 0);
 }
 
@@ -126,6 +131,29 @@ TEST(DistPlan, ScalingRulesAndPrecedence) {
                            {*dsl::parse_override("optim.base_lr=0"), *dsl::parse_override("optim.lr=0.3")});
   EXPECT_FALSE(lr.scaled);
   EXPECT_NEAR(lr.lr, 0.3, 1e-12);
+}
+
+// The plan's bucket count is the reducer's layout of the parameters' sizes
+// (buckets.hpp), not the total divided by the bucket size: with 0.05 MiB buckets
+// (52,429 bytes), two 36,864-element tensors (147,456 bytes each) and two small ones
+// make 2 buckets (the last three parameters, then the first), where 295,712 bytes /
+// 52,429 would say 6. `vexp run`'s summary, `vexp bench train --json` (the bucket
+// cost --measure-local divides by) and `vexp plan` all count these 2.
+TEST(DistPlan, BucketsAreTheReducersLayout) {
+  const std::vector<int64_t> numels{36864, 36864, 100, 100};
+  const std::vector<dsl::Override> sets{*dsl::parse_override("dist.bucket_mb=0.05")};
+  const DistPlan laid = paper_plan("tsm_k400_1536.toml", 1, sets, &numels);
+  EXPECT_EQ(laid.grad_params, 73928);
+  EXPECT_EQ(laid.grad_bytes, 73928 * 4);
+  EXPECT_EQ(laid.buckets, 2);
+  EXPECT_EQ(static_cast<size_t>(laid.buckets), bucket_layout(numels, 4, 0.05).size());
+  // Only the total known: the estimate.
+  EXPECT_EQ(paper_plan("tsm_k400_1536.toml", 1, sets, nullptr).buckets, 0);
+  const DistPlan total = [&] {
+    const std::vector<int64_t> one{73928};
+    return paper_plan("tsm_k400_1536.toml", 1, sets, &one);
+  }();
+  EXPECT_EQ(total.buckets, 1);  // one tensor: one bucket, however large
 }
 
 }  // namespace

@@ -7,7 +7,10 @@ recipes with few clips), this
   1. measures: `vexp run` (through `--nproc R` when R > 1) for a few steps, and takes
      the median of the logged `step_s` of metrics.jsonl after the first WARMUP steps
      (log_every = 1, so every step is logged), with the recipe's own loader settings
-     (data.workers), which are what --measure-local's profiles were measured with;
+     (data.workers), which are what --measure-local's profiles were measured with; the
+     epoch is tail() steps longer than the timed ones, untimed, so that the loader still
+     decodes ahead through every timed step, as in a long run (in its last steps it has
+     nothing left to decode and leaves the cores to compute);
      (each case --repeat times, default 3, in rounds of every case once, as --measure-local
      interleaves its profiles: the median is compared, the range printed);
   2. predicts: `vexp plan RECIPE --cluster CLUSTER --gpus RANKS --bucket-mb B --json` with
@@ -64,6 +67,15 @@ CASES = [
     ("tsm 2r x1t acc2", TSM, 2, 1, 2, 25, 32, 6, 2),
 ]
 WARMUP = 2
+# The quickstart recipes' data.prefetch (the default): the loader decodes this many
+# micro-batches ahead and stops when the epoch has no more; a case's epoch ends
+# tail(micro) steps after its timed ones.
+PREFETCH = 4
+
+
+def tail(ranks, world, accum):
+    micro = world // ranks * accum  # micro-batches per step and rank
+    return -(-PREFETCH // micro) + 1
 # metrics.jsonl step keys, and the plan row's prediction of each.
 PHASES = ("step_s", "data_s", "compute_s", "comm_s")
 PREDICTED = {"step_s": "step_ms", "data_s": "exposed_data_ms", "compute_s": "compute_ms", "comm_s": "exposed_comm_ms"}
@@ -74,7 +86,8 @@ def run(cmd, **kw):
 
 
 def case_sets(ranks, threads, world, bucket, batch, steps, accum):
-    clips = (steps + WARMUP) * world * batch * accum  # one epoch of steps + WARMUP steps
+    # one epoch of WARMUP + steps + tail steps
+    clips = (WARMUP + steps + tail(ranks, world, accum)) * world * batch * accum
     return [f"run.threads={threads}", f"dist.world_size={world}", f"dist.bucket_mb={bucket}",
             f"dist.batch_per_gpu={batch}", f"dist.accum_steps={accum}", f"data.params.train_clips={clips}",
             "data.params.val_clips=16", "run.epochs=1", "run.log_every=1", "run.progress=\"none\""]
@@ -94,7 +107,7 @@ def measure(vexp, recipe, ranks, threads, world, bucket, batch, steps, accum, wo
             j = json.loads(line)
             if j.get("type") == "step":
                 steps.append(j)
-    timed = steps[WARMUP:]
+    timed = steps[WARMUP:-tail(ranks, world, accum)]
     if not timed:
         raise RuntimeError(f"{recipe}: no steps after the warm-up in {out}/metrics.jsonl")
     # Rank 0's phases per step: data_s (waiting for the loader), compute_s (forward +

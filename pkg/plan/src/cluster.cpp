@@ -98,6 +98,9 @@ const ClusterSchemas& schemas() {
     p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0).at_most(kMaxMs);
     p.text("source", "", "Where the typed-in times come from");
     p.text("from", "", "A `vexp bench train --json` output, relative to the cluster file");
+    p.real("per_bucket_ms", 0, "Backward time each gradient bucket adds to this model's step on more than one rank "
+           "(else [reducer]'s)").at_least(0).at_most(kMaxMs);
+    p.text("per_bucket_source", "", "Where per_bucket_ms comes from");
 
     d.derive.real("train_macs_per_s", 0, "Multiply-adds per second of forward + backward").require().at_least(1e3).at_most(1e20);
     d.derive.real("optimizer_ms_per_mparam", 0, "Optimizer time per million parameters").require().at_least(0).at_most(kMaxMs);
@@ -350,6 +353,14 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
   const Params& q = ct.params;
   if (q.has("model")) p.model = q.str("model");
   p.source = q.has("source") ? q.str("source") : "";
+  if (t.find("per_bucket_ms") && q.has("per_bucket_ms")) {
+    if (!t.find("per_bucket_source")) {
+      d.error(t.find("per_bucket_ms")->loc(), "'per_bucket_ms' in " + W + " needs 'per_bucket_source' (where it comes from)");
+      return;
+    }
+    p.per_bucket_ms = q.f64("per_bucket_ms");
+    p.per_bucket_source = q.str("per_bucket_source");
+  }
   static const std::vector<std::string> measured{"frames", "size", "precision", "batch",
                                                  "forward_ms", "backward_ms", "optimizer_ms"};
   if (const Value* from = t.find("from"); from && from->is_string()) {

@@ -97,6 +97,8 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
     r.profile = "measured";
     r.threads = p.threads;
     r.busy_ranks = p.busy_ranks;
+    r.per_bucket_ms = p.per_bucket_ms;
+    r.per_bucket_source = p.per_bucket_source;
     r.exact = best_busy == 0 && (p.threads == 0 || best_threads == 0);  // no threads: not a CPU profile
     const std::string th = p.threads > 0 ? std::to_string(p.threads) : std::string("not given");
     r.selection = r.exact ? "threads " + th + ", busy_ranks " + std::to_string(p.busy_ranks)
@@ -347,9 +349,16 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
   r.steps_per_epoch = steps_per_epoch;
   const double micro = static_cast<double>(s.micro);
   // On more than one rank each bucket costs the last micro-batch's backward its own
-  // time ([reducer] per_bucket_ms): the reducer works only in that backward.
-  const double last_backward =
-      k.backward_ms + (s.ranks > 1 && c.reducer.given ? static_cast<double>(buckets.size()) * c.reducer.per_bucket_ms : 0);
+  // time (the profile's per_bucket_ms, else [reducer]'s): the reducer works only in
+  // that backward.
+  if (s.ranks > 1 && k.per_bucket_ms >= 0) {
+    r.per_bucket_ms = k.per_bucket_ms;
+    r.per_bucket_source = k.per_bucket_source;
+  } else if (s.ranks > 1 && c.reducer.given) {
+    r.per_bucket_ms = c.reducer.per_bucket_ms;
+    r.per_bucket_source = "[reducer]: " + c.reducer.source;
+  }
+  const double last_backward = k.backward_ms + static_cast<double>(buckets.size()) * r.per_bucket_ms;
   r.bucket_overhead_ms = last_backward - k.backward_ms;
   r.forward_ms = micro * k.forward_ms;
   r.backward_ms = (micro - 1) * k.backward_ms + last_backward;

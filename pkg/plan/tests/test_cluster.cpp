@@ -487,3 +487,28 @@ TEST(Cluster, Reducer) {
   EXPECT_NE(e.find("'per_bucket_ms' in [reducer]"), std::string::npos) << e;
   EXPECT_NE(e.find("source"), std::string::npos) << e;
 }
+
+// A profile's own bucket cost: per_bucket_ms with its per_bucket_source; absent, -1.
+TEST(Cluster, ProfileBucketCost) {
+  const std::string base = kValid;
+  const std::string at = "source = \"typed in\"\n";
+  auto with = [&](const std::string& extra) {
+    std::string t = base;
+    t.replace(t.find(at), at.size(), at + extra);
+    return t;
+  };
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->profiles.at(0).per_bucket_ms, -1);
+  d = Diagnostics{};
+  c = vexp::plan::load_cluster_text(with("per_bucket_ms = 1.5\nper_bucket_source = \"measured\"\n"), "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->profiles.at(0).per_bucket_ms, 1.5);
+  EXPECT_EQ(c->profiles.at(0).per_bucket_source, "measured");
+  std::string e = errors_of(with("per_bucket_ms = 1.5\n"));
+  EXPECT_NE(e.find("'per_bucket_ms' in [[gpu.profile]] needs 'per_bucket_source'"), std::string::npos) << e;
+  EXPECT_NE(e.find("c.toml:20:1: "), std::string::npos) << e;  // the key's line
+  e = errors_of(with("per_bucket_ms = -2\nper_bucket_source = \"x\"\n"));
+  EXPECT_NE(e.find("'per_bucket_ms'"), std::string::npos) << e;
+}

@@ -44,7 +44,7 @@ double PhaseTimes::median() const {
 }
 
 DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Dataset* data, int64_t steps,
-                         int64_t grad_numel) {
+                         const std::vector<int64_t>& grad_numels) {
   int64_t train_size = 0;
   if (data) {
     train_size = data->size(Split::Train);
@@ -56,7 +56,7 @@ DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Datas
       throw base::failure("the global batch times the steps does not fit in 64 bits");
     train_size = *gb * std::max<int64_t>(1, steps);
   }
-  return make_dist_plan(plan, ranks, train_size, grad_numel);
+  return make_dist_plan(plan, ranks, train_size, grad_numels);
 }
 
 namespace {
@@ -126,7 +126,7 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
   r.memory_format = memory_format_name(rig.memory_format());
   r.params = model->parameter_count();
   if (data && data->size(Split::Train) < 1) throw base::failure("bench train: the training split is empty");
-  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, rig.grad_numel());
+  const DistPlan dp = bench_dist_plan(plan, r.ranks, data.get(), total, rig.grad_numels());
   r.micro = dp.micro;
   r.buckets = dp.buckets;
   r.bucket_mb = plan.dist.bucket_mb;

@@ -73,8 +73,9 @@ struct BenchTrainResult {
 // The plan of a benchmark's `steps` steps on `ranks` ranks (make_dist_plan): the
 // training-set size, which sets the schedule's length, is `data`'s as in `vexp run`;
 // without data, data.train_size when declared, else a set of exactly those steps.
+// `grad_numels`: each trainable parameter's elements (its buckets: the reducer's layout).
 DistPlan bench_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, const Dataset* data, int64_t steps,
-                         int64_t grad_numel);
+                         const std::vector<int64_t>& grad_numels);
 
 // `s` is an opened recipe (plugins loaded, plan valid). Without `synthetic` the
 // recipe's dataset is read through the loader (data.workers / data.prefetch).

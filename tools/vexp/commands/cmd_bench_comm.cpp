@@ -172,7 +172,7 @@ void add_bench_comm(CLI::App& app) {
     // The plan of the timed steps (the warm-up step included): micro-batches, the lr
     // schedule and the reducer's settings (the step recipe's dist.bucket_mb and
     // dist.compression); rank 0 alone computes the same per-rank batch and exchanges nothing.
-    const DistPlan dp = bench_dist_plan(qp, comm->size(), nullptr, *steps + 1, 0);
+    const DistPlan dp = bench_dist_plan(qp, comm->size(), nullptr, *steps + 1, {});
     DistPlan alone_dp = dp;
     alone_dp.ranks = 1;
     alone_dp.world = 1;

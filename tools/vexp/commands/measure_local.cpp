@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -259,26 +261,70 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
+// `phase` given `samples` (sorted here) and their median.
+void set_samples(json& phase, std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  phase["samples_ms"] = std::move(samples);
+}
+
 // `parts[0]` with each phase's samples pooled over all `parts` (bench train JSONs:
-// the ranks of one run, or the rounds of one profile) and their median.
+// the rounds of one profile) and their median.
 json pooled(const std::vector<json>& parts) {
   json j = parts.at(0);
   for (auto& [name, phase] : j.at("phases").items()) {
     std::vector<double> all;
     for (const auto& pr : parts)
       for (const auto& v : pr.at("phases").at(name).at("samples_ms")) all.push_back(v.get<double>());
-    std::sort(all.begin(), all.end());
-    const size_t n = all.size();
-    phase["samples_ms"] = all;
-    phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
+    set_samples(phase, std::move(all));
   }
+  return j;
+}
+
+// The ranks of one run (bench train JSONs of copies started together) as one
+// data-parallel run: at each step, every phase of the rank whose compute (forward +
+// backward + optimizer) took longest, since a synchronous step waits for its slowest
+// rank; the phases' medians over those steps. `slowest_rank_steps` counts the steps
+// each rank was the slowest. The average of the ranks would miss what a run waits
+// for where the ranks' cores differ in speed (a virtual machine's vCPUs, one of them
+// sharing its physical core with another tenant: 27 % apart on the 2-core machine
+// at times).
+json lockstep(const json& per_rank) {
+  json j = per_rank.at(0);
+  size_t n = SIZE_MAX;
+  for (const json& r : per_rank) n = std::min(n, r.at("phases").at("step").at("samples_ms").size());
+  auto at = [](const json& r, const std::string& phase, size_t i) {
+    return r.at("phases").at(phase).at("samples_ms").at(i).get<double>();
+  };
+  std::vector<size_t> slowest(n, 0);
+  json counts = json::array();
+  for (size_t k = 0; k < per_rank.size(); ++k) counts.push_back(0);
+  for (size_t i = 0; i < n; ++i) {
+    double worst = -1;
+    for (size_t k = 0; k < per_rank.size(); ++k) {
+      const json& r = per_rank[k];
+      const double compute = at(r, "forward", i) + at(r, "backward", i) + at(r, "optimizer", i);
+      if (compute > worst) {
+        worst = compute;
+        slowest[i] = k;
+      }
+    }
+    counts[slowest[i]] = counts[slowest[i]].get<int64_t>() + 1;
+  }
+  for (auto& [name, phase] : j.at("phases").items()) {
+    std::vector<double> v;
+    for (size_t i = 0; i < n; ++i) v.push_back(at(per_rank[slowest[i]], name, i));
+    set_samples(phase, std::move(v));
+  }
+  j["slowest_rank_steps"] = counts;
   return j;
 }
 
 // `vexp bench train ... --json` (argv) run by `np` ranks at once with `sets` added
 // (by default the local backend: independent copies): rank 0's JSON with each
-// phase's samples pooled over all ranks and their median, plus busy_ranks = np and
-// every rank's JSON under "per_rank".
+// phase's samples the slowest rank's at each step (lockstep) and their median, plus
+// busy_ranks = np and every rank's JSON under "per_rank".
 json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch,
                       const std::vector<std::string>& sets = {"dist.backend=\"local\""}) {
   for (auto it = sets.rbegin(); it != sets.rend(); ++it) argv.insert(argv.begin() + 4, {"--set", *it});
@@ -303,7 +349,7 @@ json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scr
                                    f.string() + "): " + e.what());
     }
   }
-  json j = pooled(per_rank);
+  json j = lockstep(per_rank);
   j["busy_ranks"] = np;
   j["per_rank"] = per_rank;
   j["command"] = join_cmd(m);
@@ -373,11 +419,52 @@ std::string round_range_text(const json& j) {
   return r ? fmt(r->low_ms, "%.1f") + " to " + fmt(r->high_ms, "%.1f") : std::string("unknown");
 }
 
+// What each gradient bucket costs one model's backward on more than one rank
+// (per_bucket_ms): the model trained by all the ranks together (the MPI backend,
+// world_size = ranks) with 25 MiB buckets and with 0.05 MiB ones; the backward's
+// pooled median grows with the bucket count by per_bucket_ms = (b_small - b_large) /
+// (n_small - n_large), at least 0. The cost is the model's own: a bucket's allreduce
+// waits for the ranks that are behind in the backward, and how far they drift apart
+// grows with the backward's length (TSM's 0.05 MiB buckets cost about 2 ms each on the
+// 2-core machine, the small I3D's about 0.5). Both runs' JSON go to buckets_STEM.json.
+struct BucketCost {
+  double per_bucket_ms = 0;
+  int threads = 0;
+  std::string from, how;
+};
+
 struct Profile {
   std::string recipe, key, from;
   int threads, busy;
   json j;
+  BucketCost bucket;  // its model's (measured at the first thread count)
 };
+
+constexpr double kBucketMb[2] = {25.0, 0.05};
+
+BucketCost bucket_cost(const Measuring& m, const std::string& recipe, int threads, const json& large,
+                       const json& small) {
+  auto backward = [](const json& j) { return j.at("phases").at("backward").at("median_ms").get<double>(); };
+  auto buckets = [](const json& j) { return j.value("buckets", int64_t{0}); };
+  BucketCost b;
+  b.threads = threads;
+  const int64_t dn = buckets(small) - buckets(large);
+  const double db = backward(small) - backward(large);
+  if (dn > 0) {
+    b.per_bucket_ms = std::max(0.0, db / static_cast<double>(dn));
+    b.how = "backward " + fmt(backward(large), "%.1f") + " ms with " + std::to_string(buckets(large)) +
+            " bucket(s) of 25 MiB, " + fmt(backward(small), "%.1f") + " ms with " + std::to_string(buckets(small)) +
+            " of 0.05 MiB" + (db < 0 ? " (less: no cost measured)" : "");
+  } else {
+    b.how = "the model's gradients fit one 0.05 MiB bucket: no cost measured";
+  }
+  json runs = json::array({large, small});
+  for (json& r : runs) r.erase("per_rank");
+  b.from = m.save("buckets_" + stem_of(recipe) + ".json",
+                  json{{"recipe", recipe}, {"threads", threads}, {"ranks", m.ranks}, {"rounds", m.a.rounds},
+                       {"per_bucket_ms", b.per_bucket_ms}, {"how", b.how}, {"runs", runs}});
+  return b;
+}
 
 std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std::string>& recipes,
                                       const std::vector<int>& threads) {
@@ -388,21 +475,24 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
   // ranks share the cores and the memory bandwidth). The mpirun copies train
   // with the local backend (no gradient exchange: the model charges the
   // allreduce separately) and each writes its own JSON; the phases are the
-  // medians of all ranks' timed steps together.
+  // medians of all ranks' timed steps together. Then each recipe's bucket cost
+  // (BucketCost): the ranks training it together at 25 and at 0.05 MiB buckets.
   //
-  // Every profile is measured `a.rounds` times, the rounds interleaved (each
-  // profile once, then each again): a machine whose speed drifts for minutes (the
-  // other tenants of a virtual machine's host; what ran just before, such as the
-  // oversubscribed busy profile of another thread count) then spreads over every
-  // profile alike instead of landing on one. The phases are the medians of all
-  // rounds' samples; round_step_medians_ms keeps each round's step median.
+  // Every run is measured `a.rounds` times, the rounds interleaved (each run once,
+  // then each again): a machine whose speed drifts for minutes (the other tenants of
+  // a virtual machine's host; what ran just before, such as the oversubscribed busy
+  // profile of another thread count) then spreads over every profile alike instead
+  // of landing on one. The phases are the medians of all rounds' samples;
+  // round_step_medians_ms keeps each round's step median.
   struct Slot {
     std::string recipe, key, name;
     int threads, busy;
-    std::vector<std::string> argv;
+    std::vector<std::string> argv, sets;  // sets: bench_train_busy's (busy > 1)
+    double bucket_mb;                     // > 0: a bucket-cost run
     std::vector<json> rounds;
   };
   std::vector<Slot> slots;
+  const std::vector<std::string> local{"dist.backend=\"local\""};
   for (const auto& r : recipes) {
     const std::string key = recipe_model_key(r, a.plugin_paths);
     for (int t : threads) {
@@ -415,14 +505,22 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
       if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
       argv.insert(argv.end(), m.plugin_argv.begin(), m.plugin_argv.end());
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
-      slots.push_back({r, key, name + ".json", t, 1, argv, {}});
-      slots.push_back({r, key, name + "_busy" + std::to_string(ranks) + ".json", t, ranks, argv, {}});
+      slots.push_back({r, key, name + ".json", t, 1, argv, {}, 0, {}});
+      slots.push_back({r, key, name + "_busy" + std::to_string(ranks) + ".json", t, ranks, argv, local, 0, {}});
+      if (t != threads.front()) continue;
+      for (double mb : kBucketMb)
+        slots.push_back({r, key, "", t, ranks, argv,
+                         {"dist.backend=\"mpi\"", "dist.world_size=" + std::to_string(ranks), "dist.bucket_mb=" + fmt(mb)},
+                         mb, {}});
     }
   }
   for (int round = 1; round <= a.rounds; ++round)
     for (Slot& sl : slots) {
-      m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " +
-            (sl.busy == 1 ? std::string("alone") : std::to_string(sl.busy) + " ranks at once under mpirun") +
+      const std::string how = sl.bucket_mb > 0 ? std::to_string(sl.busy) + " ranks training together, " +
+                                                     fmt(sl.bucket_mb) + " MiB buckets"
+                              : sl.busy == 1 ? std::string("alone")
+                                             : std::to_string(sl.busy) + " ranks at once under mpirun";
+      m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " + how +
             (a.rounds > 1 ? "; round " + std::to_string(round) + " of " + std::to_string(a.rounds) : "") + ")");
       json j;
       if (sl.busy == 1) {
@@ -430,69 +528,38 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
         j["command"] = join_cmd(sl.argv);
         j["busy_ranks"] = 1;
       } else {
-        j = bench_train_busy(sl.argv, ranks, m.tmp());
+        j = bench_train_busy(sl.argv, ranks, m.tmp(), sl.sets);
       }
       sl.rounds.push_back(std::move(j));
     }
   std::vector<Profile> profiles;
-  for (Slot& sl : slots) {
+  std::map<std::string, BucketCost> costs;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& sl = slots[i];
     json j = pooled(sl.rounds);
-    json medians = json::array(), per_rank = json::array();
+    json medians = json::array(), per_rank = json::array(), slowest = json::array();
     for (const json& r : sl.rounds) {
       medians.push_back(r.at("phases").at("step").at("median_ms"));
       if (r.contains("per_rank"))
         for (const json& x : r.at("per_rank")) per_rank.push_back(x);
+      if (r.contains("slowest_rank_steps")) slowest.push_back(r.at("slowest_rank_steps"));
     }
-    if (sl.busy > 1) j["per_rank"] = per_rank;
+    if (sl.busy > 1) {
+      j["per_rank"] = per_rank;
+      j["slowest_rank_steps"] = slowest;  // per round
+    }
     j["rounds"] = a.rounds;
     j["round_step_medians_ms"] = medians;
-    profiles.push_back({sl.recipe, sl.key, m.save(sl.name, j), sl.threads, sl.busy, j});
+    if (sl.bucket_mb == kBucketMb[0]) {
+      json small = pooled(slots.at(i + 1).rounds);
+      costs[sl.recipe] = bucket_cost(m, sl.recipe, sl.threads, j, small);
+      ++i;  // the 0.05 MiB slot, read with it
+      continue;
+    }
+    profiles.push_back({sl.recipe, sl.key, m.save(sl.name, j), sl.threads, sl.busy, j, {}});
   }
+  for (Profile& p : profiles) p.bucket = costs.at(p.recipe);
   return profiles;
-}
-
-// What each gradient bucket costs the backward ([reducer] per_bucket_ms): `recipe` at
-// `threads` trained by all the ranks together (the MPI backend, world_size = ranks)
-// with 25 MiB buckets and with 0.05 MiB ones; the backward's pooled median grows with
-// the bucket count by per_bucket_ms = (b_small - b_large) / (n_small - n_large), at
-// least 0. Both runs' JSON go to buckets.json.
-struct BucketCost {
-  double per_bucket_ms = 0;
-  std::string from, how;
-};
-
-BucketCost measure_bucket_cost(const Measuring& m, const std::string& recipe, int threads) {
-  const MeasureLocalArgs& a = m.a;
-  json runs = json::array();
-  for (double mb : {25.0, 0.05}) {
-    std::vector<std::string> argv{m.exe, "bench", "train", recipe, "--steps", std::to_string(a.steps),
-                                  "--warmup", std::to_string(a.warmup), "--set", "run.threads=" + std::to_string(threads),
-                                  "--json"};
-    argv.insert(argv.end(), m.plugin_argv.begin(), m.plugin_argv.end());
-    m.say("bench train " + recipe + " (" + std::to_string(m.ranks) + " ranks training together, " + fmt(mb) +
-          " MiB buckets)");
-    json j = bench_train_busy(argv, m.ranks, m.tmp(),
-                              {"dist.backend=\"mpi\"", "dist.world_size=" + std::to_string(m.ranks),
-                               "dist.bucket_mb=" + fmt(mb)});
-    j.erase("per_rank");
-    runs.push_back(j);
-  }
-  auto backward = [](const json& j) { return j.at("phases").at("backward").at("median_ms").get<double>(); };
-  auto buckets = [](const json& j) { return j.value("buckets", int64_t{0}); };
-  BucketCost b;
-  const int64_t dn = buckets(runs[1]) - buckets(runs[0]);
-  const double db = backward(runs[1]) - backward(runs[0]);
-  if (dn > 0) {
-    b.per_bucket_ms = std::max(0.0, db / static_cast<double>(dn));
-    b.how = "backward " + fmt(backward(runs[0]), "%.1f") + " ms with " + std::to_string(buckets(runs[0])) +
-            " bucket(s) of 25 MiB, " + fmt(backward(runs[1]), "%.1f") + " ms with " + std::to_string(buckets(runs[1])) +
-            " of 0.05 MiB" + (db < 0 ? " (less: no cost measured)" : "");
-  } else {
-    b.how = "the model's gradients fit one 0.05 MiB bucket: no cost measured";
-  }
-  b.from = m.save("buckets.json", json{{"recipe", recipe}, {"threads", threads}, {"ranks", m.ranks},
-                                       {"per_bucket_ms", b.per_bucket_ms}, {"how", b.how}, {"runs", runs}});
-  return b;
 }
 
 // Decode rates and bytes per clip (the [cpu] and [storage] tables).
@@ -585,7 +652,7 @@ vexp::plan::LinkFit measure_link(const Measuring& m, const std::vector<double>& 
 std::string cluster_file_text(const Measuring& m, const std::string& where, const std::string& cpu,
                               const std::vector<Profile>& profiles, const vexp::plan::LinkFit& link,
                               const std::vector<double>& sizes, const std::string& from_allreduce, const Decode& d,
-                              const Storage& st, const std::string& from_storage, const BucketCost& bc) {
+                              const Storage& st, const std::string& from_storage) {
   const MeasureLocalArgs& a = m.a;
   const int cores = m.cores, ranks = m.ranks;
   const fs::path& meas_rel = m.meas_rel;
@@ -612,6 +679,11 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
     // Other programs' threads when it began: the plan widens the range of a profile
     // measured under load (Compute::low).
     if (m.load >= 0) o << "\nbackground_load = " << fmt(m.load, "%.2f");
+    o << "\nper_bucket_ms = " << fmt(p.bucket.per_bucket_ms, "%.4g") << "   # " << p.bucket.from
+      << "\nper_bucket_source = "
+      << toml_str("the recipe at " + std::to_string(p.bucket.threads) + " thread(s) trained by " +
+                  std::to_string(ranks) + " ranks together at 25 and 0.05 MiB buckets under mpirun (" + p.bucket.from +
+                  "): " + p.bucket.how + "; " + where);
     o << "\nsource = "
       << toml_str(std::string(a.synthetic ? "vexp bench train --synthetic" : "vexp bench train (the recipe's loader)") +
                   ", median of " + std::to_string(a.steps) + " steps" +
@@ -631,9 +703,13 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
          return s;
        }() + " MiB (" + from_allreduce + "): t = 2(n-1) latency + 2(n-1)/n bytes / bandwidth, " + link.how + "; " + where)
     << "\n\n";
-  o << "[reducer]   # " << bc.from << "\nper_bucket_ms = " << fmt(bc.per_bucket_ms, "%.4g") << "\nsource = "
-    << toml_str("vexp bench train under mpirun, " + std::to_string(ranks) + " ranks training together at 25 and 0.05 MiB "
-                "buckets (" + bc.from + "): " + bc.how + "; " + where)
+  // Models without a profile of their own take the first recipe's bucket cost.
+  const BucketCost& bc = profiles.front().bucket;
+  o << "[reducer]   # models without a per_bucket_ms of their own: " << bc.from
+    << "\nper_bucket_ms = " << fmt(bc.per_bucket_ms, "%.4g") << "\nsource = "
+    << toml_str(fs::path(profiles.front().recipe).filename().string() + " at " + std::to_string(bc.threads) +
+                " thread(s), vexp bench train under mpirun, " + std::to_string(ranks) +
+                " ranks training together at 25 and 0.05 MiB buckets (" + bc.from + "): " + bc.how + "; " + where)
     << "\n\n";
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
@@ -706,7 +782,6 @@ void run_measure_local(const MeasureLocalArgs& a) {
   m.t_start = Clock::now();
 
   const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
-  const BucketCost bucket_cost = measure_bucket_cost(m, recipes.front(), threads.front());
   const Decode d = measure_decode(m);
   std::string from_allreduce;
   const vexp::plan::LinkFit link = measure_link(m, sizes, from_allreduce);
@@ -723,7 +798,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const std::string where =
       "measured by vexp plan --measure-local on " + host + " (" + load_text + "), " + date + ": " + command;
   const std::string text =
-      cluster_file_text(m, where, cpu, profiles, link, sizes, from_allreduce, d, st, from_storage, bucket_cost);
+      cluster_file_text(m, where, cpu, profiles, link, sizes, from_allreduce, d, st, from_storage);
   write_target_atomic(out, text);
   m.say("wrote " + out.string() + " and " + meas.string() + "/*.json");
   std::printf("%s: 1 node x %d ranks; intra link %.3g GB/s, %.3g us; storage %.3g GB/s; %zu profile(s)\n",

@@ -69,6 +69,16 @@ std::string uncertainty_lines(const std::vector<Row>& rows) {
          (wide.str().empty() ? std::string("; every row here is\n") : std::string("; wider where it was not:\n") + wide.str());
 }
 
+// "; each bucket adds X ms to the backward on more than one rank (SOURCE)": the first
+// multi-rank row's per_bucket_ms and its source, or "" when no row has one.
+std::string bucket_cost_text(const std::vector<Row>& rows) {
+  for (const Row& row : rows)
+    if (row.ranks > 1 && row.per_bucket_ms > 0)
+      return "; each bucket adds " + fmt("%.3g", row.per_bucket_ms) + " ms to the backward on more than one rank (" +
+             shown(row.per_bucket_source) + ")";
+  return "";
+}
+
 std::string gpu_list(const std::vector<Row>& rows) {
   std::string out;
   for (const auto& r : rows) out += (out.empty() ? "" : ",") + std::to_string(r.gpus);
@@ -186,9 +196,7 @@ std::string plan_table(const Cluster& c, const std::vector<RecipeResult>& result
         << r.buckets << " bucket(s) of " << fmt("%g", r.bucket_mb) << " MiB ("
         << (r.compression == "none" ? "fp32" : shown(r.compression)) << " wire)"
         << (r.attributed ? "" : "; backward spread by parameter size (no MACs tied to parameters)")
-        << (c.reducer.given ? "; each bucket adds " + fmt("%.3g", c.reducer.per_bucket_ms) +
-                                  " ms to the backward on more than one rank ([reducer])"
-                            : std::string())
+        << bucket_cost_text(r.rows)
         << "\n";
     out << "data: " << shown(r.layout) << ", " << fmt("%g", r.threads_per_gpu) << " decode thread(s) per GPU; scaling: "
         << (r.fixed_batch ? "fixed global batch (dist.world_size " + std::to_string(r.world) + " emulated on G GPUs)"
@@ -266,7 +274,8 @@ nlohmann::json plan_json(const Cluster& c, const std::vector<RecipeResult>& resu
                       {"efficiency", x.efficiency}, {"epoch_s", x.epoch_s}, {"total_s", x.total_s},
                       {"steps_per_epoch", x.steps_per_epoch}, {"bottleneck", x.bottleneck},
                       {"allreduce", x.algorithm}, {"profile_source", x.profile_source},
-                      {"bucket_overhead_ms", x.bucket_overhead_ms}, {"step_ms_low", x.step_low_ms}, {"step_ms_high", x.step_high_ms}, {"unsure", x.unsure}});
+                      {"bucket_overhead_ms", x.bucket_overhead_ms},
+                      {"per_bucket_ms", x.per_bucket_ms}, {"per_bucket_source", x.per_bucket_source}, {"step_ms_low", x.step_low_ms}, {"step_ms_high", x.step_high_ms}, {"unsure", x.unsure}});
     const Advice& a = r.advice;
     nlohmann::json layouts = nlohmann::json::array();
     for (const auto& l : a.layouts)

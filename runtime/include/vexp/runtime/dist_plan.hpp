@@ -40,7 +40,8 @@ struct DistPlan {
   // Gradients.
   int64_t grad_params = 0;    // trainable parameters (0: unknown)
   int64_t grad_bytes = 0;     // bytes each rank allreduces per optimizer step (wire format)
-  int64_t buckets = 0;
+  int64_t buckets = 0;        // gradient buckets of the reducer (given the parameters' sizes: their layout,
+                              // buckets.hpp; given only their total: ceil(grad_bytes / bucket), an estimate)
   std::string compression;    // none | fp16 | bf16
   std::string reduction;      // dist.reduction: exact | fast
   bool exact = false;         // reduction == "exact": the sum in the GPUs' order (exact_sum.hpp), int64 wire
@@ -66,6 +67,11 @@ std::string reduction_text(const DistPlan& p);
 // Throws std::runtime_error with a sentence when the geometry is impossible
 // (world_size not a multiple of ranks, fewer clips than one global batch).
 DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size, int64_t grad_params);
+// The same with each trainable parameter's elements in registration order: `buckets`
+// is then the reducer's own layout (bucket_layout), which a model of a few large
+// tensors fills with fewer, fuller buckets than the total alone suggests.
+DistPlan make_dist_plan(const dsl::RecipePlan& plan, int64_t ranks, int64_t train_size,
+                        const std::vector<int64_t>& grad_numels);
 
 // The learning rate after scaling: base_lr x (global/base_batch) or its square
 // root when optim.base_lr > 0, else optim.lr as written.

@@ -85,8 +85,10 @@ class Rig {
   ModelGraph& model() const { return *model_; }
   // The trainable parameters in registration order (the optimizer's).
   const std::vector<at::Tensor>& params() const { return params_; }
-  // Their elements (make_dist_plan's grad_params).
+  // Their elements in all, and each one's (make_dist_plan's grad_numels: the reducer's
+  // bucket layout).
   int64_t grad_numel() const;
+  std::vector<int64_t> grad_numels() const;
   Optimizer& optimizer() const { return *optimizer_; }
   // The parameter groups the optimizer was given, with their rules (optimizer.hpp).
   const ParamGroups& param_groups() const { return *groups_; }

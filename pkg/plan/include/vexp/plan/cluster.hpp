@@ -32,6 +32,13 @@ struct ClusterProfile {
   double forward_ms = 0;      // per micro-step of `batch` clips
   double backward_ms = 0;
   double optimizer_ms = 0;    // per optimizer step
+  // The backward time each gradient bucket adds to this model's step on more than
+  // one rank (per_bucket_ms; negative: not given, [reducer]'s applies), and where it
+  // comes from (per_bucket_source). The cost is the model's: --measure-local measures
+  // it for every recipe it profiles (a reducer's hook waits on the peers as long as
+  // the ranks drift apart within the model's backward).
+  double per_bucket_ms = -1;
+  std::string per_bucket_source;
   // From a `from` file measured in rounds (`vexp plan --measure-local --measure-rounds`):
   // the slowest and fastest round's step median over the pooled one (<= 1 <= high).
   // Rounds apart by more than noise mean the measuring machine's speed moved while it
@@ -71,7 +78,8 @@ struct ClusterLink {
 
 // [reducer] (optional): what each gradient bucket costs the backward pass itself on
 // more than one rank (the reducer's hook, its copy into the bucket, the allreduce's
-// launch and progress on the rank's own cores), beyond the wire time of [links].
+// launch and progress on the rank's own cores), beyond the wire time of [links]; for
+// models whose [[gpu.profile]] gives no per_bucket_ms of its own.
 struct ClusterReducer {
   bool given = false;
   double per_bucket_ms = 0;

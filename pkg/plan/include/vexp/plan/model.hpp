@@ -38,6 +38,9 @@ struct Compute {
   // and whether both matched what was asked for.
   int64_t threads = 0, busy_ranks = 1;
   bool exact = true;
+  // The profile's own per_bucket_ms and its source (negative: none; [reducer]'s applies).
+  double per_bucket_ms = -1;
+  std::string per_bucket_source;
   std::string selection;  // e.g. "threads 1, busy_ranks 2" or "closest: threads 2 (1 wanted), busy_ranks 1 (2 wanted)"
   // What the profile cannot know, as bounds on the true compute: every phase may be as
   // low as `low` x or as high as `high` x these times (1 and 1 for a profile measured
@@ -123,7 +126,9 @@ struct Row {
   int64_t gpus = 0, nodes = 0, ranks = 0, global_batch = 0, micro_steps = 0;
   double data_ms = 0, compute_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double comm_ms = 0, exposed_comm_ms = 0, exposed_data_ms = 0, step_ms = 0;
-  double bucket_overhead_ms = 0;  // in backward_ms: buckets x [reducer] per_bucket_ms (more than one rank)
+  double bucket_overhead_ms = 0;  // in backward_ms: buckets x per_bucket_ms (more than one rank)
+  double per_bucket_ms = 0;       // the profile's per_bucket_ms, else [reducer]'s (0: none; one rank: 0)
+  std::string per_bucket_source;  // where it comes from ("" when 0)
   double clips_per_s = 0, efficiency = 0, epoch_s = 0, total_s = 0, steps_per_epoch = 0;
   std::string bottleneck;  // compute | communication | data
   std::string algorithm;   // allreduce algorithm of the largest bucket ("" on one rank)
@@ -135,7 +140,8 @@ struct Row {
 };
 
 // One step: compute = micro x (forward + backward) + optimizer, the last backward
-// longer by buckets x [reducer] per_bucket_ms on more than one rank; the buckets are
+// longer by buckets x per_bucket_ms on more than one rank (the profile's, else
+// [reducer]'s); the buckets are
 // sent in order during the last micro-batch's backward (the reducer communicates
 // only then), bucket k starting at max(its ready time, the previous bucket's end);
 // exposed comm = the last end - the backward's end; data (prefetched) is exposed
