@@ -19,7 +19,7 @@ measure_local)
   expect_out "1 node x 2 ranks"
   [ -f "$tmp/c/here.toml" ] || fail "no cluster file"
   $PY - "$tmp/c" <<'PYEOF' || fail "the cluster file is not what --measure-local should write"
-import json, os, sys, tomllib
+import json, os, re, sys, tomllib
 d = sys.argv[1]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
@@ -82,6 +82,11 @@ assert [round(r["mb"], 2) for r in a["results"]] == [0.01, 32.0] and a["ranks"] 
 for k in ("from_frames", "from_videos"):
     r = json.load(open(os.path.join(d, c["cpu"][k])))["results"][0]
     assert r["threads"] == 1 and r["clips"] > 0 and r["clips_per_s"] > 0, r
+# the cores' speeds, before and after the profiles: the slower ratio of the two
+cpu = c["cpu"]
+assert 0 < cpu["core_speed_min"] <= 1 and "before the compute profiles (" in cpu["core_speed_source"], cpu
+assert bool(re.search(r"\(core \d+ [0-9.]+ ms, core \d+ ", cpu["core_speed_source"])) == (cores > 1), cpu
+assert load in cpu["core_speed_source"], cpu
 s = c["storage"]
 assert s["read_GBps"] > 0 and s["frames_clip_bytes"] > 0 and s["videos_clip_bytes"] > 0, s
 left = [f for f in os.listdir(d) + os.listdir(os.path.join(d, "here")) if ".tmp" in f or f.startswith("vexp-measure")]

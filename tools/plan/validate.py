@@ -135,6 +135,23 @@ def predict(vexp, cluster, recipe, ranks, threads, world, bucket, batch, steps, 
     return rows[0]["step_ms"], rows[0]
 
 
+def core_speeds(cluster):
+    # [cpu] core_speed_min and its source, as --measure-local measured them: cores of
+    # different speeds (a virtual machine's vCPUs) make a one-rank step depend on the
+    # core its thread lands on.
+    try:
+        import tomllib
+        with open(cluster, "rb") as f:
+            cpu = tomllib.load(f).get("cpu", {})
+    except (ImportError, OSError, ValueError) as e:
+        return f"unknown ({e})"
+    if "core_speed_min" not in cpu:
+        return "not measured"
+    src = cpu.get("core_speed_source", "")
+    said = src[src.find("before the compute profiles"):src.find("): the slowest") + 1] if "before" in src else src
+    return f"the slowest at {cpu['core_speed_min'] * 100:.0f} % of the fastest ({said})"
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -166,6 +183,7 @@ def main():
         run([a.vexp, "plan", "--measure-local", *(os.path.join(ROOT, r) for r in recipes), "--out", a.cluster,
              "--measure-threads", "1,2"])
     print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
+    print(f"cores: {core_speeds(a.cluster)}")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
           f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
     # The repeats run in rounds, every case once a round (as --measure-local measures its

@@ -122,6 +122,9 @@ const ClusterSchemas& schemas() {
     c.text("from_frames", "", "A `vexp bench data --json` output on frame folders");
     c.text("from_videos", "", "A `vexp bench data --json` output on video files");
     c.text("source", "", "Where typed-in rates come from");
+    c.real("core_speed_min", 1, "The slowest core's speed over the fastest's, measured (1: alike; a virtual "
+           "machine's vCPUs differ where its host shares a core with other work)").above(0).at_most(1);
+    c.text("core_speed_source", "", "Where core_speed_min comes from");
 
     Schema& st = d.storage;
     st.real("read_GBps", 0, "Aggregate read bandwidth, GB/s").require().at_least(1e-6).at_most(1e9);
@@ -496,6 +499,12 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
     const Params& q = ct.params;
     if (q.has("cores_per_node")) c.cpu.cores_per_node = q.f64("cores_per_node");
     c.cpu.source = q.has("source") ? q.str("source") : "";
+    if (cpu->find("core_speed_min") && q.has("core_speed_min")) {
+      if (!cpu->find("core_speed_source"))
+        d.error(cpu->find("core_speed_min")->loc(), "'core_speed_min' in [cpu] needs 'core_speed_source' (where it comes from)");
+      c.cpu.core_speed_min = q.f64("core_speed_min");
+      c.cpu.core_speed_source = q.has("core_speed_source") ? q.str("core_speed_source") : "";
+    }
     bool typed = false, any = false;
     for (auto [rate_key, from_key, out] :
          {std::tuple<const char*, const char*, double*>{"frames_clips_per_s_per_core", "from_frames",

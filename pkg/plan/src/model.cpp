@@ -165,6 +165,18 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
                          std::to_string(busy_ranks) + " planned: ranks sharing a node's cores slow each other, up to "
                          "in proportion");
     }
+    // Cores of different speeds: a profile holds whichever its threads ran on, and
+    // a run lands on any of them.
+    if (p.threads > 0 && c.cpu.core_speed_min < 1 - kValidatedTolerance) {
+      r.low *= c.cpu.core_speed_min;
+      r.high /= c.cpu.core_speed_min;
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "this machine's cores differed in speed when measured, the slowest at %.0f %% of the fastest "
+                    "([cpu] core_speed_min): a step depends on the cores its threads land on",
+                    100 * c.cpu.core_speed_min);
+      r.unsure.push_back(b);
+    }
     const double own = static_cast<double>(p.threads * p.busy_ranks);
     const double cores = c.cpu.cores_per_node;
     if (p.threads > 0 && p.background_load > 0 && cores > 0 && own + p.background_load > cores) {

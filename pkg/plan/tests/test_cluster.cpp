@@ -488,6 +488,31 @@ TEST(Cluster, Reducer) {
   EXPECT_NE(e.find("source"), std::string::npos) << e;
 }
 
+// [cpu] core_speed_min: (0, 1] with its core_speed_source; absent, 1.
+TEST(Cluster, CoreSpeedMin) {
+  const std::string at = "cores_per_node = 8\n";
+  auto with = [&](const std::string& extra) {
+    std::string t = kValid;
+    t.replace(t.find(at), at.size(), at + extra);
+    return t;
+  };
+  Diagnostics d;
+  auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->cpu.core_speed_min, 1);
+  d = Diagnostics{};
+  c = vexp::plan::load_cluster_text(with("core_speed_min = 0.79\ncore_speed_source = \"measured\"\n"), "/virtual/c.toml", d);
+  ASSERT_TRUE(c.has_value()) << d.str();
+  EXPECT_DOUBLE_EQ(c->cpu.core_speed_min, 0.79);
+  EXPECT_EQ(c->cpu.core_speed_source, "measured");
+  std::string e = errors_of(with("core_speed_min = 0.79\n"));
+  EXPECT_NE(e.find("'core_speed_min' in [cpu] needs 'core_speed_source'"), std::string::npos) << e;
+  for (const char* bad : {"0", "1.5", "-0.5"}) {
+    e = errors_of(with(std::string("core_speed_min = ") + bad + "\ncore_speed_source = \"x\"\n"));
+    EXPECT_NE(e.find("'core_speed_min'"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 // A profile's own bucket cost: per_bucket_ms with its per_bucket_source; absent, -1.
 TEST(Cluster, ProfileBucketCost) {
   const std::string base = kValid;

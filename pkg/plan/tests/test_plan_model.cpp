@@ -413,6 +413,21 @@ TEST(PlanModel, StepRangeWidensWithWhatTheProfileCannotKnow) {
   k = compute_for(c, w, 32, 1);
   EXPECT_DOUBLE_EQ(k.low, 1);
   EXPECT_TRUE(k.unsure.empty());
+  // Cores of different speeds ([cpu] core_speed_min 0.8): the profile and a run each
+  // hold whichever cores they ran on, from 0.8 x to 1 / 0.8 x.
+  c.cpu.core_speed_min = 0.8;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.low, 0.8);
+  EXPECT_DOUBLE_EQ(k.high, 1.25);
+  ASSERT_EQ(k.unsure.size(), 1u);
+  EXPECT_EQ(k.unsure[0], "this machine's cores differed in speed when measured, the slowest at 80 % of the fastest "
+                         "([cpu] core_speed_min): a step depends on the cores its threads land on");
+  // Within the tolerance (0.95): alike.
+  c.cpu.core_speed_min = 0.95;
+  k = compute_for(c, w, 32, 1);
+  EXPECT_DOUBLE_EQ(k.high, 1);
+  EXPECT_TRUE(k.unsure.empty());
+  c.cpu.core_speed_min = 1;
   // Derived from MACs: a factor of 2 either way.
   c.profiles.clear();
   c.derive = {true, 1e12, 1, "ref"};

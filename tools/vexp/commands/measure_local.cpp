@@ -145,6 +145,75 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The speed of each core this process may run on, at a fixed loop of multiply-adds
+// over a 64 KiB array (cache-resident: the core, not the memory), the calling thread
+// pinned to each core in turn, `rounds` rounds interleaved; its affinity is restored
+// after. `ratio`: the slowest core's median time over the fastest's, inverted (1: alike);
+// 1 when the thread cannot be pinned or there is one core. A virtual machine's vCPUs
+// differ where the host shares a physical core with other work: the 2-core machine's
+// second vCPU ran vexp's steps 25 % slower than its first for an hour at a time.
+constexpr int kCoreRounds = 5;
+
+struct CoreSpeeds {
+  std::vector<int> cpus;
+  std::vector<double> ms;  // median loop time per core
+  double ratio = 1;
+};
+
+CoreSpeeds measure_core_speeds(int rounds) {
+  CoreSpeeds s;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (::sched_getaffinity(0, sizeof mine, &mine) != 0) return s;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) s.cpus.push_back(c);
+  std::vector<std::vector<double>> times(s.cpus.size());
+  std::vector<float> a(16384);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 1.0f + static_cast<float>(i % 7) * 1e-4f;
+  volatile float sink = 0;
+  bool pinned = true;
+  for (int r = 0; r < rounds && pinned; ++r)
+    for (size_t k = 0; k < s.cpus.size(); ++k) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(s.cpus[k], &one);
+      if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+        pinned = false;
+        break;
+      }
+      std::this_thread::yield();
+      const auto t0 = Clock::now();
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int rep = 0; rep < 6000; ++rep)
+        for (size_t i = 0; i < a.size(); i += 8)
+          for (int l = 0; l < 8; ++l) acc[l] = acc[l] * 0.999f + a[i + static_cast<size_t>(l)];
+      times[k].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      float total = 0;
+      for (float x : acc) total += x;
+      sink = sink + total;
+    }
+  ::sched_setaffinity(0, sizeof mine, &mine);
+  if (!pinned || s.cpus.size() < 2) {
+    s.ms.clear();
+    return s;
+  }
+  for (auto& t : times) {
+    std::sort(t.begin(), t.end());
+    s.ms.push_back(t[t.size() / 2]);
+  }
+  const auto [lo, hi] = std::minmax_element(s.ms.begin(), s.ms.end());
+  s.ratio = *hi > 0 ? *lo / *hi : 1;
+  return s;
+}
+
+// "core 0 10.2 ms, core 1 12.9 ms".
+std::string core_speeds_text(const CoreSpeeds& s) {
+  std::string t;
+  for (size_t k = 0; k < s.ms.size(); ++k)
+    t += (k ? ", core " : "core ") + std::to_string(s.cpus[k]) + " " + fmt(s.ms[k], "%.1f") + " ms";
+  return t.empty() ? std::string("not measured (the thread cannot be pinned, or one core)") : t;
+}
+
 // The 1-minute load average (/proc/loadavg; the tests set VEXP_TEST_LOADAVG), or a
 // negative number when unknown.
 double load_average() {
@@ -399,6 +468,7 @@ struct Measuring {
   fs::path out, meas, meas_rel;  // the cluster file; the folder of its measurements (and its name beside it)
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
   std::vector<std::string> plugin_argv;
+  CoreSpeeds cores_before, cores_after;  // around the compute profiles
   Clock::time_point t_start = Clock::now();
   const fs::path& tmp() const { return scratch->path(); }
   // A progress line on stderr.
@@ -711,7 +781,13 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                 " thread(s), vexp bench train under mpirun, " + std::to_string(ranks) +
                 " ranks training together at 25 and 0.05 MiB buckets (" + bc.from + "): " + bc.how + "; " + where)
     << "\n\n";
+  const double speed_min = std::min(m.cores_before.ratio, m.cores_after.ratio);
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
+    << "\ncore_speed_min = " << fmt(speed_min, "%.3f") << "\ncore_speed_source = "
+    << toml_str("a fixed multiply-add loop, the thread pinned to each core in turn, " + std::to_string(kCoreRounds) +
+                " interleaved rounds, the median per core, before the compute profiles (" +
+                core_speeds_text(m.cores_before) + ") and after them (" + core_speeds_text(m.cores_after) +
+                "): the slowest core over the fastest, the smaller of the two; " + where)
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
     << toml_str("vexp bench data --threads 1 on synthetic 32x32 motion clips (vexp data make-synthetic) as mp4 "
                 "files and as JPEG frame folders (vexp data extract-frames); " + where)
@@ -781,7 +857,18 @@ void run_measure_local(const MeasureLocalArgs& a) {
   for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
   m.t_start = Clock::now();
 
+  m.say("core speeds");
+  m.cores_before = measure_core_speeds(kCoreRounds);
   const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
+  m.say("core speeds");
+  m.cores_after = measure_core_speeds(kCoreRounds);
+  const double speed_min = std::min(m.cores_before.ratio, m.cores_after.ratio);
+  if (speed_min < 0.9)
+    std::cerr << "vexp: warning: this machine's cores differ in speed (before the profiles: "
+              << core_speeds_text(m.cores_before) << "; after: " << core_speeds_text(m.cores_after)
+              << "): the slowest runs at " << static_cast<int>(std::lround(100 * speed_min))
+              << " % of the fastest (a virtual machine whose host shares a core with other work?); a step depends on "
+              << "the cores its threads land on, and the plan's ranges widen by as much\n";
   const Decode d = measure_decode(m);
   std::string from_allreduce;
   const vexp::plan::LinkFit link = measure_link(m, sizes, from_allreduce);

@@ -89,6 +89,11 @@ struct ClusterReducer {
 // [cpu]: decode rates are clips/s per core (0: that layout is unknown).
 struct ClusterCpu {
   double cores_per_node = 0;
+  // The slowest core's speed over the fastest's (1: alike), as measured: a CPU
+  // profile measured on cores of different speeds holds whichever its threads
+  // landed on, and so does a run (model.hpp, Compute::low / high).
+  double core_speed_min = 1;
+  std::string core_speed_source;
   double frames_clips_per_s_per_core = 0;
   double videos_clips_per_s_per_core = 0;
   std::string source;

@@ -49,6 +49,8 @@ struct Compute {
   //  - other ranks busy on the node: up to proportionally slower (or faster) with them;
   //  - measured under background load L on C cores with D threads of its own: idle, up
   //    to C / (D + L) of the time (its share of the cores), when D + L > C;
+  //  - cores of different speeds ([cpu] core_speed_min = s below 0.9): from s x to
+  //    1 / s x, as a profile and a run each hold whichever cores they ran on;
   //    (these two for a CPU profile, one with threads: a GPU's are not shared)
   //  - measured in rounds (ClusterProfile::round_low / round_high): from its fastest
   //    round to its slowest, the measuring machine's drift (said when over 10 % apart);
