@@ -29,7 +29,7 @@ Exit status 1 when any |error| exceeds --tolerance (default 10 %).
 The cluster file should come from `vexp plan --measure-local RECIPES --measure-threads 1,2`
 on this machine just before, RECIPES the quickstart recipes the cases use (--measure-local
 does that first): a shared machine's speed drifts with its load; the script prints the
-load averages before, after each case and after. About 10 minutes on the 2-core machine
+load averages before, after each case and after. About 9 minutes on the 2-core machine
 with --repeat 3 (--measure-local: 3 interleaved rounds of every profile).
 """
 import argparse
