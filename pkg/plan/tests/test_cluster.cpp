@@ -491,11 +491,7 @@ TEST(Cluster, Reducer) {
 // [cpu] core_speed_min: (0, 1] with its core_speed_source; absent, 1.
 TEST(Cluster, CoreSpeedMin) {
   const std::string at = "cores_per_node = 8\n";
-  auto with = [&](const std::string& extra) {
-    std::string t = kValid;
-    t.replace(t.find(at), at.size(), at + extra);
-    return t;
-  };
+  auto with = [&](const std::string& extra) { return replace(kValid, at, at + extra); };
   Diagnostics d;
   auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
@@ -515,13 +511,8 @@ TEST(Cluster, CoreSpeedMin) {
 
 // A profile's own bucket cost: per_bucket_ms with its per_bucket_source; absent, -1.
 TEST(Cluster, ProfileBucketCost) {
-  const std::string base = kValid;
   const std::string at = "source = \"typed in\"\n";
-  auto with = [&](const std::string& extra) {
-    std::string t = base;
-    t.replace(t.find(at), at.size(), at + extra);
-    return t;
-  };
+  auto with = [&](const std::string& extra) { return replace(kValid, at, at + extra); };
   Diagnostics d;
   auto c = vexp::plan::load_cluster_text(kValid, "/virtual/c.toml", d);
   ASSERT_TRUE(c.has_value()) << d.str();
