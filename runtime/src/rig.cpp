@@ -74,12 +74,6 @@ TrainStep& Rig::start(const DistPlan& dp) {
   return *step_;
 }
 
-int64_t Rig::grad_numel() const {
-  int64_t n = 0;
-  for (const auto& p : params_) n += p.numel();
-  return n;
-}
-
 std::vector<int64_t> Rig::grad_numels() const {
   std::vector<int64_t> n;
   for (const auto& p : params_) n.push_back(p.numel());

@@ -129,7 +129,7 @@ std::unique_ptr<Built> build(const std::vector<std::string>& more) {
   at::manual_seed(0);
   b->rig = std::make_unique<vexp::Rig>(plan, b->s.host, std::make_shared<vexp::ModelGraph>(plan, b->s.host), b->comm,
                                        vexp::RigOptions{});
-  b->dp = vexp::make_dist_plan(plan, 1, 48, b->rig->grad_numel());
+  b->dp = vexp::make_dist_plan(plan, 1, 48, b->rig->grad_numels());
   return b;
 }
 

@@ -58,7 +58,7 @@ std::unique_ptr<Built> build(const std::vector<std::string>& more, int64_t ranks
   b->comm = b->s.host.make<vexp::Comm>("comm", plan.comm, plan.comm_params);
   at::manual_seed(0);
   b->rig = std::make_unique<vexp::Rig>(plan, b->s.host, std::make_shared<vexp::ModelGraph>(plan, b->s.host), b->comm, ro);
-  b->dp = vexp::make_dist_plan(plan, ranks, 48, b->rig->grad_numel());
+  b->dp = vexp::make_dist_plan(plan, ranks, 48, b->rig->grad_numels());
   return b;
 }
 
@@ -126,9 +126,9 @@ TEST(Rig, OptimizerScalerAndStepOptionsAreTheRecipes) {
   size_t in_groups = 0;
   for (const auto& g : rig.optimizer().groups()) in_groups += g.params.size();
   EXPECT_EQ(in_groups, rig.params().size());
-  int64_t numel = 0;
-  for (const auto& p : rig.params()) numel += p.numel();
-  EXPECT_EQ(rig.grad_numel(), numel);
+  std::vector<int64_t> numels;
+  for (const auto& p : rig.params()) numels.push_back(p.numel());
+  EXPECT_EQ(rig.grad_numels(), numels);
   EXPECT_TRUE(rig.model().is_training());
   const vexp::StepOptions so = rig.step_options(b->dp);
   EXPECT_EQ(so.seed, 7u);

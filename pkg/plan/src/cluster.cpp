@@ -348,6 +348,15 @@ double rate_from_bench(const std::string& file, const Value& at, const std::stri
   return rate.as_double();
 }
 
+// A measured figure `key` of table `t` needs its source `source_key` beside it: false,
+// with the error at the figure, when `key` is there without it.
+bool sourced(const Value& t, const char* key, const char* source_key, const std::string& where, Diagnostics& d) {
+  const Value* v = t.find(key);
+  if (!v || t.find(source_key)) return true;
+  d.error(v->loc(), std::string("'") + key + "' in " + where + " needs '" + source_key + "' (where it comes from)");
+  return false;
+}
+
 void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnostics& d) {
   const std::string W = "[[gpu.profile]]";
   const CheckedTable ct = check_table(schemas().profile, &t, t.loc(), W, {}, d);
@@ -356,13 +365,10 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
   const Params& q = ct.params;
   if (q.has("model")) p.model = q.str("model");
   p.source = q.has("source") ? q.str("source") : "";
+  if (!sourced(t, "per_bucket_ms", "per_bucket_source", W, d)) return;
   if (t.find("per_bucket_ms") && q.has("per_bucket_ms")) {
-    if (!t.find("per_bucket_source")) {
-      d.error(t.find("per_bucket_ms")->loc(), "'per_bucket_ms' in " + W + " needs 'per_bucket_source' (where it comes from)");
-      return;
-    }
     p.per_bucket_ms = q.f64("per_bucket_ms");
-    p.per_bucket_source = q.str("per_bucket_source");
+    p.per_bucket_source = q.has("per_bucket_source") ? q.str("per_bucket_source") : "";
   }
   static const std::vector<std::string> measured{"frames", "size", "precision", "batch",
                                                  "forward_ms", "backward_ms", "optimizer_ms"};
@@ -499,9 +505,8 @@ std::optional<Cluster> load_from(const Recipe& rec, const std::string& file, Dia
     const Params& q = ct.params;
     if (q.has("cores_per_node")) c.cpu.cores_per_node = q.f64("cores_per_node");
     c.cpu.source = q.has("source") ? q.str("source") : "";
-    if (cpu->find("core_speed_min") && q.has("core_speed_min")) {
-      if (!cpu->find("core_speed_source"))
-        d.error(cpu->find("core_speed_min")->loc(), "'core_speed_min' in [cpu] needs 'core_speed_source' (where it comes from)");
+    if (sourced(*cpu, "core_speed_min", "core_speed_source", "[cpu]", d) && cpu->find("core_speed_min") &&
+        q.has("core_speed_min")) {
       c.cpu.core_speed_min = q.f64("core_speed_min");
       c.cpu.core_speed_source = q.has("core_speed_source") ? q.str("core_speed_source") : "";
     }

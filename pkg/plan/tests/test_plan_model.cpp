@@ -473,43 +473,28 @@ TEST(PlanModel, AProfilesOwnBucketCostOverridesTheReducers) {
   // recipe's), which compute_for carries and predict charges instead of [reducer]'s.
   Cluster c = pair();
   c.reducer = {true, 0.5, "tsm"};
-  ClusterProfile p;
-  p.model = "i3d";
-  p.frames = 8;
-  p.size = 32;
-  p.precision = "fp32";
-  p.batch = 8;
-  p.threads = 1;
-  p.busy_ranks = 2;
-  p.forward_ms = 10;
-  p.backward_ms = 20;
-  p.per_bucket_ms = 2;
-  p.per_bucket_source = "buckets_i3d.json";
-  c.profiles.push_back(p);
-  Workload w;
-  w.model = "i3d";
-  w.frames = 8;
-  w.size = 32;
-  w.precision = "fp32";
-  w.threads = 1;
-  const Compute k = compute_for(c, w, 8, 2);
+  c.profiles = {cpu_profile(1, 2, 10)};
+  c.profiles[0].per_bucket_ms = 2;
+  c.profiles[0].per_bucket_source = "buckets_tsm.json";
+  const Workload w{"tsm_resnet18", 8, 32, "fp32", 0, 0, 1};
+  const Compute k = compute_for(c, w, 32, 2);
   EXPECT_DOUBLE_EQ(k.per_bucket_ms, 2);
   const std::vector<Bucket> three{{1e6, 0.25}, {1e6, 0.5}, {1e6, 1.0}};
-  Row r = predict(c, k, three, DataOptions{}, shape(2, 2, 8, 1));
+  Row r = predict(c, k, three, DataOptions{}, shape(2, 2, 32, 1));
   EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 6);
   EXPECT_DOUBLE_EQ(r.per_bucket_ms, 2);
-  EXPECT_EQ(r.per_bucket_source, "buckets_i3d.json");
+  EXPECT_EQ(r.per_bucket_source, "buckets_tsm.json");
   // A per_bucket_ms of 0 is a measurement too: no cost, [reducer]'s not taken.
   c.profiles[0].per_bucket_ms = 0;
-  r = predict(c, compute_for(c, w, 8, 2), three, DataOptions{}, shape(2, 2, 8, 1));
+  r = predict(c, compute_for(c, w, 32, 2), three, DataOptions{}, shape(2, 2, 32, 1));
   EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 0);
   // None given (negative): [reducer]'s, named as such.
   c.profiles[0].per_bucket_ms = -1;
-  r = predict(c, compute_for(c, w, 8, 2), three, DataOptions{}, shape(2, 2, 8, 1));
+  r = predict(c, compute_for(c, w, 32, 2), three, DataOptions{}, shape(2, 2, 32, 1));
   EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 1.5);
   EXPECT_EQ(r.per_bucket_source, "[reducer]: tsm");
   // One rank: none.
-  r = predict(c, compute_for(c, w, 8, 1), three, DataOptions{}, shape(1, 1, 8, 1));
+  r = predict(c, compute_for(c, w, 32, 1), three, DataOptions{}, shape(1, 1, 32, 1));
   EXPECT_DOUBLE_EQ(r.bucket_overhead_ms, 0);
   EXPECT_DOUBLE_EQ(r.per_bucket_ms, 0);
 }

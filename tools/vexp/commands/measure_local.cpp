@@ -391,11 +391,11 @@ json lockstep(const json& per_rank) {
 }
 
 // `vexp bench train ... --json` (argv) run by `np` ranks at once with `sets` added
-// (by default the local backend: independent copies): rank 0's JSON with each
-// phase's samples the slowest rank's at each step (lockstep) and their median, plus
-// busy_ranks = np and every rank's JSON under "per_rank".
+// (the local backend: independent copies; the MPI one: training together): rank 0's
+// JSON with each phase's samples the slowest rank's at each step (lockstep) and their
+// median, plus busy_ranks = np and every rank's JSON under "per_rank".
 json bench_train_busy(std::vector<std::string> argv, int np, const fs::path& scratch,
-                      const std::vector<std::string>& sets = {"dist.backend=\"local\""}) {
+                      const std::vector<std::string>& sets) {
   for (auto it = sets.rbegin(); it != sets.rend(); ++it) argv.insert(argv.begin() + 4, {"--set", *it});
   const fs::path out_dir = scratch / "busy";
   std::error_code ec;
@@ -469,6 +469,8 @@ struct Measuring {
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
   std::vector<std::string> plugin_argv;
   CoreSpeeds cores_before, cores_after;  // around the compute profiles
+  // [cpu] core_speed_min: the slower of the two measurements' ratios.
+  double core_speed_min() const { return std::min(cores_before.ratio, cores_after.ratio); }
   Clock::time_point t_start = Clock::now();
   const fs::path& tmp() const { return scratch->path(); }
   // A progress line on stderr.
@@ -544,8 +546,8 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
   // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
   // ranks share the cores and the memory bandwidth). The mpirun copies train
   // with the local backend (no gradient exchange: the model charges the
-  // allreduce separately) and each writes its own JSON; the phases are the
-  // medians of all ranks' timed steps together. Then each recipe's bucket cost
+  // allreduce separately) and each writes its own JSON; the phases are the slowest
+  // rank's at each step (lockstep) and their medians. Then each recipe's bucket cost
   // (BucketCost): the ranks training it together at 25 and at 0.05 MiB buckets.
   //
   // Every run is measured `a.rounds` times, the rounds interleaved (each run once,
@@ -781,9 +783,8 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                 " thread(s), vexp bench train under mpirun, " + std::to_string(ranks) +
                 " ranks training together at 25 and 0.05 MiB buckets (" + bc.from + "): " + bc.how + "; " + where)
     << "\n\n";
-  const double speed_min = std::min(m.cores_before.ratio, m.cores_after.ratio);
   o << "[cpu]   # decoding shares these cores with the ranks' compute threads\ncores_per_node = " << cores
-    << "\ncore_speed_min = " << fmt(speed_min, "%.3f") << "\ncore_speed_source = "
+    << "\ncore_speed_min = " << fmt(m.core_speed_min(), "%.3f") << "\ncore_speed_source = "
     << toml_str("a fixed multiply-add loop, the thread pinned to each core in turn, " + std::to_string(kCoreRounds) +
                 " interleaved rounds, the median per core, before the compute profiles (" +
                 core_speeds_text(m.cores_before) + ") and after them (" + core_speeds_text(m.cores_after) +
@@ -862,8 +863,9 @@ void run_measure_local(const MeasureLocalArgs& a) {
   const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
   m.say("core speeds");
   m.cores_after = measure_core_speeds(kCoreRounds);
-  const double speed_min = std::min(m.cores_before.ratio, m.cores_after.ratio);
-  if (speed_min < 0.9)
+  // Where the plan widens its ranges by them (Compute::low / high).
+  const double speed_min = m.core_speed_min();
+  if (speed_min < 1 - vexp::plan::kValidatedTolerance)
     std::cerr << "vexp: warning: this machine's cores differ in speed (before the profiles: "
               << core_speeds_text(m.cores_before) << "; after: " << core_speeds_text(m.cores_after)
               << "): the slowest runs at " << static_cast<int>(std::lround(100 * speed_min))

@@ -85,9 +85,7 @@ class Rig {
   ModelGraph& model() const { return *model_; }
   // The trainable parameters in registration order (the optimizer's).
   const std::vector<at::Tensor>& params() const { return params_; }
-  // Their elements in all, and each one's (make_dist_plan's grad_numels: the reducer's
-  // bucket layout).
-  int64_t grad_numel() const;
+  // Each one's elements (make_dist_plan's grad_numels: the reducer's bucket layout).
   std::vector<int64_t> grad_numels() const;
   Optimizer& optimizer() const { return *optimizer_; }
   // The parameter groups the optimizer was given, with their rules (optimizer.hpp).
