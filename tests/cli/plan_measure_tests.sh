@@ -74,7 +74,11 @@ for q in (p, b):
     assert q["per_bucket_ms"] == rd["per_bucket_ms"] and "here/buckets_tsm_motion.json" in q["per_bucket_source"], q
 n1, n2 = bk["runs"][0]["buckets"], bk["runs"][1]["buckets"]
 b1, b2 = (r["phases"]["backward"]["median_ms"] for r in bk["runs"])
-assert abs(bk["per_bucket_ms"] - max(0, (b2 - b1) / (n2 - n1))) < 1e-9 and rd["per_bucket_ms"] == float("%.4g" % bk["per_bucket_ms"]), bk
+f1, f2 = (r["phases"]["forward"]["median_ms"] for r in bk["runs"])
+# each run's backward read against its own forward (the machine's speed moves between runs)
+want = max(0, (b2 / f2 - b1 / f1) * (f1 + f2) / 2 / (n2 - n1))
+assert abs(bk["per_bucket_ms"] - want) < 1e-9 and rd["per_bucket_ms"] == float("%.4g" % bk["per_bucket_ms"]), (bk, want)
+assert "over a forward of %.1f with 1 bucket(s) of 25 MiB" % f1 in bk["how"], bk["how"]
 intra = c["links"]["intra"]
 assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
 a = json.load(open(os.path.join(d, "here", "allreduce.json")))
@@ -92,6 +96,61 @@ assert s["read_GBps"] > 0 and s["frames_clip_bytes"] > 0 and s["videos_clip_byte
 left = [f for f in os.listdir(d) + os.listdir(os.path.join(d, "here")) if ".tmp" in f or f.startswith("vexp-measure")]
 assert not left, left
 PYEOF
+  ;;
+measure_local_append)
+  # --measure-append pools a later run's rounds with the measurements already there.
+  mkdir -p "$tmp/c"
+  expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-rounds 1
+  cp -r "$tmp/c" "$tmp/first"
+  expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-rounds 1 \
+    --measure-append
+  $PY - "$tmp/first" "$tmp/c" <<'PYEOF' || fail "--measure-append did not pool the two runs"
+import json, os, sys, tomllib
+first, d = sys.argv[1:]
+c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
+for p in c["gpu"]["profile"]:
+    a, b = (json.load(open(os.path.join(x, p["from"]))) for x in (first, d))
+    # both runs' rounds: the first run's samples and round medians kept, this run's added
+    assert a["rounds"] == 1 and b["rounds"] == 2 and len(b["measured_at"]) == 2, (a["rounds"], b)
+    assert b["round_step_medians_ms"][0] == a["round_step_medians_ms"][0], (a, b)
+    for ph, v in a["phases"].items():
+        s = list(b["phases"][ph]["samples_ms"])
+        assert len(s) == 2 * len(v["samples_ms"]), (ph, s)
+        for x in v["samples_ms"]:
+            s.remove(x)  # each of the first run's samples is there
+    if p["busy_ranks"] == 2:
+        assert len(b["per_rank"]) == 4 and len(b["slowest_rank_steps"]) == 2, b
+    assert "in each of 2 interleaved rounds" in p["source"] and "pooled over 2 runs of --measure-local" in p["source"], p
+bk = json.load(open(os.path.join(d, "here", "buckets_tsm_motion.json")))
+assert bk["rounds"] == 2 and len(bk["measured_at"]) == 2, bk
+assert [len(r["phases"]["backward"]["samples_ms"]) for r in bk["runs"]] == [2, 2], bk
+# the cores' speeds: every run's, the smallest ratio of all
+runs = json.load(open(os.path.join(d, "here", "cores.json")))["runs"]
+assert len(runs) == 2 and all(0 < r["min"] <= 1 for r in runs), runs
+assert abs(c["cpu"]["core_speed_min"] - min(r["min"] for r in runs)) < 6e-4, (c["cpu"], runs)
+assert "and of the 1 earlier run(s) the profiles are pooled with (here/cores.json)" in c["cpu"]["core_speed_source"], c["cpu"]
+PYEOF
+  # Refused before anything is measured, the measurements there left as they were: other
+  # thread counts (no earlier profile), other steps, a damaged file, and nothing earlier.
+  sums() { (cd "$tmp/c" && find . -type f | sort | xargs sha256sum); }
+  before=$(sums)
+  other=(--measure-warmup 0 --allreduce-mb 0.01,32 --storage-mb 4 --ranks 2)
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${other[@]}" --measure-steps 1 \
+    --measure-threads 1,2 --measure-append
+  expect_out "--measure-append: there is no earlier measurement '$tmp/c/here/train_tsm_motion_t2.json'"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${other[@]}" --measure-steps 2 \
+    --measure-threads 1 --measure-append
+  expect_out "here/train_tsm_motion_t1.json' was measured with steps 1, this run's is 2"
+  [ "$(sums)" = "$before" ] || fail "a refused --measure-append changed the measurements"
+  echo '{"phases": {"step": {"samples_ms": ["x"]}}}' >"$tmp/c/here/train_tsm_motion_t1_busy2.json"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
+  expect_out "train_tsm_motion_t1_busy2.json' was measured with busy_ranks (none), this run's is 2"
+  echo '{"phases": ' >"$tmp/c/here/train_tsm_motion_t1_busy2.json"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
+  expect_out "train_tsm_motion_t1_busy2.json' is not a measurement's JSON"
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/none.toml" "${small[@]}" --measure-append
+  expect_out "there is no earlier measurement"
+  [ ! -e "$tmp/none.toml" ] || fail "a refused --measure-append wrote a cluster file"
   ;;
 measure_local_refuses)
   # A path that is not a regular file is never overwritten; bad sizes are usage errors.

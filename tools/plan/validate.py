@@ -27,10 +27,13 @@ Exit status 1 when any |error| exceeds --tolerance (default 10 %).
         [--measure-local] [--repeat 3] [--cases NAME,...] [--tolerance 0.10] [--json FILE]
 
 The cluster file should come from `vexp plan --measure-local RECIPES --measure-threads 1,2`
-on this machine just before, RECIPES the quickstart recipes the cases use (--measure-local
-does that first): a shared machine's speed drifts with its load; the script prints the
-load averages before, after each case and after. About 9 minutes on the 2-core machine
-with --repeat 3 (--measure-local: 3 interleaved rounds of every profile).
+on this machine, RECIPES the quickstart recipes the cases use. With --measure-local the
+script makes it itself, in the validation's rounds: before each round of the cases one
+round of every profile (--measure-rounds 1), pooled with the rounds before it
+(--measure-append), so that the profiles and the cases sample the same minutes of a
+machine whose speed moves by a quarter within a few of them. It prints the load
+averages before, after each round and after. About 10 minutes on the 2-core machine
+with --repeat 3.
 """
 import argparse
 import json
@@ -167,8 +170,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3,
                     help="measure each case this many times; the median is compared, the spread printed (noise)")
     ap.add_argument("--measure-local", action="store_true",
-                    help="first remake the cluster file with vexp plan --measure-local (the recipes of the cases, "
-                         "--measure-threads 1,2), so that it and the runs see the same machine load")
+                    help="remake the cluster file with vexp plan --measure-local (the recipes of the cases, "
+                         "--measure-threads 1,2), one round of its profiles before each round of the cases, pooled "
+                         "(--measure-append), so that the profiles and the runs see the same minutes of the machine")
     a = ap.parse_args()
     cases = CASES
     if a.cases:
@@ -177,23 +181,24 @@ def main():
         missing = set(want) - {c[0] for c in cases}
         if missing:
             sys.exit(f"validate.py: no such case: {', '.join(sorted(missing))}")
-    if a.measure_local:
-        print(f"load average (1, 5, 15 min) before --measure-local: {loadavg()}", flush=True)
-        recipes = sorted({c[1] for c in cases}, key=[c[1] for c in CASES].index)
-        run([a.vexp, "plan", "--measure-local", *(os.path.join(ROOT, r) for r in recipes), "--out", a.cluster,
-             "--measure-threads", "1,2"])
+    recipes = sorted({c[1] for c in cases}, key=[c[1] for c in CASES].index)
     print(f"load average (1, 5, 15 min) before: {loadavg()}  (cluster {os.path.relpath(a.cluster, ROOT)})")
-    print(f"cores: {core_speeds(a.cluster)}")
-    print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
-          f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
-    # The repeats run in rounds, every case once a round (as --measure-local measures its
-    # profiles in interleaved rounds): a drift of the machine's speed during the
-    # validation reaches every case's median alike instead of the cases measured in
-    # its slow minutes.
+    # The repeats run in rounds, every case once a round: a drift of the machine's speed
+    # during the validation reaches every case's median alike instead of the cases
+    # measured in its slow minutes. With --measure-local, each round of the cases
+    # follows one round of every profile (--measure-rounds 1, pooled with the rounds
+    # before by --measure-append): the profiles and the cases then sample the same
+    # minutes of the machine, whose speed moves by a quarter within a few of them.
     runs = {c[0]: [] for c in cases}
     secs = {c[0]: 0.0 for c in cases}
     timed_steps = {}
     for r in range(a.repeat):
+        if a.measure_local:
+            t0 = time.time()
+            run([a.vexp, "plan", "--measure-local", *(os.path.join(ROOT, x) for x in recipes), "--out", a.cluster,
+                 "--measure-threads", "1,2", "--measure-rounds", "1"] + (["--measure-append"] if r else []))
+            print(f"profiles round {r + 1} of {a.repeat} measured in {time.time() - t0:.0f} s (load {loadavg()})",
+                  flush=True)
         for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
             t0 = time.time()
             with tempfile.TemporaryDirectory() as work:
@@ -201,7 +206,10 @@ def main():
                                                 work)
             runs[name].append(ph)
             secs[name] += time.time() - t0
-        print(f"round {r + 1} of {a.repeat} measured (load {loadavg()})", flush=True)
+        print(f"round {r + 1} of {a.repeat} of the cases measured (load {loadavg()})", flush=True)
+    print(f"cores: {core_speeds(a.cluster)}")
+    print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
+          f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
     results, worst, detail = [], 0.0, []
     for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
         each, n = runs[name], timed_steps[name]

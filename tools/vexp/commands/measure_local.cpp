@@ -446,6 +446,11 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
                 "Times each compute profile is measured, the rounds interleaved (every profile once, then again): "
                 "a machine whose speed drifts spreads over every profile alike; the median of all rounds' steps")
       ->check(CLI::Range(1, 100));
+  g->add_flag("--measure-append", a.append,
+              "Pool this run's rounds with the measurements already in --out's folder (an earlier --measure-local "
+              "of the same recipes, --measure-threads, --ranks and --measure-steps): each profile, bucket cost and "
+              "core-speed figure then spans every run, e.g. rounds taken between other work or at several times "
+              "of day; refused, before anything is measured, where an earlier measurement is missing or differs");
   g->add_flag("--synthetic-input", a.synthetic,
               "Profile compute on random clips instead of the recipe's dataset through its loader (for recipes "
               "whose data is not on this machine; the loader's share of the cores is then not in the profile)");
@@ -469,8 +474,15 @@ struct Measuring {
   std::optional<base::TempDir> scratch;  // on the output's file system: the storage measurement reads it
   std::vector<std::string> plugin_argv;
   CoreSpeeds cores_before, cores_after;  // around the compute profiles
-  // [cpu] core_speed_min: the slower of the two measurements' ratios.
-  double core_speed_min() const { return std::min(cores_before.ratio, cores_after.ratio); }
+  json earlier_cores = json::array();    // --measure-append: the earlier runs' (cores.json)
+  std::string date;                      // when this run began (UTC)
+  // [cpu] core_speed_min: the slower of the two measurements' ratios, and of every
+  // earlier run's the profiles are pooled with.
+  double core_speed_min() const {
+    double s = std::min(cores_before.ratio, cores_after.ratio);
+    for (const json& r : earlier_cores) s = std::min(s, r.at("min").get<double>());
+    return s;
+  }
   Clock::time_point t_start = Clock::now();
   const fs::path& tmp() const { return scratch->path(); }
   // A progress line on stderr.
@@ -493,12 +505,15 @@ std::string round_range_text(const json& j) {
 
 // What each gradient bucket costs one model's backward on more than one rank
 // (per_bucket_ms): the model trained by all the ranks together (the MPI backend,
-// world_size = ranks) with 25 MiB buckets and with 0.05 MiB ones; the backward's
-// pooled median grows with the bucket count by per_bucket_ms = (b_small - b_large) /
-// (n_small - n_large), at least 0. The cost is the model's own: a bucket's allreduce
-// waits for the ranks that are behind in the backward, and how far they drift apart
-// grows with the backward's length (TSM's 0.05 MiB buckets cost about 2 ms each on the
-// 2-core machine, the small I3D's about 0.5). Both runs' JSON go to buckets_STEM.json.
+// world_size = ranks) with 25 MiB buckets and with 0.05 MiB ones; the backward grows
+// with the bucket count. The machine's own speed moves by a quarter between two runs
+// seconds apart (a virtual machine's vCPUs), far more than a few buckets' milliseconds,
+// so each run's backward is read against its own forward, which the buckets do not
+// touch: per_bucket_ms = (b_small / f_small - b_large / f_large) * f / (n_small -
+// n_large), f the two forwards' mean, at least 0 (pooled medians). The cost is the
+// model's own: a bucket's allreduce waits for the ranks that are behind in the
+// backward, and how far they drift apart grows with the backward's length. Both runs'
+// JSON go to buckets_STEM.json.
 struct BucketCost {
   double per_bucket_ms = 0;
   int threads = 0;
@@ -516,53 +531,54 @@ constexpr double kBucketMb[2] = {25.0, 0.05};
 
 BucketCost bucket_cost(const Measuring& m, const std::string& recipe, int threads, const json& large,
                        const json& small) {
-  auto backward = [](const json& j) { return j.at("phases").at("backward").at("median_ms").get<double>(); };
+  auto median = [](const json& j, const char* phase) {
+    return j.at("phases").at(phase).at("median_ms").get<double>();
+  };
   auto buckets = [](const json& j) { return j.value("buckets", int64_t{0}); };
   BucketCost b;
   b.threads = threads;
   const int64_t dn = buckets(small) - buckets(large);
-  const double db = backward(small) - backward(large);
-  if (dn > 0) {
-    b.per_bucket_ms = std::max(0.0, db / static_cast<double>(dn));
-    b.how = "backward " + fmt(backward(large), "%.1f") + " ms with " + std::to_string(buckets(large)) +
-            " bucket(s) of 25 MiB, " + fmt(backward(small), "%.1f") + " ms with " + std::to_string(buckets(small)) +
-            " of 0.05 MiB" + (db < 0 ? " (less: no cost measured)" : "");
+  const double fl = median(large, "forward"), fs = median(small, "forward");
+  const double bl = median(large, "backward"), bs = median(small, "backward");
+  if (dn > 0 && fl > 0 && fs > 0) {
+    const double f = 0.5 * (fl + fs), grow = (bs / fs - bl / fl) * f;
+    b.per_bucket_ms = std::max(0.0, grow / static_cast<double>(dn));
+    b.how = "backward " + fmt(bl, "%.1f") + " ms over a forward of " + fmt(fl, "%.1f") + " with " +
+            std::to_string(buckets(large)) + " bucket(s) of 25 MiB, " + fmt(bs, "%.1f") + " over " + fmt(fs, "%.1f") +
+            " with " + std::to_string(buckets(small)) + " of 0.05 MiB: the backward grows by " + fmt(grow, "%.1f") +
+            " ms at the forward's mean speed" + (grow < 0 ? " (less: no cost measured)" : "");
+  } else if (dn > 0) {
+    b.how = "no forward time measured: no cost measured";
   } else {
     b.how = "the model's gradients fit one 0.05 MiB bucket: no cost measured";
   }
   json runs = json::array({large, small});
   for (json& r : runs) r.erase("per_rank");
   b.from = m.save("buckets_" + stem_of(recipe) + ".json",
-                  json{{"recipe", recipe}, {"threads", threads}, {"ranks", m.ranks}, {"rounds", m.a.rounds},
+                  json{{"recipe", recipe}, {"threads", threads}, {"ranks", m.ranks},
+                       {"rounds", large.value("rounds", m.a.rounds)}, {"measured_at", large.value("measured_at", json())},
                        {"per_bucket_ms", b.per_bucket_ms}, {"how", b.how}, {"runs", runs}});
   return b;
 }
 
-std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std::string>& recipes,
-                                      const std::vector<int>& threads) {
+// One compute measurement of --measure-local: a recipe at a thread count, alone
+// (busy 1), under mpirun on all the ranks at once, or (bucket_mb > 0) trained by
+// the ranks together at that bucket size; its rounds' bench train JSONs, and with
+// --measure-append the earlier runs' pooled JSON of it.
+struct Slot {
+  std::string recipe, key, name;
+  int threads, busy;
+  std::vector<std::string> argv, sets;  // sets: bench_train_busy's (busy > 1)
+  double bucket_mb;                     // > 0: a bucket-cost run
+  std::vector<json> rounds;
+  json earlier;                         // null unless --measure-append
+  fs::path earlier_file;
+};
+
+std::vector<Slot> profile_slots(const Measuring& m, const std::vector<std::string>& recipes,
+                                const std::vector<int>& threads) {
   const MeasureLocalArgs& a = m.a;
   const int ranks = m.ranks;
-  // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
-  // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
-  // ranks share the cores and the memory bandwidth). The mpirun copies train
-  // with the local backend (no gradient exchange: the model charges the
-  // allreduce separately) and each writes its own JSON; the phases are the slowest
-  // rank's at each step (lockstep) and their medians. Then each recipe's bucket cost
-  // (BucketCost): the ranks training it together at 25 and at 0.05 MiB buckets.
-  //
-  // Every run is measured `a.rounds` times, the rounds interleaved (each run once,
-  // then each again): a machine whose speed drifts for minutes (the other tenants of
-  // a virtual machine's host; what ran just before, such as the oversubscribed busy
-  // profile of another thread count) then spreads over every profile alike instead
-  // of landing on one. The phases are the medians of all rounds' samples;
-  // round_step_medians_ms keeps each round's step median.
-  struct Slot {
-    std::string recipe, key, name;
-    int threads, busy;
-    std::vector<std::string> argv, sets;  // sets: bench_train_busy's (busy > 1)
-    double bucket_mb;                     // > 0: a bucket-cost run
-    std::vector<json> rounds;
-  };
   std::vector<Slot> slots;
   const std::vector<std::string> local{"dist.backend=\"local\""};
   for (const auto& r : recipes) {
@@ -577,15 +593,138 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
       if (a.synthetic) argv.insert(argv.begin() + 4, "--synthetic");
       argv.insert(argv.end(), m.plugin_argv.begin(), m.plugin_argv.end());
       const std::string name = "train_" + stem_of(r) + "_t" + std::to_string(t);
-      slots.push_back({r, key, name + ".json", t, 1, argv, {}, 0, {}});
-      slots.push_back({r, key, name + "_busy" + std::to_string(ranks) + ".json", t, ranks, argv, local, 0, {}});
+      slots.push_back({r, key, name + ".json", t, 1, argv, {}, 0, {}, {}, {}});
+      slots.push_back({r, key, name + "_busy" + std::to_string(ranks) + ".json", t, ranks, argv, local, 0, {}, {}, {}});
       if (t != threads.front()) continue;
       for (double mb : kBucketMb)
-        slots.push_back({r, key, "", t, ranks, argv,
+        slots.push_back({r, key, "buckets_" + stem_of(r) + ".json", t, ranks, argv,
                          {"dist.backend=\"mpi\"", "dist.world_size=" + std::to_string(ranks), "dist.bucket_mb=" + fmt(mb)},
-                         mb, {}});
+                         mb, {}, {}, {}});
     }
   }
+  return slots;
+}
+
+// --measure-append: the earlier measurement at `file`, parsed; refused when missing or
+// not JSON (`what`: what it should hold).
+json read_earlier(const fs::path& file, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw base::invalid("--measure-append: there is no earlier measurement '" + file.string() + "' (" + what +
+                        "): run --measure-local without --measure-append first, with the same recipes, "
+                        "--measure-threads and --ranks");
+  const std::string text = base::read_file_bounded(file.string(), base::kMaxTextFileBytes, "earlier measurement");
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw base::invalid("--measure-append: '" + file.string() + "' is not a measurement's JSON: " + e.what());
+  }
+}
+
+// Refuses an earlier measurement that is not of the run this one makes: each of `want`'s
+// keys must hold the same value (a recipe compared as a path), and its phases must have
+// their samples, each a number.
+void check_earlier(const json& e, const fs::path& file, const json& want) {
+  const std::string bad = "--measure-append: '" + file.string() + "' ";
+  if (!e.is_object()) throw base::invalid(bad + "is not a measurement's JSON object");
+  for (const auto& [k, v] : want.items()) {
+    bool same = e.contains(k) && e.at(k) == v;
+    if (!same && k == "recipe" && e.contains(k) && e.at(k).is_string()) {
+      std::error_code ec1, ec2;
+      same = fs::weakly_canonical(e.at(k).get<std::string>(), ec1) == fs::weakly_canonical(v.get<std::string>(), ec2);
+    }
+    if (!same)
+      throw base::invalid(bad + "was measured with " + k + " " + (e.contains(k) ? e.at(k).dump() : "(none)") +
+                          ", this run's is " + v.dump() + ": measure again without --measure-append");
+  }
+  const json* ph = e.contains("phases") ? &e.at("phases") : nullptr;
+  if (!ph || !ph->is_object() || !ph->contains("step"))
+    throw base::invalid(bad + "has no phases with their samples");
+  for (const auto& [name, phase] : ph->items()) {
+    const json* s = phase.is_object() && phase.contains("samples_ms") ? &phase.at("samples_ms") : nullptr;
+    if (!s || !s->is_array() || s->empty() ||
+        !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number(); }))
+      throw base::invalid(bad + "phase '" + name + "' has no samples_ms, a list of numbers");
+  }
+  for (const char* k : {"round_step_medians_ms", "per_rank", "slowest_rank_steps", "measured_at"})
+    if (e.contains(k) && !e.at(k).is_array()) throw base::invalid(bad + "its " + std::string(k) + " is not a list");
+  if (e.contains("rounds") && !e.at("rounds").is_number_integer())
+    throw base::invalid(bad + "its rounds is not a whole number");
+}
+
+// --measure-append: each slot's earlier JSON, read and checked before anything is measured.
+void read_earlier_slots(const Measuring& m, std::vector<Slot>& slots) {
+  for (Slot& sl : slots) {
+    sl.earlier_file = m.meas / sl.name;
+    json want{{"recipe", sl.recipe}, {"threads", sl.threads}, {"busy_ranks", sl.busy}, {"steps", m.a.steps}};
+    if (sl.bucket_mb > 0) {
+      const json doc = read_earlier(sl.earlier_file, "the bucket cost of " + sl.recipe);
+      const json* runs = doc.is_object() && doc.contains("runs") ? &doc.at("runs") : nullptr;
+      const size_t k = sl.bucket_mb == kBucketMb[0] ? 0 : 1;
+      if (!runs || !runs->is_array() || runs->size() != 2)
+        throw base::invalid("--measure-append: '" + sl.earlier_file.string() + "' has no two runs (25 and 0.05 MiB)");
+      sl.earlier = runs->at(k);
+      want["bucket_mb"] = sl.bucket_mb;
+      want["ranks"] = m.ranks;
+    } else {
+      sl.earlier = read_earlier(sl.earlier_file, "the profile of " + sl.recipe + " at " + std::to_string(sl.threads) +
+                                                     " thread(s), " + std::to_string(sl.busy) + " rank(s) busy");
+    }
+    check_earlier(sl.earlier, sl.earlier_file, want);
+  }
+}
+
+// A slot's JSON: every phase's samples pooled over its earlier measurement (with
+// --measure-append) and this run's rounds, their medians, and the rounds' records
+// appended to the earlier ones (round_step_medians_ms, per_rank, slowest_rank_steps,
+// rounds, measured_at).
+json pooled_slot(const Measuring& m, const Slot& sl) {
+  std::vector<json> parts;
+  if (!sl.earlier.is_null()) parts.push_back(sl.earlier);
+  parts.insert(parts.end(), sl.rounds.begin(), sl.rounds.end());
+  for (const json& p : parts)
+    for (const auto& [name, phase] : parts.front().at("phases").items())
+      if (!p.at("phases").contains(name) || p.at("phases").size() != parts.front().at("phases").size())
+        throw base::invalid("--measure-append: '" + sl.earlier_file.string() +
+                            "' has other phases than this run's measurement of it");
+  json j = pooled(parts);
+  auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
+  json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
+       slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at");
+  for (const json& r : sl.rounds) {
+    medians.push_back(r.at("phases").at("step").at("median_ms"));
+    if (r.contains("per_rank"))
+      for (const json& x : r.at("per_rank")) per_rank.push_back(x);
+    if (r.contains("slowest_rank_steps")) slowest.push_back(r.at("slowest_rank_steps"));
+  }
+  if (sl.busy > 1) {
+    j["per_rank"] = per_rank;
+    j["slowest_rank_steps"] = slowest;  // per round
+  }
+  at.push_back(m.date);
+  j["rounds"] = (sl.earlier.is_object() ? sl.earlier.value("rounds", 0) : 0) + m.a.rounds;
+  j["round_step_medians_ms"] = medians;
+  j["measured_at"] = at;  // one entry per run of --measure-local pooled here
+  return j;
+}
+
+std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slots) {
+  const MeasureLocalArgs& a = m.a;
+  // 1. Compute profiles: each recipe and thread count alone (busy_ranks 1), and
+  // under mpirun on all `ranks` at once (busy_ranks = ranks: on a CPU node the
+  // ranks share the cores and the memory bandwidth). The mpirun copies train
+  // with the local backend (no gradient exchange: the model charges the
+  // allreduce separately) and each writes its own JSON; the phases are the slowest
+  // rank's at each step (lockstep) and their medians. Then each recipe's bucket cost
+  // (BucketCost): the ranks training it together at 25 and at 0.05 MiB buckets.
+  //
+  // Every run is measured `a.rounds` times, the rounds interleaved (each run once,
+  // then each again): a machine whose speed drifts for minutes (the other tenants of
+  // a virtual machine's host; what ran just before, such as the oversubscribed busy
+  // profile of another thread count) then spreads over every profile alike instead
+  // of landing on one. The phases are the medians of all rounds' samples (and, with
+  // --measure-append, of the earlier runs' too); round_step_medians_ms keeps each
+  // round's step median.
   for (int round = 1; round <= a.rounds; ++round)
     for (Slot& sl : slots) {
       const std::string how = sl.bucket_mb > 0 ? std::to_string(sl.busy) + " ranks training together, " +
@@ -600,30 +739,17 @@ std::vector<Profile> measure_profiles(const Measuring& m, const std::vector<std:
         j["command"] = join_cmd(sl.argv);
         j["busy_ranks"] = 1;
       } else {
-        j = bench_train_busy(sl.argv, ranks, m.tmp(), sl.sets);
+        j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
       }
       sl.rounds.push_back(std::move(j));
     }
   std::vector<Profile> profiles;
   std::map<std::string, BucketCost> costs;
   for (size_t i = 0; i < slots.size(); ++i) {
-    Slot& sl = slots[i];
-    json j = pooled(sl.rounds);
-    json medians = json::array(), per_rank = json::array(), slowest = json::array();
-    for (const json& r : sl.rounds) {
-      medians.push_back(r.at("phases").at("step").at("median_ms"));
-      if (r.contains("per_rank"))
-        for (const json& x : r.at("per_rank")) per_rank.push_back(x);
-      if (r.contains("slowest_rank_steps")) slowest.push_back(r.at("slowest_rank_steps"));
-    }
-    if (sl.busy > 1) {
-      j["per_rank"] = per_rank;
-      j["slowest_rank_steps"] = slowest;  // per round
-    }
-    j["rounds"] = a.rounds;
-    j["round_step_medians_ms"] = medians;
+    const Slot& sl = slots[i];
+    json j = pooled_slot(m, sl);
     if (sl.bucket_mb == kBucketMb[0]) {
-      json small = pooled(slots.at(i + 1).rounds);
+      json small = pooled_slot(m, slots.at(i + 1));
       costs[sl.recipe] = bucket_cost(m, sl.recipe, sl.threads, j, small);
       ++i;  // the 0.05 MiB slot, read with it
       continue;
@@ -761,9 +887,17 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                   ", median of " + std::to_string(a.steps) + " steps" +
                   (p.busy == 1 ? std::string()
                                : " of each of " + std::to_string(p.busy) + " copies run at once by mpirun") +
-                  (a.rounds > 1 ? " in each of " + std::to_string(a.rounds) + " interleaved rounds (step medians " +
-                                      round_range_text(p.j) + " ms)"
-                                : std::string()) +
+                  [&] {
+                    const int rounds = p.j.value("rounds", a.rounds);
+                    const json at = p.j.value("measured_at", json::array());
+                    std::string s = rounds > 1 ? " in each of " + std::to_string(rounds) +
+                                                     " interleaved rounds (step medians " + round_range_text(p.j) + " ms)"
+                                               : std::string();
+                    if (at.size() > 1)
+                      s += ", pooled over " + std::to_string(at.size()) + " runs of --measure-local (--measure-append) from " +
+                           at.front().get<std::string>() + " to " + at.back().get<std::string>();
+                    return s;
+                  }() +
                   " (" + where + ")")
       << "\n\n";
   }
@@ -788,7 +922,12 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
     << toml_str("a fixed multiply-add loop, the thread pinned to each core in turn, " + std::to_string(kCoreRounds) +
                 " interleaved rounds, the median per core, before the compute profiles (" +
                 core_speeds_text(m.cores_before) + ") and after them (" + core_speeds_text(m.cores_after) +
-                "): the slowest core over the fastest, the smaller of the two; " + where)
+                "): the slowest core over the fastest, the smaller of the two" +
+                (m.earlier_cores.empty() ? std::string()
+                                         : " and of the " + std::to_string(m.earlier_cores.size()) +
+                                               " earlier run(s) the profiles are pooled with (" +
+                                               (meas_rel / "cores.json").generic_string() + ")") +
+                "; " + where)
     << "\nfrom_frames = " << toml_str(from_frames) << "\nfrom_videos = " << toml_str(from_videos) << "\nsource = "
     << toml_str("vexp bench data --threads 1 on synthetic 32x32 motion clips (vexp data make-synthetic) as mp4 "
                 "files and as JPEG frame folders (vexp data extract-frames); " + where)
@@ -851,18 +990,42 @@ void run_measure_local(const MeasureLocalArgs& a) {
   m.scratch.emplace("vexp-measure", meas.string());
   for (const auto& d : canonical_plugin_paths(a.plugin_paths)) m.plugin_argv.insert(m.plugin_argv.end(), {"--plugin-path", d});
 
-  const std::string host = host_name(), date = utc_date(), cpu = cpu_model();
+  const std::string host = host_name(), date = m.date = utc_date(), cpu = cpu_model();
   std::string command = "vexp plan --measure-local";
   for (const auto& r : a.recipes) command += " " + shell_quote(r);
   command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
   for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
+  if (a.append) command += " --measure-append";
   m.t_start = Clock::now();
 
+  std::vector<Slot> slots = profile_slots(m, recipes, threads);
+  if (a.append) {
+    // Every earlier measurement is read and checked before anything is measured.
+    read_earlier_slots(m, slots);
+    const fs::path f = meas / "cores.json";
+    const json doc = read_earlier(f, "the cores' speeds");
+    if (!doc.is_object() || !doc.contains("runs") || !doc.at("runs").is_array() ||
+        !std::all_of(doc.at("runs").begin(), doc.at("runs").end(), [](const json& r) {
+          return r.is_object() && r.contains("min") && r.at("min").is_number() && r.at("min").get<double>() > 0 &&
+                 r.at("min").get<double>() <= 1;
+        }))
+      throw base::invalid("--measure-append: '" + f.string() + "' has no runs, each with its min (above 0, up to 1)");
+    m.earlier_cores = doc.at("runs");
+  }
   m.say("core speeds");
   m.cores_before = measure_core_speeds(kCoreRounds);
-  const std::vector<Profile> profiles = measure_profiles(m, recipes, threads);
+  const std::vector<Profile> profiles = measure_profiles(m, slots);
   m.say("core speeds");
   m.cores_after = measure_core_speeds(kCoreRounds);
+  {
+    auto speeds = [](const CoreSpeeds& s) { return json{{"cpus", s.cpus}, {"ms", s.ms}, {"ratio", s.ratio}}; };
+    json runs = m.earlier_cores;
+    runs.push_back(json{{"measured_at", m.date},
+                        {"before", speeds(m.cores_before)},
+                        {"after", speeds(m.cores_after)},
+                        {"min", std::min(m.cores_before.ratio, m.cores_after.ratio)}});
+    m.save("cores.json", json{{"runs", runs}});
+  }
   // Where the plan widens its ranges by them (Compute::low / high).
   const double speed_min = m.core_speed_min();
   if (speed_min < 1 - vexp::plan::kValidatedTolerance)

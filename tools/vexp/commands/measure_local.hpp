@@ -31,6 +31,7 @@ struct MeasureLocalArgs {
   int steps = 10;                     // bench train: timed steps (median)
   int warmup = 2;                     // bench train: untimed steps first
   int rounds = 3;                     // --measure-rounds: each compute profile measured this often, interleaved
+  bool append = false;                // --measure-append: pool with the measurements already in --out's folder
   bool synthetic = false;             // --synthetic-input: random clips instead of the recipe's loader
   std::vector<double> allreduce_mb{0.0625, 1, 8, 32};
   int reps = 10;                      // bench allreduce repetitions per size
@@ -39,7 +40,7 @@ struct MeasureLocalArgs {
 };
 
 // Adds --measure-local and its options (--out, --ranks, --measure-threads,
-// --measure-steps, --measure-warmup, --measure-rounds, --allreduce-mb, --storage-mb) to `cmd`, the
+// --measure-steps, --measure-warmup, --measure-rounds, --measure-append, --allreduce-mb, --storage-mb) to `cmd`, the
 // `vexp plan` command; its positional recipes are `a.recipes`.
 void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a);
 
