@@ -210,9 +210,11 @@ TEST(Cluster, FromBenchJson) {
   EXPECT_EQ(p.precision, "fp32");
   EXPECT_DOUBLE_EQ(p.batch, 4);
   EXPECT_EQ(p.threads, 2);
-  EXPECT_DOUBLE_EQ(p.forward_ms, 100.5);
-  EXPECT_DOUBLE_EQ(p.backward_ms, 250);
-  EXPECT_DOUBLE_EQ(p.optimizer_ms, 5);
+  // The phases scaled to the step: 400 ms less 1 of data and 0 of exchange, over their 355.5.
+  const double k = 399.0 / 355.5;
+  EXPECT_DOUBLE_EQ(p.forward_ms, 100.5 * k);
+  EXPECT_DOUBLE_EQ(p.backward_ms, 250 * k);
+  EXPECT_DOUBLE_EQ(p.optimizer_ms, 5 * k);
   EXPECT_EQ(p.from, (t.dir / "bench.json").string());
   EXPECT_DOUBLE_EQ(c->cpu.frames_clips_per_s_per_core, 7.5);  // at the most threads
   EXPECT_DOUBLE_EQ(p.round_low, 1);  // one round: no drift known
