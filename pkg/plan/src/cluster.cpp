@@ -287,24 +287,6 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.forward_ms = median("forward")->get<double>();
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
-  // What a step took, not only its phases: the loader's handoff (a decode thread that
-  // must first get a core the compute threads hold: 0 or about 2 ms a step, about half
-  // the steps, for the small I3D at 2 threads on the 2-core machine) and the gaps
-  // between phases. Medians do not add: that profile's phases came to 29.5 ms and its
-  // steps to 30.1, and `vexp run` measures steps. The step's median less its data wait
-  // and its exchange (the plan predicts those itself) is the compute the profile
-  // measured; the phases are scaled to it, in their proportions.
-  if (median("step")) {
-    const double sum = p.forward_ms + p.backward_ms + p.optimizer_ms;
-    const double rest = median("step")->get<double>() - (median("data") ? median("data")->get<double>() : 0.0) -
-                        (median("comm") ? median("comm")->get<double>() : 0.0);
-    if (sum > 0 && rest > 0 && std::isfinite(rest)) {
-      const double k = rest / sum;
-      p.forward_ms *= k;
-      p.backward_ms *= k;
-      p.optimizer_ms *= k;
-    }
-  }
   // Rounds of --measure-local: how far the machine's speed moved while it measured.
   const std::optional<RoundRange> rounds = round_range(*j);
   const double pooled = median("step") ? median("step")->get<double>() : 0;
@@ -330,6 +312,38 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
     d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from + "': " + field + " (the profile's '" + key +
                           "') " + why);
     in_range = false;
+  }
+  // (the file's own figures are held to the ranges above, before any scaling)
+  // What a step took, not only its phases: the loader's handoff (a decode thread that
+  // must first get a core the compute threads hold: 0 or about 2 ms a step, about half
+  // the steps, for the small I3D at 2 threads on the 2-core machine) and the gaps
+  // between phases. Medians do not add: that profile's phases came to 29.5 ms and its
+  // steps to 30.1, and `vexp run` measures steps. The step's median less its data wait
+  // and its exchange (the plan predicts those itself) is the compute the profile
+  // measured; the phases are scaled to it, in their proportions.
+  if (in_range && median("step")) {
+    const double sum = p.forward_ms + p.backward_ms + p.optimizer_ms;
+    const double rest = median("step")->get<double>() - (median("data") ? median("data")->get<double>() : 0.0) -
+                        (median("comm") ? median("comm")->get<double>() : 0.0);
+    if (sum > 0 && rest > 0 && std::isfinite(rest)) {
+      const double k = rest / sum;
+      // The scaled figures are held to the same ranges (a step median of 1e300 is not a step).
+      for (const auto& [key, v] : std::vector<std::pair<const char*, double>>{
+               {"forward_ms", p.forward_ms * k}, {"backward_ms", p.backward_ms * k}, {"optimizer_ms", p.optimizer_ms * k}}) {
+        Value x(v);
+        const std::string why = check_value(*schemas().profile.find(key), x);
+        if (why.empty()) continue;
+        d.error(at.loc(), "'from' = \"" + at.as_string() + "\": '" + p.from +
+                              "': phases.step.median_ms scales the profile's '" + key + "' out of its range: " + why);
+        in_range = false;
+        break;  // one error for the one figure at fault
+      }
+      if (in_range) {
+        p.forward_ms *= k;
+        p.backward_ms *= k;
+        p.optimizer_ms *= k;
+      }
+    }
   }
   return in_range;
 }

@@ -15,13 +15,18 @@ cp -r "$src/clusters/local.toml" "$src/clusters/local" .
 $PY - <<'PY' || fail "could not edit the bench JSON"
 import json
 for p, edit in [("local/train_tsm_motion_t1.json", lambda j: j["phases"]["forward"].update(median_ms=1e300)),
-                ("local/data_frames.json", lambda j: j["results"][-1].update(clips_per_s_per_thread=1e300))]:
+                ("local/data_frames.json", lambda j: j["results"][-1].update(clips_per_s_per_thread=1e300)),
+                # the step's median scales the phases (medians do not add): held to their ranges too
+                ("local/train_tsn_motion_t1.json", lambda j: j["phases"]["step"].update(median_ms=1e300))]:
     j = json.load(open(p)); edit(j); json.dump(j, open(p, "w"))
 PY
 expect_rc 2 -- "$vexp" plan "$r" --cluster local.toml
 expect_out "local.toml:$(line_of 'train_tsm_motion_t1.json' local.toml):1: error: 'from' = \"local/train_tsm_motion_t1.json\": 'local/train_tsm_motion_t1.json': phases.forward.median_ms (the profile's 'forward_ms') must be in [0.001, 10000000], got 1e+300"
 expect_out "local.toml:$(line_of 'from_frames' local.toml):1: error: 'from_frames' = \"local/data_frames.json\": 'local/data_frames.json': clips_per_s_per_thread must be in [1e-06, 1000000000], got 1e+300"
 expect_no_out "00000000000000000000"
+expect_rc 2 -- "$vexp" plan "$src/recipes/quickstart/tsn_motion.toml" --cluster local.toml
+expect_out "local.toml:$(line_of 'train_tsn_motion_t1.json' local.toml):1: error: 'from' = \"local/train_tsn_motion_t1.json\": 'local/train_tsn_motion_t1.json': phases.step.median_ms scales the profile's 'forward_ms' out of its range: must be in [0.001, 10000000], got "
+expect_no_out "scales the profile's 'backward_ms'"  # one error for the one figure at fault
 expect_rc 2 -- "$vexp" check local.toml
 expect_out "must be in [0.001, 10000000], got 1e+300"
 # 2. Typed-in figures below their range.
