@@ -142,6 +142,14 @@ PYEOF
     --measure-threads 1 --measure-append
   expect_out "here/train_tsm_motion_t1.json' was measured with steps 1, this run's is 2"
   [ "$(sums)" = "$before" ] || fail "a refused --measure-append changed the measurements"
+  # Phases other than this run's are found only once it has measured (here in the second
+  # profile): nothing is written then either, not even the first profile's pooled file.
+  $PY -c 'import json, sys; f = sys.argv[1]; j = json.load(open(f)); del j["phases"]["comm"]; json.dump(j, open(f, "w"))' \
+    "$tmp/c/here/train_tsm_motion_t1_busy2.json"
+  before=$(sums)
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
+  expect_out "train_tsm_motion_t1_busy2.json' has other phases than this run's measurement of it"
+  [ "$(sums)" = "$before" ] || fail "a --measure-append refused after measuring changed the measurements"
   echo '{"phases": {"step": {"samples_ms": ["x"]}}}' >"$tmp/c/here/train_tsm_motion_t1_busy2.json"
   expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
   expect_out "train_tsm_motion_t1_busy2.json' was measured with busy_ranks (none), this run's is 2"

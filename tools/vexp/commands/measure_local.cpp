@@ -476,10 +476,12 @@ struct Measuring {
   CoreSpeeds cores_before, cores_after;  // around the compute profiles
   json earlier_cores = json::array();    // --measure-append: the earlier runs' (cores.json)
   std::string date;                      // when this run began (UTC)
-  // [cpu] core_speed_min: the slower of the two measurements' ratios, and of every
-  // earlier run's the profiles are pooled with.
+  // This run's: the slower of its two measurements' ratios (cores.json's "min").
+  double run_core_speed_min() const { return std::min(cores_before.ratio, cores_after.ratio); }
+  // [cpu] core_speed_min: this run's, or an earlier run's the profiles are pooled with
+  // where smaller.
   double core_speed_min() const {
-    double s = std::min(cores_before.ratio, cores_after.ratio);
+    double s = run_core_speed_min();
     for (const json& r : earlier_cores) s = std::min(s, r.at("min").get<double>());
     return s;
   }
@@ -674,19 +676,38 @@ void read_earlier_slots(const Measuring& m, std::vector<Slot>& slots) {
   }
 }
 
+// --measure-append: the earlier runs of cores.json (each with its "min", the slowest
+// core's speed over the fastest's), checked.
+json read_earlier_cores(const fs::path& file) {
+  const json doc = read_earlier(file, "the cores' speeds");
+  if (!doc.is_object() || !doc.contains("runs") || !doc.at("runs").is_array() ||
+      !std::all_of(doc.at("runs").begin(), doc.at("runs").end(), [](const json& r) {
+        return r.is_object() && r.contains("min") && r.at("min").is_number() && r.at("min").get<double>() > 0 &&
+               r.at("min").get<double>() <= 1;
+      }))
+    throw base::invalid("--measure-append: '" + file.string() + "' has no runs, each with its min (above 0, up to 1)");
+  return doc.at("runs");
+}
+
 // A slot's JSON: every phase's samples pooled over its earlier measurement (with
 // --measure-append) and this run's rounds, their medians, and the rounds' records
 // appended to the earlier ones (round_step_medians_ms, per_rank, slowest_rank_steps,
 // rounds, measured_at).
 json pooled_slot(const Measuring& m, const Slot& sl) {
   std::vector<json> parts;
-  if (!sl.earlier.is_null()) parts.push_back(sl.earlier);
-  parts.insert(parts.end(), sl.rounds.begin(), sl.rounds.end());
-  for (const json& p : parts)
-    for (const auto& [name, phase] : parts.front().at("phases").items())
-      if (!p.at("phases").contains(name) || p.at("phases").size() != parts.front().at("phases").size())
+  if (!sl.earlier.is_null()) {
+    auto names = [](const json& j) {
+      std::vector<std::string> n;
+      for (const auto& [name, phase] : j.at("phases").items()) n.push_back(name);
+      return n;  // sorted: a json object's keys are
+    };
+    for (const json& r : sl.rounds)
+      if (names(r) != names(sl.earlier))
         throw base::invalid("--measure-append: '" + sl.earlier_file.string() +
                             "' has other phases than this run's measurement of it");
+    parts.push_back(sl.earlier);
+  }
+  parts.insert(parts.end(), sl.rounds.begin(), sl.rounds.end());
   json j = pooled(parts);
   auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
   json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
@@ -745,12 +766,14 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
     }
   std::vector<Profile> profiles;
   std::map<std::string, BucketCost> costs;
+  // Every slot pooled before any is written: a refused earlier file leaves the folder as it was.
+  std::vector<json> pooled_all;
+  for (const Slot& sl : slots) pooled_all.push_back(pooled_slot(m, sl));
   for (size_t i = 0; i < slots.size(); ++i) {
     const Slot& sl = slots[i];
-    json j = pooled_slot(m, sl);
+    const json& j = pooled_all[i];
     if (sl.bucket_mb == kBucketMb[0]) {
-      json small = pooled_slot(m, slots.at(i + 1));
-      costs[sl.recipe] = bucket_cost(m, sl.recipe, sl.threads, j, small);
+      costs[sl.recipe] = bucket_cost(m, sl.recipe, sl.threads, j, pooled_all.at(i + 1));
       ++i;  // the 0.05 MiB slot, read with it
       continue;
     }
@@ -1002,15 +1025,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
   if (a.append) {
     // Every earlier measurement is read and checked before anything is measured.
     read_earlier_slots(m, slots);
-    const fs::path f = meas / "cores.json";
-    const json doc = read_earlier(f, "the cores' speeds");
-    if (!doc.is_object() || !doc.contains("runs") || !doc.at("runs").is_array() ||
-        !std::all_of(doc.at("runs").begin(), doc.at("runs").end(), [](const json& r) {
-          return r.is_object() && r.contains("min") && r.at("min").is_number() && r.at("min").get<double>() > 0 &&
-                 r.at("min").get<double>() <= 1;
-        }))
-      throw base::invalid("--measure-append: '" + f.string() + "' has no runs, each with its min (above 0, up to 1)");
-    m.earlier_cores = doc.at("runs");
+    m.earlier_cores = read_earlier_cores(meas / "cores.json");
   }
   m.say("core speeds");
   m.cores_before = measure_core_speeds(kCoreRounds);
@@ -1023,7 +1038,7 @@ void run_measure_local(const MeasureLocalArgs& a) {
     runs.push_back(json{{"measured_at", m.date},
                         {"before", speeds(m.cores_before)},
                         {"after", speeds(m.cores_after)},
-                        {"min", std::min(m.cores_before.ratio, m.cores_after.ratio)}});
+                        {"min", m.run_core_speed_min()}});
     m.save("cores.json", json{{"runs", runs}});
   }
   // Where the plan widens its ranges by them (Compute::low / high).
