@@ -559,6 +559,9 @@ import json, sys, torch
 run, b3, b2 = (torch.load(f, weights_only=True) for f in sys.argv[1:4])
 j = json.load(open(sys.argv[4]))
 assert j["micro_batches"] == 4 and j["global_batch"] == 16 and j["clips_per_step"] == 16, j
+# The loader's stream runs on past the steps (4 micro-batches ahead: 1 step, + 1), never
+# taken (the weights below are still vexp run's); data.workers' default.
+assert j["loader_ahead_steps"] == 2 and j["data_workers"] == 2, j
 # The lr the run logged at its third step is the bench's (0.05 x 16 / 4 = 0.2, warmed up, cosine).
 steps = [json.loads(l) for l in open(sys.argv[5])]
 last = [l for l in steps if l["type"] == "step" and l["global_step"] == 3]

@@ -19,7 +19,7 @@ measure_local)
   expect_out "1 node x 2 ranks"
   [ -f "$tmp/c/here.toml" ] || fail "no cluster file"
   $PY - "$tmp/c" <<'PYEOF' || fail "the cluster file is not what --measure-local should write"
-import json, os, re, sys, tomllib
+import json, os, re, statistics, sys, tomllib
 d = sys.argv[1]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
@@ -48,7 +48,7 @@ assert tb["busy_ranks"] == 2 and tb["rounds"] == 2 and len(tb["per_rank"]) == 4 
 # (a synchronous step waits for it); per_rank holds round 1's two ranks, then round 2's.
 n = len(tb["per_rank"][0]["phases"]["forward"]["samples_ms"])
 assert len(tb["phases"]["forward"]["samples_ms"]) == 2 * n and tb["phases"]["forward"]["median_ms"] > 0, tb["phases"]
-want = {ph: [] for ph in tb["phases"]}
+want, ratios = {ph: [] for ph in tb["phases"]}, []
 for rnd in range(2):
     ranks = tb["per_rank"][2 * rnd:2 * rnd + 2]
     for i in range(n):
@@ -56,8 +56,11 @@ for rnd in range(2):
         slow = ranks[cost.index(max(cost))]
         for ph in want:
             want[ph].append(slow["phases"][ph]["samples_ms"][i])
+        ratios.append(slow["phases"]["backward"]["samples_ms"][i] / slow["phases"]["forward"]["samples_ms"][i])
 for ph in want:
     assert sorted(want[ph]) == tb["phases"][ph]["samples_ms"], (ph, want[ph], tb["phases"][ph])
+# each step's backward over its own forward, the slowest rank's, in the rounds' order
+assert tb["backward_over_forward"] == ratios, (tb["backward_over_forward"], ratios)
 assert [sum(c) for c in tb["slowest_rank_steps"]] == [n, n], tb["slowest_rank_steps"]
 # the cost of a bucket: each recipe trained by both ranks together at 25 and 0.05 MiB, in
 # the rounds (its own per_bucket_ms in its profiles; [reducer]: the first recipe's)
@@ -73,12 +76,14 @@ assert len(bk["runs"][1]["phases"]["backward"]["samples_ms"]) == 2, bk["runs"][1
 for q in (p, b):
     assert q["per_bucket_ms"] == rd["per_bucket_ms"] and "here/buckets_tsm_motion.json" in q["per_bucket_source"], q
 n1, n2 = bk["runs"][0]["buckets"], bk["runs"][1]["buckets"]
-b1, b2 = (r["phases"]["backward"]["median_ms"] for r in bk["runs"])
 f1, f2 = (r["phases"]["forward"]["median_ms"] for r in bk["runs"])
-# each run's backward read against its own forward (the machine's speed moves between runs)
-want = max(0, (b2 / f2 - b1 / f1) * (f1 + f2) / 2 / (n2 - n1))
+# each step's backward read against the same step's forward (the machine's speed moves
+# between runs): the medians over both rounds' steps of those ratios
+r1, r2 = (statistics.median(r["backward_over_forward"]) for r in bk["runs"])
+assert all(len(r["backward_over_forward"]) == 2 for r in bk["runs"]), bk["runs"]
+want = max(0, (r2 - r1) * (f1 + f2) / 2 / (n2 - n1))
 assert abs(bk["per_bucket_ms"] - want) < 1e-9 and rd["per_bucket_ms"] == float("%.4g" % bk["per_bucket_ms"]), (bk, want)
-assert "over a forward of %.1f with 1 bucket(s) of 25 MiB" % f1 in bk["how"], bk["how"]
+assert "median %.3f with 1 bucket(s) of 25 MiB" % r1 in bk["how"], bk["how"]
 intra = c["links"]["intra"]
 assert intra["bandwidth_GBps"] > 0 and intra["latency_us"] > 0, intra
 a = json.load(open(os.path.join(d, "here", "allreduce.json")))
@@ -124,6 +129,10 @@ for p in c["gpu"]["profile"]:
 bk = json.load(open(os.path.join(d, "here", "buckets_tsm_motion.json")))
 assert bk["rounds"] == 2 and len(bk["measured_at"]) == 2, bk
 assert [len(r["phases"]["backward"]["samples_ms"]) for r in bk["runs"]] == [2, 2], bk
+# each step's backward / forward: the first run's, then this run's
+bk1 = json.load(open(os.path.join(first, "here", "buckets_tsm_motion.json")))
+for r, r1 in zip(bk["runs"], bk1["runs"]):
+    assert len(r["backward_over_forward"]) == 2 and r["backward_over_forward"][0] == r1["backward_over_forward"][0], (r, r1)
 # the cores' speeds: every run's, the smallest ratio of all
 runs = json.load(open(os.path.join(d, "here", "cores.json")))["runs"]
 assert len(runs) == 2 and all(0 < r["min"] <= 1 for r in runs), runs

@@ -96,6 +96,8 @@ const ClusterSchemas& schemas() {
     p.real("forward_ms", 0, "Forward time per micro-step of `batch` clips").at_least(kMinMs).at_most(kMaxMs);
     p.real("backward_ms", 0, "Backward time per micro-step").at_least(kMinMs).at_most(kMaxMs);
     p.real("optimizer_ms", 0, "Optimizer time per step").at_least(0).at_most(kMaxMs);
+    p.real("data_wait_ms", 0, "The step's wait for a loader that keeps up, per micro-step (its decode threads taking "
+           "a core from the compute threads)").at_least(0).at_most(kMaxMs);
     p.text("source", "", "Where the typed-in times come from");
     p.text("from", "", "A `vexp bench train --json` output, relative to the cluster file");
     p.real("per_bucket_ms", 0, "Backward time each gradient bucket adds to this model's step on more than one rank "
@@ -287,6 +289,25 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
   p.forward_ms = median("forward")->get<double>();
   p.backward_ms = median("backward")->get<double>();
   p.optimizer_ms = median("optimizer")->get<double>();
+  // The data wait's mean over the steps, not its median: on busy cores it is 0 in some
+  // steps and 2-3 ms in the others (the loader's handoff), about half and half, and its
+  // median jumps between the two from one round to the next (0.05 ms pooled over three
+  // rounds of the small I3D at 2 threads whose cases waited 2.3). The mean is the wait a
+  // long run adds per step. Without samples, the median.
+  p.data_wait_ms = median("data") ? median("data")->get<double>() : 0;
+  if (const auto& s = ph.is_object() && ph.contains("data") && ph["data"].is_object() ? ph["data"].value("samples_ms", nlohmann::json())
+                                                                                        : nlohmann::json();
+      s.is_array() && !s.empty()) {
+    double sum = 0;
+    bool numbers = true;
+    for (const auto& x : s) {
+      numbers = numbers && x.is_number();
+      if (numbers) sum += x.get<double>();
+    }
+    if (numbers) p.data_wait_ms = sum / static_cast<double>(s.size());
+  }
+  if ((*j)["data_workers"].is_number_integer() && (*j)["data_workers"].get<int64_t>() > 0)
+    p.data_threads = static_cast<double>((*j)["data_workers"].get<int64_t>());
   // Rounds of --measure-local: how far the machine's speed moved while it measured.
   const std::optional<RoundRange> rounds = round_range(*j);
   const double pooled = median("step") ? median("step")->get<double>() : 0;
@@ -304,7 +325,8 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
            {"busy_ranks", "busy_ranks", Value(p.busy_ranks)},
            {"forward_ms", "phases.forward.median_ms", Value(p.forward_ms)},
            {"backward_ms", "phases.backward.median_ms", Value(p.backward_ms)},
-           {"optimizer_ms", "phases.optimizer.median_ms", Value(p.optimizer_ms)}}) {
+           {"optimizer_ms", "phases.optimizer.median_ms", Value(p.optimizer_ms)},
+           {"data_wait_ms", "phases.data (the mean of its samples_ms, else its median_ms)", Value(p.data_wait_ms)}}) {
     if (std::string(key) == "threads" && !(*j)["threads"].is_number_integer()) continue;
     Value x = v;
     const std::string why = check_value(*schemas().profile.find(key), x);
@@ -314,13 +336,12 @@ bool profile_from_bench(ClusterProfile& p, const Value& at, Diagnostics& d) {
     in_range = false;
   }
   // (the file's own figures are held to the ranges above, before any scaling)
-  // What a step took, not only its phases: the loader's handoff (a decode thread that
-  // must first get a core the compute threads hold: 0 or about 2 ms a step, about half
-  // the steps, for the small I3D at 2 threads on the 2-core machine) and the gaps
-  // between phases. Medians do not add: that profile's phases came to 29.5 ms and its
-  // steps to 30.1, and `vexp run` measures steps. The step's median less its data wait
-  // and its exchange (the plan predicts those itself) is the compute the profile
-  // measured; the phases are scaled to it, in their proportions.
+  // What a step took, not only its phases: the gaps between them. Medians do not add
+  // (the small I3D at 2 threads on the 2-core machine: phases 29.5 ms, steps 30.1), and
+  // `vexp run` measures steps. The step's median less its data wait (kept apart as
+  // data_wait_ms: the plan adds it, or the wait of a loader too slow for the compute
+  // instead, model.cpp) and its exchange (the plan predicts it itself) is the compute
+  // the profile measured; the phases are scaled to it, in their proportions.
   if (in_range && median("step")) {
     const double sum = p.forward_ms + p.backward_ms + p.optimizer_ms;
     const double rest = median("step")->get<double>() - (median("data") ? median("data")->get<double>() : 0.0) -
@@ -406,7 +427,9 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
                                                  "forward_ms", "backward_ms", "optimizer_ms"};
   if (const Value* from = t.find("from"); from && from->is_string()) {
     std::string both;
-    for (const auto& k : measured)
+    std::vector<std::string> figures = measured;
+    figures.push_back("data_wait_ms");  // optional when typed in, but measured all the same
+    for (const auto& k : figures)
       if (t.find(k)) both += (both.empty() ? "'" : ", '") + k + "'";
     if (!both.empty()) {
       d.error(from->loc(), "'from' in " + W + ": give either 'from' (a bench JSON) or the measured figures (" + both +
@@ -440,6 +463,7 @@ void load_profile(const Value& t, const std::string& file, Cluster& c, Diagnosti
     p.forward_ms = q.f64("forward_ms");
     p.backward_ms = q.f64("backward_ms");
     p.optimizer_ms = q.f64("optimizer_ms");
+    p.data_wait_ms = t.find("data_wait_ms") ? q.f64("data_wait_ms") : 0;
   } else {
     return;  // `from` of the wrong type: reported by check_table
   }

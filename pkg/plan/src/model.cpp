@@ -94,6 +94,8 @@ Compute compute_for(const Cluster& c, const Workload& w, int64_t per_gpu, int64_
     r.forward_ms = p.forward_ms * scale;
     r.backward_ms = p.backward_ms * scale;
     r.optimizer_ms = p.optimizer_ms;
+    r.data_wait_ms = p.data_wait_ms * scale;
+    r.data_threads = p.data_threads;
     r.profile = "measured";
     r.threads = p.threads;
     r.busy_ranks = p.busy_ranks;
@@ -400,7 +402,18 @@ Row predict(const Cluster& c, const Compute& k, const std::vector<Bucket>& bucke
 
   const double clips = micro * static_cast<double>(s.per_gpu);
   r.data_ms = clips / data_clips_per_s(c, data, s.ranks) * 1e3;
-  r.exposed_data_ms = std::max(0.0, r.data_ms - (r.compute_ms + r.exposed_comm_ms));
+  r.throughput_data_ms = std::max(0.0, r.data_ms - (r.compute_ms + r.exposed_comm_ms));
+  // The profile's wait for its loader, less what its loader's throughput explains of it
+  // (a micro-batch's decoding by the profile's decode threads beyond its compute: a
+  // loader too slow for the compute, which throughput_data_ms counts at this plan's
+  // threads), is its handoff: decode threads that first take a core from the compute
+  // threads. It recurs at every micro-batch.
+  DataOptions then = data;
+  if (k.data_threads > 0) then.threads_per_gpu = k.data_threads;
+  const double then_ms = static_cast<double>(s.per_gpu) / data_clips_per_s(c, then, s.ranks) * 1e3;
+  const double explained = std::max(0.0, then_ms - (k.forward_ms + k.backward_ms));
+  r.handoff_data_ms = micro * std::max(0.0, k.data_wait_ms - explained);
+  r.exposed_data_ms = std::max(r.throughput_data_ms, r.handoff_data_ms);
   r.step_ms = r.compute_ms + r.exposed_comm_ms + r.exposed_data_ms;
   r.clips_per_s = static_cast<double>(s.global_batch) / r.step_ms * 1e3;
   r.epoch_s = steps_per_epoch * r.step_ms / 1e3;

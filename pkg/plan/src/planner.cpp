@@ -166,7 +166,8 @@ RecipeResult plan_recipe(const std::string& recipe, const Cluster& cluster, cons
     many.threads_per_gpu = 1e9;
     const double cap = data_clips_per_s(cluster, many, big.gpus);
     l.threads_needed = clips / busy_s <= cap ? std::ceil(clips / busy_s / rate) : 0;
-    l.exposed_data_ms = row_at(at, buckets, d).exposed_data_ms;
+    // (the loader's throughput: its handoff on busy cores is there at any thread count)
+    l.exposed_data_ms = row_at(at, buckets, d).throughput_data_ms;
     l.fed = l.exposed_data_ms <= 0;
     a.layouts.push_back(l);
   }

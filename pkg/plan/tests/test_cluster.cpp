@@ -192,7 +192,7 @@ TEST(Cluster, FromBenchJson) {
   const std::string bench = R"({"recipe": "r.toml", "device": "cpu", "precision": "fp32", "threads": 2, "ranks": 1,
     "clips_per_step": 4, "clip": [8, 3, 112, 112], "params": 100,
     "phases": {"step": {"median_ms": 400}, "forward": {"median_ms": 100.5}, "backward": {"median_ms": 250},
-               "optimizer": {"median_ms": 5}, "data": {"median_ms": 1}, "comm": {"median_ms": 0}}})";
+               "optimizer": {"median_ms": 5}, "data": {"median_ms": 1, "samples_ms": [0, 1, 5]}, "comm": {"median_ms": 0}}})";
   t.write("bench.json", bench);
   t.write("data.json", R"({"dataset": "kinetics", "results": [{"threads": 1, "clips_per_s_per_thread": 9.0},
     {"threads": 2, "clips_per_s_per_thread": 7.5}]})");
@@ -210,6 +210,7 @@ TEST(Cluster, FromBenchJson) {
   EXPECT_EQ(p.precision, "fp32");
   EXPECT_DOUBLE_EQ(p.batch, 4);
   EXPECT_EQ(p.threads, 2);
+  EXPECT_DOUBLE_EQ(p.data_wait_ms, 2);  // the data wait, kept apart: its samples' mean
   // The phases scaled to the step: 400 ms less 1 of data and 0 of exchange, over their 355.5.
   const double k = 399.0 / 355.5;
   EXPECT_DOUBLE_EQ(p.forward_ms, 100.5 * k);

@@ -177,6 +177,39 @@ TEST(PlanModel, DataBound) {
   EXPECT_THROW(predict(c, compute(10, 20, 0), {}, videos, shape(2, 2, 8, 1)), PlanError);
 }
 
+TEST(PlanModel, LoaderHandoffOnBusyCoresRecursAtEveryMicroBatch) {
+  // The profile waited 2 ms per micro-batch for a loader that keeps up (its decode
+  // threads first taking a core from the compute's): each of 3 micro-batches waits so.
+  Compute k = compute(10, 20, 1);
+  k.data_wait_ms = 2;
+  const Row r = predict(pair(), k, {{5e6, 1.0}}, DataOptions{}, shape(1, 1, 8, 3));
+  EXPECT_DOUBLE_EQ(r.throughput_data_ms, 0);
+  EXPECT_DOUBLE_EQ(r.handoff_data_ms, 6);
+  EXPECT_DOUBLE_EQ(r.exposed_data_ms, 6);
+  EXPECT_DOUBLE_EQ(r.step_ms, 3 * 30 + 1 + 6);
+  EXPECT_EQ(r.bottleneck, "compute");
+  // A loader too slow for the compute explains the profile's wait: 1 decode thread at
+  // 10 clips/s takes 800 ms for 8 clips, 770 beyond the compute, all of its wait.
+  Cluster c = pair();
+  c.cpu.frames_clips_per_s_per_core = 10;
+  k.data_wait_ms = 770;
+  k.data_threads = 1;
+  const Row slow = predict(c, k, {{5e6, 1.0}}, DataOptions{}, shape(1, 1, 8, 1));
+  EXPECT_DOUBLE_EQ(slow.handoff_data_ms, 0);
+  EXPECT_DOUBLE_EQ(slow.throughput_data_ms, 800 - 31);
+  EXPECT_DOUBLE_EQ(slow.step_ms, 800);
+  // Planned with 4 decode threads (200 ms): the profile's loader (1 thread) explained
+  // its wait, so none of it is carried over; the faster loader keeps up.
+  DataOptions four;
+  four.threads_per_gpu = 4;
+  const Row fed = predict(c, k, {{5e6, 1.0}}, four, shape(1, 1, 8, 1));
+  EXPECT_DOUBLE_EQ(fed.handoff_data_ms, 0);
+  EXPECT_DOUBLE_EQ(fed.throughput_data_ms, 200 - 31);
+  // The same wait from a profile whose loader had 100 threads (8 ms): 770 - 0 unexplained.
+  k.data_threads = 100;
+  EXPECT_DOUBLE_EQ(predict(c, k, {{5e6, 1.0}}, four, shape(1, 1, 8, 1)).handoff_data_ms, 770);
+}
+
 TEST(PlanModel, StorageCapsTheDecodeRate) {
   Cluster c = two_nodes();
   c.storage.given = true;

@@ -161,7 +161,16 @@ BenchTrainResult bench_train(Session& s, const BenchTrainOptions& opt) {
     lo.workers = plan.data.workers;
     lo.prefetch = plan.data.prefetch;
     lo.pin_memory = device.is_cuda();
-    loader = stream_loader(*data, dp, comm->rank(), r.ranks, seed, 0, total, lo);
+    // The stream runs on past the last timed step, unconsumed (the loader is stopped
+    // with it): the loader still decodes ahead through every timed step, as in a long
+    // run. With a stream of exactly `total` steps it would have nothing left to decode
+    // in the last prefetch / micro of them and leave their cores to the compute: where
+    // the compute threads hold every core (2 threads, or 2 busy ranks, on 2 cores) the
+    // small I3D then measured 29 ms a step, and 33-35 in `vexp run` (its loader
+    // working through every step: 1.7-3.6 ms of data wait and a slower compute).
+    r.data_workers = lo.workers;
+    r.loader_ahead_steps = (lo.prefetch + dp.micro - 1) / dp.micro + 1;
+    loader = stream_loader(*data, dp, comm->rank(), r.ranks, seed, 0, total + r.loader_ahead_steps, lo);
   }
 
   // As in the trainer: the next batch is put to the device (its copy in flight)

@@ -45,6 +45,8 @@ struct BenchTrainResult {
   int64_t micro = 1;           // micro-batches per rank per step (accum_steps x the GPUs a rank emulates)
   int64_t global_batch = 0;    // clips per optimizer step over every rank
   int64_t buckets = 0;         // the reducer's gradient buckets (dist.bucket_mb), used with more than one rank
+  int64_t loader_ahead_steps = 0;  // steps the loader's stream runs past the last one, never taken (not --synthetic)
+  int64_t data_workers = 0;        // the loader's decode threads (data.workers; 0: none, or --synthetic)
   double bucket_mb = 0;
   double lr_first = 0, lr_last = 0;  // the scheduled lr of the first and the last step
   std::vector<int64_t> clip;  // [T, C, H, W]

@@ -59,7 +59,9 @@ void run_bench_train(const BenchTrainArgs& a) {
                        {"global_batch", r.global_batch}, {"lr_first", r.lr_first}, {"lr_last", r.lr_last},
                        {"buckets", r.buckets}, {"bucket_mb", r.bucket_mb},
                        {"clip", r.clip}, {"params", r.params},
-                       {"steps", a.options.steps}, {"warmup", a.options.warmup}, {"clips_per_s", r.clips_per_s},
+                       {"steps", a.options.steps}, {"warmup", a.options.warmup},
+                       {"loader_ahead_steps", r.loader_ahead_steps}, {"data_workers", r.data_workers},
+                       {"clips_per_s", r.clips_per_s},
                        {"frames_per_s", r.frames_per_s}, {"peak_rss_mb", static_cast<double>(r.peak_rss_kb) / 1024.0},
                        {"final_loss", r.final_loss}, {"phases", phases}};
     if (!a.options.save_weights.empty()) out["saved_weights"] = a.options.save_weights;

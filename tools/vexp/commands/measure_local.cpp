@@ -386,6 +386,14 @@ json lockstep(const json& per_rank) {
     for (size_t i = 0; i < n; ++i) v.push_back(at(per_rank[slowest[i]], name, i));
     set_samples(phase, std::move(v));
   }
+  // Each step's backward over its own forward (the slowest rank's): the two phases of
+  // one step see the same minute of the machine, two runs' medians do not (BucketCost).
+  json ratios = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const double f = at(per_rank[slowest[i]], "forward", i);
+    if (f > 0) ratios.push_back(at(per_rank[slowest[i]], "backward", i) / f);
+  }
+  j["backward_over_forward"] = ratios;
   j["slowest_rank_steps"] = counts;
   return j;
 }
@@ -510,9 +518,10 @@ std::string round_range_text(const json& j) {
 // world_size = ranks) with 25 MiB buckets and with 0.05 MiB ones; the backward grows
 // with the bucket count. The machine's own speed moves by a quarter between two runs
 // seconds apart (a virtual machine's vCPUs), far more than a few buckets' milliseconds,
-// so each run's backward is read against its own forward, which the buckets do not
-// touch: per_bucket_ms = (b_small / f_small - b_large / f_large) * f / (n_small -
-// n_large), f the two forwards' mean, at least 0 (pooled medians). The cost is the
+// so each step's backward is read against the same step's forward, which the buckets
+// do not touch: per_bucket_ms = (median(b / f)_small - median(b / f)_large) * f /
+// (n_small - n_large), b / f per step of the slowest rank (lockstep), pooled over the
+// rounds, f the two forwards' pooled medians' mean, at least 0. The cost is the
 // model's own: a bucket's allreduce waits for the ranks that are behind in the
 // backward, and how far they drift apart grows with the backward's length. Both runs'
 // JSON go to buckets_STEM.json.
@@ -539,16 +548,27 @@ BucketCost bucket_cost(const Measuring& m, const std::string& recipe, int thread
   auto buckets = [](const json& j) { return j.value("buckets", int64_t{0}); };
   BucketCost b;
   b.threads = threads;
+  // The median over the steps of each step's backward / forward (lockstep); a file
+  // without them (an older measurement) gives its medians' ratio.
+  auto ratio = [&](const json& j) {
+    std::vector<double> v;
+    for (const json& x : j.value("backward_over_forward", json::array()))
+      if (x.is_number()) v.push_back(x.get<double>());
+    if (v.empty()) return median(j, "backward") / median(j, "forward");
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   const int64_t dn = buckets(small) - buckets(large);
   const double fl = median(large, "forward"), fs = median(small, "forward");
-  const double bl = median(large, "backward"), bs = median(small, "backward");
   if (dn > 0 && fl > 0 && fs > 0) {
-    const double f = 0.5 * (fl + fs), grow = (bs / fs - bl / fl) * f;
+    const double rl = ratio(large), rs = ratio(small);
+    const double f = 0.5 * (fl + fs), grow = (rs - rl) * f;
     b.per_bucket_ms = std::max(0.0, grow / static_cast<double>(dn));
-    b.how = "backward " + fmt(bl, "%.1f") + " ms over a forward of " + fmt(fl, "%.1f") + " with " +
-            std::to_string(buckets(large)) + " bucket(s) of 25 MiB, " + fmt(bs, "%.1f") + " over " + fmt(fs, "%.1f") +
-            " with " + std::to_string(buckets(small)) + " of 0.05 MiB: the backward grows by " + fmt(grow, "%.1f") +
-            " ms at the forward's mean speed" + (grow < 0 ? " (less: no cost measured)" : "");
+    b.how = "each step's backward over its forward, median " + fmt(rl, "%.3f") + " with " +
+            std::to_string(buckets(large)) + " bucket(s) of 25 MiB, " + fmt(rs, "%.3f") + " with " +
+            std::to_string(buckets(small)) + " of 0.05 MiB: the backward grows by " + fmt(grow, "%.1f") +
+            " ms at the forwards' mean " + fmt(f, "%.1f") + " ms" + (grow < 0 ? " (less: no cost measured)" : "");
   } else if (dn > 0) {
     b.how = "no forward time measured: no cost measured";
   } else {
@@ -711,9 +731,11 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
   json j = pooled(parts);
   auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
   json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
-       slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at");
+       slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at"),
+       ratios = earlier_list("backward_over_forward");
   for (const json& r : sl.rounds) {
     medians.push_back(r.at("phases").at("step").at("median_ms"));
+    for (const json& x : r.value("backward_over_forward", json::array())) ratios.push_back(x);
     if (r.contains("per_rank"))
       for (const json& x : r.at("per_rank")) per_rank.push_back(x);
     if (r.contains("slowest_rank_steps")) slowest.push_back(r.at("slowest_rank_steps"));
@@ -721,6 +743,7 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
   if (sl.busy > 1) {
     j["per_rank"] = per_rank;
     j["slowest_rank_steps"] = slowest;  // per round
+    j["backward_over_forward"] = ratios;  // per step, every round's
   }
   at.push_back(m.date);
   j["rounds"] = (sl.earlier.is_object() ? sl.earlier.value("rounds", 0) : 0) + m.a.rounds;

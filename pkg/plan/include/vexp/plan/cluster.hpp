@@ -32,6 +32,11 @@ struct ClusterProfile {
   double forward_ms = 0;      // per micro-step of `batch` clips
   double backward_ms = 0;
   double optimizer_ms = 0;    // per optimizer step
+  // The step's wait for a loader that keeps up, per micro-step of `batch` clips: where
+  // the compute threads hold every core (2 threads, or 2 busy ranks, on a 2-core node)
+  // the loader's decode threads must first take one from them (0: none measured).
+  double data_wait_ms = 0;
+  double data_threads = 0;  // the loader's decode threads then (a bench JSON's data_workers; 0: not known)
   // The backward time each gradient bucket adds to this model's step on more than
   // one rank (per_bucket_ms; negative: not given, [reducer]'s applies), and where it
   // comes from (per_bucket_source). The cost is the model's: --measure-local measures

@@ -32,6 +32,8 @@ std::vector<Bucket> model_buckets(const std::vector<int64_t>& numels, const std:
 // Compute of one rank per micro-step of `per_gpu` clips, plus the optimizer step.
 struct Compute {
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double data_wait_ms = 0;  // per micro-batch: the profile's ClusterProfile::data_wait_ms
+  double data_threads = 0;  // and its loader's decode threads (0: not known, the plan's)
   std::string profile;  // measured | derived
   std::string source;   // the profile's source or bench file, or [gpu.derive]'s source
   // Which profile was taken (measured): its threads (0: not given) and busy_ranks,
@@ -128,6 +130,10 @@ struct Row {
   int64_t gpus = 0, nodes = 0, ranks = 0, global_batch = 0, micro_steps = 0;
   double data_ms = 0, compute_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double comm_ms = 0, exposed_comm_ms = 0, exposed_data_ms = 0, step_ms = 0;
+  // Of exposed_data_ms: the loader's throughput (data_ms beyond compute + exposed comm),
+  // and its handoff on cores the compute holds (micro x Compute::data_wait_ms, less what
+  // the loader's throughput explains of the profile's wait); exposed = the larger.
+  double throughput_data_ms = 0, handoff_data_ms = 0;
   double bucket_overhead_ms = 0;  // in backward_ms: buckets x per_bucket_ms (more than one rank)
   double per_bucket_ms = 0;       // the profile's per_bucket_ms, else [reducer]'s (0: none; one rank: 0)
   std::string per_bucket_source;  // where it comes from ("" when 0)
@@ -147,7 +153,8 @@ struct Row {
 // sent in order during the last micro-batch's backward (the reducer communicates
 // only then), bucket k starting at max(its ready time, the previous bucket's end);
 // exposed comm = the last end - the backward's end; data (prefetched) is exposed
-// where it takes longer than compute + exposed comm. efficiency is left 0 (it
+// where it takes longer than compute + exposed comm, or by the loader's handoff the
+// profile measured (Row::handoff_data_ms), whichever is longer. efficiency is left 0 (it
 // needs the 1-GPU row: set_efficiency). The step's geometry is the dry-run planner's
 // (its GPUs are s.ranks, > 1 only with more than one rank; s.world > s.ranks: emulated),
 // and an epoch is s.train_size / s.global_batch steps.
