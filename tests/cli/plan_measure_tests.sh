@@ -107,12 +107,16 @@ measure_local_append)
   mkdir -p "$tmp/c"
   expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-rounds 1
   cp -r "$tmp/c" "$tmp/first"
+  # --measure-settle: a round slower than the profile's fastest earlier one (the first
+  # run's) by more than 0.01 % is measured again, at most twice.
   expect_rc 0 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-rounds 1 \
-    --measure-append
-  $PY - "$tmp/first" "$tmp/c" <<'PYEOF' || fail "--measure-append did not pool the two runs"
+    --measure-append --measure-settle 0.0001 --measure-settle-tries 2
+  grep -q "measured again in 5 s (--measure-settle)" "$tmp/out" && again=1 || again=0
+  $PY - "$tmp/first" "$tmp/c" "$again" <<'PYEOF' || fail "--measure-append did not pool the two runs"
 import json, os, sys, tomllib
-first, d = sys.argv[1:]
+first, d, again = sys.argv[1:]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
+retried = []
 for p in c["gpu"]["profile"]:
     a, b = (json.load(open(os.path.join(x, p["from"]))) for x in (first, d))
     # both runs' rounds: the first run's samples and round medians kept, this run's added
@@ -125,9 +129,22 @@ for p in c["gpu"]["profile"]:
             s.remove(x)  # each of the first run's samples is there
     if p["busy_ranks"] == 2:
         assert len(b["per_rank"]) == 4 and len(b["slowest_rank_steps"]) == 2, b
+    # --measure-settle: a round measured once is within 0.01 % of the earlier fastest
+    att = b["settle_attempts"]
+    assert att[0] == 1 and att[1] in (1, 2), att
+    m = b["round_step_medians_ms"]
+    if att[1] == 1:
+        assert m[1] <= m[0] * 1.0001, (m, att)
+    retried.append(att[1] == 2)
     assert "in each of 2 interleaved rounds" in p["source"] and "pooled over 2 runs of --measure-local" in p["source"], p
 bk = json.load(open(os.path.join(d, "here", "buckets_tsm_motion.json")))
 assert bk["rounds"] == 2 and len(bk["measured_at"]) == 2, bk
+for r in bk["runs"]:
+    att, m = r["settle_attempts"], r["round_step_medians_ms"]
+    assert att[0] == 1 and att[1] in (1, 2) and (att[1] == 2 or m[1] <= m[0] * 1.0001), (att, m)
+    retried.append(att[1] == 2)
+# the log says so exactly when a round was measured again
+assert any(retried) == (again == "1"), (retried, again)
 assert [len(r["phases"]["backward"]["samples_ms"]) for r in bk["runs"]] == [2, 2], bk
 # each step's backward / forward: the first run's, then this run's
 bk1 = json.load(open(os.path.join(first, "here", "buckets_tsm_motion.json")))

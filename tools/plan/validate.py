@@ -160,6 +160,56 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+class Settle:
+    """Waits, before a measurement, for the machine's calm state.
+
+    The 2-core virtual machine's speed moves by 20-30 % within minutes (its vCPUs shared
+    with the host's other work; docs/planning.md, "Validation"), and a profile measured in
+    a slow stretch and a case in a fast one differ by that much whatever the model says.
+    The probe: the small I3D at 2 threads (both cores, so that one slow vCPU slows it too),
+    `vexp bench train --steps 8`, its median step (about 35 ms; 1.5 s with the process).
+    Calm: within `tol` of the fastest probe of this validation. Otherwise it probes again
+    every 5 s, for at most `patience` seconds, and then measures anyway (counted)."""
+
+    def __init__(self, vexp, tol, patience):
+        self.vexp, self.tol, self.patience = vexp, tol, patience
+        self.best = float("inf")
+        self.probes, self.waited_s, self.waits, self.gave_up = [], 0.0, 0, 0
+
+    def probe(self):
+        j = json.loads(run([self.vexp, "bench", "train", os.path.join(ROOT, I3D), "--steps", "8", "--warmup", "2",
+                            "--set", "run.threads=2", "--json"]).stdout)
+        ms = j["phases"]["step"]["median_ms"]
+        self.probes.append(ms)
+        self.best = min(self.best, ms)
+        return ms
+
+    def calibrate(self):
+        for _ in range(3):
+            self.probe()
+
+    def wait(self):
+        if self.tol <= 0:
+            return
+        t0 = time.time()
+        while self.probe() > self.best * (1 + self.tol):
+            if time.time() - t0 > self.patience:
+                self.gave_up += 1
+                break
+            self.waits += 1
+            time.sleep(5)
+        self.waited_s += time.time() - t0
+
+    def summary(self):
+        if self.tol <= 0:
+            return "not waited for (--settle 0)"
+        p = sorted(self.probes)
+        return (f"{len(p)} probes (the small I3D at 2 threads, median step) {p[0]:.1f}-{p[-1]:.1f} ms, median "
+                f"{statistics.median(p):.1f}; calm = within {self.tol * 100:.0f} % of the fastest; waited "
+                f"{self.waits} time(s), {self.waited_s:.0f} s with the probes; measured {self.gave_up} time(s) "
+                f"after {self.patience:.0f} s without calm")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vexp", default=os.path.join(ROOT, "build/bin/vexp"))
@@ -173,6 +223,11 @@ def main():
                     help="remake the cluster file with vexp plan --measure-local (the recipes of the cases, "
                          "--measure-threads 1,2), one round of its profiles before each round of the cases, pooled "
                          "(--measure-append), so that the profiles and the runs see the same minutes of the machine")
+    ap.add_argument("--settle", type=float, default=0.08,
+                    help="before each round of the profiles and each case, wait for the machine's calm state: a "
+                         "probe within this fraction of the fastest (0: do not wait)")
+    ap.add_argument("--settle-patience", type=float, default=60,
+                    help="seconds to wait for the calm state before measuring anyway")
     a = ap.parse_args()
     cases = CASES
     if a.cases:
@@ -192,14 +247,20 @@ def main():
     runs = {c[0]: [] for c in cases}
     secs = {c[0]: 0.0 for c in cases}
     timed_steps = {}
+    settle = Settle(a.vexp, a.settle, a.settle_patience)
+    if a.settle > 0:
+        settle.calibrate()
     for r in range(a.repeat):
         if a.measure_local:
+            settle.wait()
             t0 = time.time()
             run([a.vexp, "plan", "--measure-local", *(os.path.join(ROOT, x) for x in recipes), "--out", a.cluster,
-                 "--measure-threads", "1,2", "--measure-rounds", "1"] + (["--measure-append"] if r else []))
+                 "--measure-threads", "1,2", "--measure-rounds", "1", "--measure-settle", str(a.settle)]
+                + (["--measure-append"] if r else []))
             print(f"profiles round {r + 1} of {a.repeat} measured in {time.time() - t0:.0f} s (load {loadavg()})",
                   flush=True)
         for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
+            settle.wait()
             t0 = time.time()
             with tempfile.TemporaryDirectory() as work:
                 ph, timed_steps[name] = measure(a.vexp, recipe, ranks, threads, world, bucket, batch, steps, accum,
@@ -208,6 +269,7 @@ def main():
             secs[name] += time.time() - t0
         print(f"round {r + 1} of {a.repeat} of the cases measured (load {loadavg()})", flush=True)
     print(f"cores: {core_speeds(a.cluster)}")
+    print(f"calm state: {settle.summary()}")
     print(f"{'case':<18} {'ranks':>5} {'thr':>3} {'world':>5} {'bucket':>6} {'batch':>5} {'acc':>3} "
           f"{'measured ms':>11} {'spread':>13} {'predicted ms':>12} {'error':>7} {'stated range ms':>17}  bottleneck")
     results, worst, detail = [], 0.0, []

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -459,6 +460,13 @@ void add_measure_local_options(CLI::App* cmd, MeasureLocalArgs& a) {
               "of the same recipes, --measure-threads, --ranks and --measure-steps): each profile, bucket cost and "
               "core-speed figure then spans every run, e.g. rounds taken between other work or at several times "
               "of day; refused, before anything is measured, where an earlier measurement is missing or differs");
+  g->add_option("--measure-settle", a.settle,
+                "Measure a profile's round again (after 5 s) when its step median is slower than the profile's fastest "
+                "earlier round (this run's or, with --measure-append, an earlier run's) by more than this fraction, "
+                "e.g. 0.08: a round caught in a slow stretch of a machine whose speed moves for minutes (0: never)")
+      ->check(CLI::Range(0.0, 10.0));
+  g->add_option("--measure-settle-tries", a.settle_tries, "Measurements of a round at most with --measure-settle")
+      ->check(CLI::Range(1, 100));
   g->add_flag("--synthetic-input", a.synthetic,
               "Profile compute on random clips instead of the recipe's dataset through its loader (for recipes "
               "whose data is not on this machine; the loader's share of the cores is then not in the profile)");
@@ -732,8 +740,9 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
   auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
   json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
        slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at"),
-       ratios = earlier_list("backward_over_forward");
+       ratios = earlier_list("backward_over_forward"), attempts = earlier_list("settle_attempts");
   for (const json& r : sl.rounds) {
+    attempts.push_back(r.value("settle_attempts", 1));  // per round: --measure-settle's measurements of it
     medians.push_back(r.at("phases").at("step").at("median_ms"));
     for (const json& x : r.value("backward_over_forward", json::array())) ratios.push_back(x);
     if (r.contains("per_rank"))
@@ -748,6 +757,7 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
   at.push_back(m.date);
   j["rounds"] = (sl.earlier.is_object() ? sl.earlier.value("rounds", 0) : 0) + m.a.rounds;
   j["round_step_medians_ms"] = medians;
+  j["settle_attempts"] = attempts;
   j["measured_at"] = at;  // one entry per run of --measure-local pooled here
   return j;
 }
@@ -777,13 +787,31 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
                                              : std::to_string(sl.busy) + " ranks at once under mpirun";
       m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " + how +
             (a.rounds > 1 ? "; round " + std::to_string(round) + " of " + std::to_string(a.rounds) : "") + ")");
+      // The fastest round measured of this profile so far (this run's and the earlier
+      // runs' pooled with it): the reference of --measure-settle.
+      double fastest = std::numeric_limits<double>::infinity();
+      auto take = [&](const json& medians) {
+        for (const json& x : medians)
+          if (x.is_number()) fastest = std::min(fastest, x.get<double>());
+      };
+      if (sl.earlier.is_object()) take(sl.earlier.value("round_step_medians_ms", json::array()));
+      for (const json& r : sl.rounds) take(json::array({r.at("phases").at("step").at("median_ms")}));
       json j;
-      if (sl.busy == 1) {
-        j = run_json(sl.argv, m.tmp());
-        j["command"] = join_cmd(sl.argv);
-        j["busy_ranks"] = 1;
-      } else {
-        j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
+      for (int attempt = 1;; ++attempt) {
+        if (sl.busy == 1) {
+          j = run_json(sl.argv, m.tmp());
+          j["command"] = join_cmd(sl.argv);
+          j["busy_ranks"] = 1;
+        } else {
+          j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
+        }
+        j["settle_attempts"] = attempt;
+        const double step = j.at("phases").at("step").at("median_ms").get<double>();
+        if (a.settle <= 0 || !std::isfinite(fastest) || step <= fastest * (1 + a.settle) || attempt >= a.settle_tries)
+          break;
+        m.say("  its step median " + fmt(step, "%.1f") + " ms is over " + fmt(100 * a.settle, "%g") +
+              " % slower than its fastest round's " + fmt(fastest, "%.1f") + ": measured again in 5 s (--measure-settle)");
+        std::this_thread::sleep_for(std::chrono::seconds(5));
       }
       sl.rounds.push_back(std::move(j));
     }

@@ -32,6 +32,9 @@ struct MeasureLocalArgs {
   int warmup = 2;                     // bench train: untimed steps first
   int rounds = 3;                     // --measure-rounds: each compute profile measured this often, interleaved
   bool append = false;                // --measure-append: pool with the measurements already in --out's folder
+  double settle = 0;                  // --measure-settle: measure a round again when its step median is slower than
+                                      // the profile's fastest earlier round by more than this fraction (0: never)
+  int settle_tries = 3;               // --measure-settle-tries: measurements of a round at most
   bool synthetic = false;             // --synthetic-input: random clips instead of the recipe's loader
   std::vector<double> allreduce_mb{0.0625, 1, 8, 32};
   int reps = 10;                      // bench allreduce repetitions per size
