@@ -24,6 +24,9 @@ d = sys.argv[1]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 assert c["cluster"]["nodes"] == 1 and c["cluster"]["gpus_per_node"] == 2, c["cluster"]
 assert "measured by vexp plan --measure-local" in c["cluster"]["source"]
+# the command to remake it: every option that differs from its default
+assert "--ranks 2 --measure-threads 1 --measure-steps 1 --measure-warmup 0 --measure-rounds 2 --allreduce-mb 0.01,32 " \
+       "--storage-mb 4" in c["cluster"]["source"], c["cluster"]["source"]
 # the load average when the measurement began, in the first comment and every source
 cores = len(os.sched_getaffinity(0))
 load = "load average 1.75 over %d core(s) at the start%s" % (cores, ", busy: slower than idle" if 1.75 > 0.5 * cores else "")

@@ -1069,6 +1069,25 @@ void run_measure_local(const MeasureLocalArgs& a) {
   for (const auto& r : a.recipes) command += " " + shell_quote(r);
   command += " --out " + shell_quote(a.out) + " --ranks " + std::to_string(ranks) + " --measure-threads ";
   for (size_t i = 0; i < threads.size(); ++i) command += (i ? "," : "") + std::to_string(threads[i]);
+  // The options that differ from their defaults, so that "remake with the command
+  // above" measures alike (validate.py's rounds: --measure-rounds 1, --measure-settle).
+  const MeasureLocalArgs defaults;
+  auto num = [](double v) {  // as typed: 32, not fmt's TOML float 32.0
+    char b[64];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  if (a.steps != defaults.steps) command += " --measure-steps " + std::to_string(a.steps);
+  if (a.warmup != defaults.warmup) command += " --measure-warmup " + std::to_string(a.warmup);
+  if (a.rounds != defaults.rounds) command += " --measure-rounds " + std::to_string(a.rounds);
+  if (a.settle != defaults.settle) command += " --measure-settle " + num(a.settle);
+  if (a.settle_tries != defaults.settle_tries) command += " --measure-settle-tries " + std::to_string(a.settle_tries);
+  if (a.synthetic) command += " --synthetic-input";
+  if (a.allreduce_mb != defaults.allreduce_mb) {
+    command += " --allreduce-mb ";
+    for (size_t i = 0; i < a.allreduce_mb.size(); ++i) command += (i ? "," : "") + num(a.allreduce_mb[i]);
+  }
+  if (a.storage_mb != defaults.storage_mb) command += " --storage-mb " + num(a.storage_mb);
   if (a.append) command += " --measure-append";
   m.t_start = Clock::now();
 
