@@ -332,10 +332,15 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
 }
 
 // `phase` given `samples` (sorted here) and their median.
+// The median of `v` (0 when empty), `v` sorted in place.
+double median_of(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 void set_samples(json& phase, std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  phase["median_ms"] = n == 0 ? 0.0 : n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  phase["median_ms"] = median_of(samples);
   phase["samples_ms"] = std::move(samples);
 }
 
@@ -563,9 +568,7 @@ BucketCost bucket_cost(const Measuring& m, const std::string& recipe, int thread
     for (const json& x : j.value("backward_over_forward", json::array()))
       if (x.is_number()) v.push_back(x.get<double>());
     if (v.empty()) return median(j, "backward") / median(j, "forward");
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return median_of(v);
   };
   const int64_t dn = buckets(small) - buckets(large);
   const double fl = median(large, "forward"), fs = median(small, "forward");
