@@ -536,8 +536,9 @@ std::string round_range_text(const json& j) {
 // (n_small - n_large), b / f per step of the slowest rank (lockstep), pooled over the
 // rounds, f the two forwards' pooled medians' mean, at least 0. The cost is the
 // model's own: a bucket's allreduce waits for the ranks that are behind in the
-// backward, and how far they drift apart grows with the backward's length. Both runs'
-// JSON go to buckets_STEM.json.
+// backward, and how far they drift apart grows with the backward's length. Both sizes
+// are measured twice a round, in the order 25, 0.05, 0.05, 25 MiB (measure_profiles).
+// Both runs' JSON go to buckets_STEM.json.
 struct BucketCost {
   double per_bucket_ms = 0;
   int threads = 0;
@@ -576,7 +577,7 @@ BucketCost bucket_cost(const Measuring& m, const std::string& recipe, int thread
     const double rl = ratio(large), rs = ratio(small);
     const double f = 0.5 * (fl + fs), grow = (rs - rl) * f;
     b.per_bucket_ms = std::max(0.0, grow / static_cast<double>(dn));
-    b.how = "each step's backward over its forward, median " + fmt(rl, "%.3f") + " with " +
+    b.how = "each step's backward over its forward (25, 0.05, 0.05, 25 MiB in each round), median " + fmt(rl, "%.3f") + " with " +
             std::to_string(buckets(large)) + " bucket(s) of 25 MiB, " + fmt(rs, "%.3f") + " with " +
             std::to_string(buckets(small)) + " of 0.05 MiB: the backward grows by " + fmt(grow, "%.1f") +
             " ms at the forwards' mean " + fmt(f, "%.1f") + " ms" + (grow < 0 ? " (less: no cost measured)" : "");
@@ -782,41 +783,57 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
   // of landing on one. The phases are the medians of all rounds' samples (and, with
   // --measure-append, of the earlier runs' too); round_step_medians_ms keeps each
   // round's step median.
-  for (int round = 1; round <= a.rounds; ++round)
-    for (Slot& sl : slots) {
-      const std::string how = sl.bucket_mb > 0 ? std::to_string(sl.busy) + " ranks training together, " +
-                                                     fmt(sl.bucket_mb) + " MiB buckets"
-                              : sl.busy == 1 ? std::string("alone")
-                                             : std::to_string(sl.busy) + " ranks at once under mpirun";
-      m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " + how +
-            (a.rounds > 1 ? "; round " + std::to_string(round) + " of " + std::to_string(a.rounds) : "") + ")");
-      // The fastest round measured of this profile so far (this run's and the earlier
-      // runs' pooled with it): the reference of --measure-settle.
-      double fastest = std::numeric_limits<double>::infinity();
-      auto take = [&](const json& medians) {
-        for (const json& x : medians)
-          if (x.is_number()) fastest = std::min(fastest, x.get<double>());
-      };
-      if (sl.earlier.is_object()) take(sl.earlier.value("round_step_medians_ms", json::array()));
-      for (const json& r : sl.rounds) take(json::array({r.at("phases").at("step").at("median_ms")}));
-      json j;
-      for (int attempt = 1;; ++attempt) {
-        if (sl.busy == 1) {
-          j = run_json(sl.argv, m.tmp());
-          j["command"] = join_cmd(sl.argv);
-          j["busy_ranks"] = 1;
-        } else {
-          j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
-        }
-        j["settle_attempts"] = attempt;
-        const double step = j.at("phases").at("step").at("median_ms").get<double>();
-        if (a.settle <= 0 || !std::isfinite(fastest) || step <= fastest * (1 + a.settle) || attempt >= a.settle_tries)
-          break;
-        m.say("  its step median " + fmt(step, "%.1f") + " ms is over " + fmt(100 * a.settle, "%g") +
-              " % slower than its fastest round's " + fmt(fastest, "%.1f") + ": measured again in 5 s (--measure-settle)");
-        std::this_thread::sleep_for(std::chrono::seconds(5));
+  //
+  // A recipe's two bucket sizes are measured twice a round, in the order 25, 0.05, 0.05,
+  // 25 MiB (ABBA): the bucket cost is a difference of a few milliseconds between them,
+  // and the machine's speed drifts between two runs seconds apart; in that order a drift
+  // that runs one way during the four runs reaches both sizes alike, and each size has
+  // twice the steps (the small I3D's cost came out 0.2 to 1.1 ms a bucket from one
+  // validation to the next with one run of each, its cases showing 0.1 to 0.6).
+  auto measure = [&](Slot& sl, int round) {
+    const std::string how = sl.bucket_mb > 0 ? std::to_string(sl.busy) + " ranks training together, " +
+                                                   fmt(sl.bucket_mb) + " MiB buckets"
+                            : sl.busy == 1 ? std::string("alone")
+                                           : std::to_string(sl.busy) + " ranks at once under mpirun";
+    m.say("bench train " + sl.recipe + " (" + std::to_string(sl.threads) + " thread(s), " + how +
+          (a.rounds > 1 ? "; round " + std::to_string(round) + " of " + std::to_string(a.rounds) : "") + ")");
+    // The fastest round measured of this profile so far (this run's and the earlier
+    // runs' pooled with it): the reference of --measure-settle.
+    double fastest = std::numeric_limits<double>::infinity();
+    auto take = [&](const json& medians) {
+      for (const json& x : medians)
+        if (x.is_number()) fastest = std::min(fastest, x.get<double>());
+    };
+    if (sl.earlier.is_object()) take(sl.earlier.value("round_step_medians_ms", json::array()));
+    for (const json& r : sl.rounds) take(json::array({r.at("phases").at("step").at("median_ms")}));
+    json j;
+    for (int attempt = 1;; ++attempt) {
+      if (sl.busy == 1) {
+        j = run_json(sl.argv, m.tmp());
+        j["command"] = join_cmd(sl.argv);
+        j["busy_ranks"] = 1;
+      } else {
+        j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
       }
-      sl.rounds.push_back(std::move(j));
+      j["settle_attempts"] = attempt;
+      const double step = j.at("phases").at("step").at("median_ms").get<double>();
+      if (a.settle <= 0 || !std::isfinite(fastest) || step <= fastest * (1 + a.settle) || attempt >= a.settle_tries)
+        break;
+      m.say("  its step median " + fmt(step, "%.1f") + " ms is over " + fmt(100 * a.settle, "%g") +
+            " % slower than its fastest round's " + fmt(fastest, "%.1f") + ": measured again in 5 s (--measure-settle)");
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+    }
+    sl.rounds.push_back(std::move(j));
+  };
+  for (int round = 1; round <= a.rounds; ++round)
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].bucket_mb != kBucketMb[0]) {
+        measure(slots[i], round);
+        continue;
+      }
+      Slot &large = slots[i], &small = slots.at(i + 1);  // profile_slots puts the 0.05 MiB slot next
+      for (Slot* sl : {&large, &small, &small, &large}) measure(*sl, round);
+      ++i;
     }
   std::vector<Profile> profiles;
   std::map<std::string, BucketCost> costs;
