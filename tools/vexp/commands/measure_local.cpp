@@ -331,7 +331,6 @@ std::string recipe_model_key(const std::string& recipe, const std::vector<std::s
   return plan::model_key(*s.plan);
 }
 
-// `phase` given `samples` (sorted here) and their median.
 // The median of `v` (0 when empty), `v` sorted in place.
 double median_of(std::vector<double>& v) {
   std::sort(v.begin(), v.end());
@@ -339,6 +338,7 @@ double median_of(std::vector<double>& v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// `phase` given `samples` (sorted here) and their median.
 void set_samples(json& phase, std::vector<double> samples) {
   phase["median_ms"] = median_of(samples);
   phase["samples_ms"] = std::move(samples);
@@ -800,12 +800,10 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
     // The fastest round measured of this profile so far (this run's and the earlier
     // runs' pooled with it): the reference of --measure-settle.
     double fastest = std::numeric_limits<double>::infinity();
-    auto take = [&](const json& medians) {
-      for (const json& x : medians)
+    if (sl.earlier.is_object())
+      for (const json& x : sl.earlier.value("round_step_medians_ms", json::array()))
         if (x.is_number()) fastest = std::min(fastest, x.get<double>());
-    };
-    if (sl.earlier.is_object()) take(sl.earlier.value("round_step_medians_ms", json::array()));
-    for (const json& r : sl.rounds) take(json::array({r.at("phases").at("step").at("median_ms")}));
+    for (const json& r : sl.rounds) fastest = std::min(fastest, r.at("phases").at("step").at("median_ms").get<double>());
     json j;
     for (int attempt = 1;; ++attempt) {
       if (sl.busy == 1) {
