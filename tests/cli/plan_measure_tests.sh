@@ -121,7 +121,7 @@ measure_local_append)
     --measure-append --measure-settle 0.0001 --measure-settle-tries 2
   grep -q "measured again in 5 s (--measure-settle)" "$tmp/out" && again=1 || again=0
   $PY - "$tmp/first" "$tmp/c" "$again" <<'PYEOF' || fail "--measure-append did not pool the two runs"
-import json, os, sys, tomllib
+import json, os, statistics, sys, tomllib
 first, d, again = sys.argv[1:]
 c = tomllib.load(open(os.path.join(d, "here.toml"), "rb"))
 retried = []
@@ -130,11 +130,19 @@ for p in c["gpu"]["profile"]:
     # both runs' rounds: the first run's samples and round medians kept, this run's added
     assert a["rounds"] == 1 and b["rounds"] == 2 and len(b["measured_at"]) == 2, (a["rounds"], b)
     assert b["round_step_medians_ms"][0] == a["round_step_medians_ms"][0], (a, b)
+    # each round's samples kept; the pool: the rounds within 0.01 % of the fastest
+    # round's step median (--measure-settle 0.0001), the others left out
+    assert a["round_pooled"] == [True] and len(a["round_samples_ms"]) == 1, a
+    assert b["round_samples_ms"][0] == a["round_samples_ms"][0] and len(b["round_samples_ms"]) == 2, b
+    m = b["round_step_medians_ms"]
+    assert b["round_pooled"] == [x <= min(m) * 1.0001 for x in m], (m, b["round_pooled"])
     for ph, v in a["phases"].items():
-        s = list(b["phases"][ph]["samples_ms"])
-        assert len(s) == 2 * len(v["samples_ms"]), (ph, s)
-        for x in v["samples_ms"]:
-            s.remove(x)  # each of the first run's samples is there
+        assert sorted(a["round_samples_ms"][0][ph]) == v["samples_ms"], (ph, a["round_samples_ms"], v)
+        want = sorted(x for r, k in zip(b["round_samples_ms"], b["round_pooled"]) if k for x in r[ph])
+        assert b["phases"][ph]["samples_ms"] == want, (ph, b["phases"][ph], b["round_samples_ms"], b["round_pooled"])
+        assert statistics.median(want) == b["phases"][ph]["median_ms"], (ph, want, b["phases"][ph])
+    if b["round_pooled"] != [True, True]:
+        assert "in each of 2 interleaved rounds" in p["source"] and ", 1 of them pooled (the others more than 0.01 % slower than the fastest: --measure-settle)" in p["source"], p
     if p["busy_ranks"] == 2:
         assert len(b["per_rank"]) == 4 and len(b["slowest_rank_steps"]) == 2, b
     # --measure-settle: a round measured once is within 0.01 % of the earlier fastest
@@ -180,10 +188,19 @@ PYEOF
     --measure-threads 1 --measure-append
   expect_out "here/train_tsm_motion_t1.json' was measured with steps 1, this run's is 2"
   [ "$(sums)" = "$before" ] || fail "a refused --measure-append changed the measurements"
+  # A profile without each round's samples (an older vexp's) cannot be pooled by round.
+  cp "$tmp/c/here/train_tsm_motion_t1.json" "$tmp/t1.json"
+  $PY -c 'import json, sys; f = sys.argv[1]; j = json.load(open(f)); del j["round_samples_ms"]; json.dump(j, open(f, "w"))' \
+    "$tmp/c/here/train_tsm_motion_t1.json"
+  before=$(sums)
+  expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
+  expect_out "here/train_tsm_motion_t1.json' has no round_samples_ms, one per round_step_medians_ms"
+  [ "$(sums)" = "$before" ] || fail "a refused --measure-append changed the measurements"
+  cp "$tmp/t1.json" "$tmp/c/here/train_tsm_motion_t1.json"
   # Phases other than this run's are found only once it has measured (here in the second
   # profile): nothing is written then either, not even the first profile's pooled file.
-  $PY -c 'import json, sys; f = sys.argv[1]; j = json.load(open(f)); del j["phases"]["comm"]; json.dump(j, open(f, "w"))' \
-    "$tmp/c/here/train_tsm_motion_t1_busy2.json"
+  $PY -c 'import json, sys; f = sys.argv[1]; j = json.load(open(f)); del j["phases"]["comm"]
+[r.pop("comm") for r in j["round_samples_ms"]]; json.dump(j, open(f, "w"))' "$tmp/c/here/train_tsm_motion_t1_busy2.json"
   before=$(sums)
   expect_rc 2 -- "$vexp" plan --measure-local "$quick" --out "$tmp/c/here.toml" "${small[@]}" --measure-append
   expect_out "train_tsm_motion_t1_busy2.json' has other phases than this run's measurement of it"

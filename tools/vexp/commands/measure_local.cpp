@@ -686,6 +686,28 @@ void check_earlier(const json& e, const fs::path& file, const json& want) {
     throw base::invalid(bad + "its rounds is not a whole number");
 }
 
+// A profile's earlier JSON keeps each round's samples of every phase (pool_calm_rounds),
+// one entry per round_step_medians_ms.
+void check_round_samples(const json& e, const fs::path& file) {
+  const std::string bad = "--measure-append: '" + file.string() + "' ";
+  const json* b = e.contains("round_samples_ms") ? &e.at("round_samples_ms") : nullptr;
+  const json* med = e.contains("round_step_medians_ms") ? &e.at("round_step_medians_ms") : nullptr;
+  if (!b || !b->is_array() || b->empty() || !med || med->size() != b->size())
+    throw base::invalid(bad + "has no round_samples_ms, one per round_step_medians_ms (measured by an older vexp?): "
+                              "measure again without --measure-append");
+  for (const json& r : *b) {
+    bool ok = r.is_object() && r.size() == e.at("phases").size();
+    for (const auto& [name, phase] : e.at("phases").items()) {
+      const json* s = ok && r.contains(name) ? &r.at(name) : nullptr;
+      ok = s && s->is_array() && !s->empty() &&
+           std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number(); });
+      if (!ok) break;
+    }
+    if (!ok)
+      throw base::invalid(bad + "has a round in round_samples_ms without a list of numbers for each of its phases");
+  }
+}
+
 // --measure-append: each slot's earlier JSON, read and checked before anything is measured.
 void read_earlier_slots(const Measuring& m, std::vector<Slot>& slots) {
   for (Slot& sl : slots) {
@@ -705,6 +727,7 @@ void read_earlier_slots(const Measuring& m, std::vector<Slot>& slots) {
                                                      " thread(s), " + std::to_string(sl.busy) + " rank(s) busy");
     }
     check_earlier(sl.earlier, sl.earlier_file, want);
+    if (sl.bucket_mb <= 0) check_round_samples(sl.earlier, sl.earlier_file);
   }
 }
 
@@ -719,6 +742,43 @@ json read_earlier_cores(const fs::path& file) {
       }))
     throw base::invalid("--measure-append: '" + file.string() + "' has no runs, each with its min (above 0, up to 1)");
   return doc.at("runs");
+}
+
+// A profile's rounds (its earlier runs' with --measure-append, and this run's), each
+// round's samples kept in `round_samples_ms`; with --measure-settle F > 0 a round whose
+// step median is more than F slower than the fastest round's is left out of the pooled
+// samples and their medians (`round_pooled`, one flag a round): a round caught in a slow
+// stretch of the machine, which --measure-settle could not measure again in time (a
+// profile's first round has no earlier one to compare with; the slow stretch may last
+// longer than its tries), does not pull the profile away from the rounds measured in the
+// calm state, whichever came first. Rounds measured again later decide again: the flags
+// are recomputed over every round at each run. The bucket runs pool every round: their
+// cost is read from each step's backward over the same step's forward, which a drift of
+// the machine's speed does not move.
+void pool_calm_rounds(const Measuring& m, const Slot& sl, json& j) {
+  json blocks = sl.earlier.is_object() ? sl.earlier.value("round_samples_ms", json::array()) : json::array();
+  for (const json& r : sl.rounds) {
+    json b = json::object();
+    for (const auto& [name, phase] : r.at("phases").items()) b[name] = phase.at("samples_ms");
+    blocks.push_back(std::move(b));
+  }
+  std::vector<double> step;
+  for (const json& b : blocks) {
+    std::vector<double> v = b.at("step").get<std::vector<double>>();
+    step.push_back(median_of(v));
+  }
+  const double fastest = *std::min_element(step.begin(), step.end());
+  json flags = json::array();
+  for (double s : step) flags.push_back(m.a.settle <= 0 || s <= fastest * (1 + m.a.settle));
+  for (auto& [name, phase] : j.at("phases").items()) {
+    std::vector<double> all;
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (flags[k].get<bool>())
+        for (const json& v : blocks[k].at(name)) all.push_back(v.get<double>());
+    set_samples(phase, std::move(all));
+  }
+  j["round_samples_ms"] = std::move(blocks);
+  j["round_pooled"] = std::move(flags);
 }
 
 // A slot's JSON: every phase's samples pooled over its earlier measurement (with
@@ -741,6 +801,7 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
   }
   parts.insert(parts.end(), sl.rounds.begin(), sl.rounds.end());
   json j = pooled(parts);
+  if (sl.bucket_mb <= 0) pool_calm_rounds(m, sl, j);
   auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
   json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
        slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at"),
@@ -804,8 +865,9 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
       for (const json& x : sl.earlier.value("round_step_medians_ms", json::array()))
         if (x.is_number()) fastest = std::min(fastest, x.get<double>());
     for (const json& r : sl.rounds) fastest = std::min(fastest, r.at("phases").at("step").at("median_ms").get<double>());
-    json j;
+    json best;  // the fastest attempt
     for (int attempt = 1;; ++attempt) {
+      json j;
       if (sl.busy == 1) {
         j = run_json(sl.argv, m.tmp());
         j["command"] = join_cmd(sl.argv);
@@ -813,15 +875,16 @@ std::vector<Profile> measure_profiles(const Measuring& m, std::vector<Slot>& slo
       } else {
         j = bench_train_busy(sl.argv, m.ranks, m.tmp(), sl.sets);
       }
-      j["settle_attempts"] = attempt;
       const double step = j.at("phases").at("step").at("median_ms").get<double>();
+      if (best.is_null() || step < best.at("phases").at("step").at("median_ms").get<double>()) best = std::move(j);
+      best["settle_attempts"] = attempt;
       if (a.settle <= 0 || !std::isfinite(fastest) || step <= fastest * (1 + a.settle) || attempt >= a.settle_tries)
         break;
       m.say("  its step median " + fmt(step, "%.1f") + " ms is over " + fmt(100 * a.settle, "%g") +
             " % slower than its fastest round's " + fmt(fastest, "%.1f") + ": measured again in 5 s (--measure-settle)");
       std::this_thread::sleep_for(std::chrono::seconds(5));
     }
-    sl.rounds.push_back(std::move(j));
+    sl.rounds.push_back(std::move(best));
   };
   for (int round = 1; round <= a.rounds; ++round)
     for (size_t i = 0; i < slots.size(); ++i) {
@@ -985,6 +1048,11 @@ std::string cluster_file_text(const Measuring& m, const std::string& where, cons
                     std::string s = rounds > 1 ? " in each of " + std::to_string(rounds) +
                                                      " interleaved rounds (step medians " + round_range_text(p.j) + " ms)"
                                                : std::string();
+                    const json flags = p.j.value("round_pooled", json::array());
+                    const auto kept = std::count(flags.begin(), flags.end(), json(true));
+                    if (kept < static_cast<std::ptrdiff_t>(flags.size()))
+                      s += ", " + std::to_string(kept) + " of them pooled (the others more than " +
+                           fmt(100 * a.settle, "%g") + " % slower than the fastest: --measure-settle)";
                     if (at.size() > 1)
                       s += ", pooled over " + std::to_string(at.size()) + " runs of --measure-local (--measure-append) from " +
                            at.front().get<std::string>() + " to " + at.back().get<std::string>();
