@@ -285,15 +285,15 @@ def main():
     # slowest first, the faster of the two kept), at most --settle-tries times a case, as
     # --measure-settle measures a profile's round again and leaves a slow round out of
     # the profile's pool. The cases and the profiles are then both the calm machine's.
+    # The tries run in rounds too (every case that needs one, then again), so that one
+    # case's tries are minutes apart rather than all in the same slow stretch.
     again = {c[0]: 0 for c in cases}
-    if a.settle > 0:
+    for _ in range(a.settle_tries if a.settle > 0 else 0):
         for name, recipe, ranks, threads, world, bucket, batch, steps, accum in cases:
             each = runs[name]
-            while again[name] < a.settle_tries:
-                fastest = min(e["step_s"] for e in each)
-                i = max(range(len(each)), key=lambda k: each[k]["step_s"])
-                if each[i]["step_s"] <= fastest * (1 + a.settle):
-                    break
+            fastest = min(e["step_s"] for e in each)
+            i = max(range(len(each)), key=lambda k: each[k]["step_s"])
+            if each[i]["step_s"] > fastest * (1 + a.settle):
                 settle.wait()
                 t0 = time.time()
                 with tempfile.TemporaryDirectory() as work:
@@ -304,6 +304,7 @@ def main():
                       f"its fastest {fastest:.1f}: measured again, {ph['step_s']:.1f} ms", flush=True)
                 if ph["step_s"] < each[i]["step_s"]:
                     each[i] = ph
+    if a.settle > 0:
         print(f"cases measured again: {sum(again.values())} time(s) "
               f"({', '.join(f'{k} {v}' for k, v in again.items() if v) or 'none'}; load {loadavg()})", flush=True)
     print(f"cores: {core_speeds(a.cluster)}")
