@@ -34,8 +34,8 @@ script makes it itself, in the validation's rounds: before each round of the cas
 round of every profile (--measure-rounds 1), pooled with the rounds before it
 (--measure-append), so that the profiles and the cases sample the same minutes of a
 machine whose speed moves by a quarter within a few of them. It prints the load
-averages before, after each round and after. About 10 minutes on the 2-core machine
-with --repeat 3.
+averages before, after each round and after. About 10 minutes on a calm 2-core machine
+with --repeat 3; 19-27 on this project's, with the calm-state waits and the retries.
 """
 import argparse
 import json
