@@ -655,6 +655,12 @@ json read_earlier(const fs::path& file, const std::string& what) {
   }
 }
 
+// A phase's samples as an earlier measurement must hold them: a non-empty list of numbers.
+bool is_sample_list(const json* s) {
+  return s && s->is_array() && !s->empty() &&
+         std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number(); });
+}
+
 // Refuses an earlier measurement that is not of the run this one makes: each of `want`'s
 // keys must hold the same value (a recipe compared as a path), and its phases must have
 // their samples, each a number.
@@ -676,9 +682,7 @@ void check_earlier(const json& e, const fs::path& file, const json& want) {
     throw base::invalid(bad + "has no phases with their samples");
   for (const auto& [name, phase] : ph->items()) {
     const json* s = phase.is_object() && phase.contains("samples_ms") ? &phase.at("samples_ms") : nullptr;
-    if (!s || !s->is_array() || s->empty() ||
-        !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number(); }))
-      throw base::invalid(bad + "phase '" + name + "' has no samples_ms, a list of numbers");
+    if (!is_sample_list(s)) throw base::invalid(bad + "phase '" + name + "' has no samples_ms, a list of numbers");
   }
   for (const char* k : {"round_step_medians_ms", "per_rank", "slowest_rank_steps", "measured_at"})
     if (e.contains(k) && !e.at(k).is_array()) throw base::invalid(bad + "its " + std::string(k) + " is not a list");
@@ -698,9 +702,7 @@ void check_round_samples(const json& e, const fs::path& file) {
   for (const json& r : *b) {
     bool ok = r.is_object() && r.size() == e.at("phases").size();
     for (const auto& [name, phase] : e.at("phases").items()) {
-      const json* s = ok && r.contains(name) ? &r.at(name) : nullptr;
-      ok = s && s->is_array() && !s->empty() &&
-           std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number(); });
+      ok = ok && r.contains(name) && is_sample_list(&r.at(name));
       if (!ok) break;
     }
     if (!ok)
@@ -755,7 +757,7 @@ json read_earlier_cores(const fs::path& file) {
 // are recomputed over every round at each run. The bucket runs pool every round: their
 // cost is read from each step's backward over the same step's forward, which a drift of
 // the machine's speed does not move.
-void pool_calm_rounds(const Measuring& m, const Slot& sl, json& j) {
+json pool_calm_rounds(const Measuring& m, const Slot& sl, json j) {
   json blocks = sl.earlier.is_object() ? sl.earlier.value("round_samples_ms", json::array()) : json::array();
   for (const json& r : sl.rounds) {
     json b = json::object();
@@ -779,6 +781,7 @@ void pool_calm_rounds(const Measuring& m, const Slot& sl, json& j) {
   }
   j["round_samples_ms"] = std::move(blocks);
   j["round_pooled"] = std::move(flags);
+  return j;
 }
 
 // A slot's JSON: every phase's samples pooled over its earlier measurement (with
@@ -800,8 +803,8 @@ json pooled_slot(const Measuring& m, const Slot& sl) {
     parts.push_back(sl.earlier);
   }
   parts.insert(parts.end(), sl.rounds.begin(), sl.rounds.end());
-  json j = pooled(parts);
-  if (sl.bucket_mb <= 0) pool_calm_rounds(m, sl, j);
+  // A profile's phases pooled by round (pool_calm_rounds); a bucket run's, every sample.
+  json j = sl.bucket_mb > 0 ? pooled(parts) : pool_calm_rounds(m, sl, parts.at(0));
   auto earlier_list = [&](const char* k) { return sl.earlier.is_object() ? sl.earlier.value(k, json::array()) : json::array(); };
   json medians = earlier_list("round_step_medians_ms"), per_rank = earlier_list("per_rank"),
        slowest = earlier_list("slowest_rank_steps"), at = earlier_list("measured_at"),
